@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Parley's two commands: `python3 dev.py run` and `python3 dev.py test`.
+
+Both need nothing but Python 3.11+. They create `.venv/` on first use, install the locked
+dependencies into it (with uv, itself installed into the venv; pip if uv is unavailable) and
+re-install only when `pyproject.toml` or `requirements.lock` change, so running them again is
+cheap and safe.
+
+    python3 dev.py run [args]    the local stack (see `python3 dev.py run --help`)
+    python3 dev.py test [args]   ruff, mypy, then pytest (extra args go to pytest)
+    python3 dev.py lock          re-resolve requirements.lock from pyproject.toml
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PYTHON = BIN / "python"
+STAMP = VENV / ".parley-installed"
+INPUTS = (ROOT / "pyproject.toml", ROOT / "requirements.lock")
+
+
+def main(argv: list[str]) -> int:
+    if sys.version_info < (3, 11):  # noqa: UP036 - the one check older Pythons must reach
+        sys.exit(f"Parley needs Python 3.11 or newer; this is {sys.version.split()[0]}.")
+    command, args = (argv[0], argv[1:]) if argv else ("help", [])
+    if command == "run":
+        ensure_venv()
+        return run([str(PYTHON), "-m", "local", *args])
+    if command == "test":
+        ensure_venv()
+        return test(args)
+    if command == "lock":
+        ensure_venv()
+        return lock()
+    print(__doc__)
+    return 0 if command in ("help", "-h", "--help") else 2
+
+
+def test(pytest_args: list[str]) -> int:
+    for step in (
+        [str(BIN / "ruff"), "check", "."],
+        [str(BIN / "ruff"), "format", "--check", "."],
+        [str(PYTHON), "-m", "mypy"],
+    ):
+        if code := run(step):
+            return code
+    return run([str(PYTHON), "-m", "pytest", *pytest_args])
+
+
+def ensure_venv() -> None:
+    if not PYTHON.exists():
+        print("dev.py: creating .venv", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    digest = fingerprint()
+    if STAMP.exists() and STAMP.read_text() == digest:
+        return
+    print("dev.py: installing dependencies into .venv", flush=True)
+    uv = BIN / "uv"
+    if not uv.exists():
+        run([str(PYTHON), "-m", "pip", "install", "--quiet", "uv"], check=False)
+    if uv.exists():
+        install = [str(uv), "pip", "install", "--quiet", "--python", str(PYTHON)]
+    else:
+        install = [str(PYTHON), "-m", "pip", "install", "--quiet"]
+    run([*install, "-r", str(ROOT / "requirements.lock")], check=True)
+    run([*install, "--no-deps", "-e", str(ROOT)], check=True)
+    STAMP.write_text(digest)
+
+
+def lock() -> int:
+    uv = BIN / "uv"
+    return run(
+        [
+            str(uv), "pip", "compile", "pyproject.toml", "--extra", "dev", "--universal",
+            "--python-version", "3.11", "--quiet", "--output-file", "requirements.lock",
+        ]
+    )  # fmt: skip
+
+
+def fingerprint() -> str:
+    digest = hashlib.sha256(sys.version.encode())
+    for path in INPUTS:
+        digest.update(path.read_bytes() if path.exists() else b"")
+    return digest.hexdigest()
+
+
+def run(cmd: list[str], *, check: bool = False) -> int:
+    code = subprocess.call(cmd, cwd=ROOT)
+    if check and code:
+        sys.exit(f"dev.py: command failed ({code}): {' '.join(cmd)}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

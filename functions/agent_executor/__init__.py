@@ -1,0 +1,1 @@
+"""An executor: one read-only agent working one plan step."""

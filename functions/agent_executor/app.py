@@ -1,0 +1,18 @@
+"""HTTP surface of the `agent_executor` function."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from shared.http import create_base_app
+
+
+def create_app() -> FastAPI:
+    """Build the `agent_executor` app."""
+    return create_base_app(
+        title="agent_executor",
+        description="Read-only executor agents: one plan step per invocation.",
+    )
+
+
+app = create_app()

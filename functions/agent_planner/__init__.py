@@ -1,0 +1,1 @@
+"""The planner: strategy, plans, delegation, synthesis, approvals."""

@@ -1,0 +1,18 @@
+"""HTTP surface of the `agent_planner` function."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from shared.http import create_base_app
+
+
+def create_app() -> FastAPI:
+    """Build the `agent_planner` app."""
+    return create_base_app(
+        title="agent_planner",
+        description="The planner agent: plans, delegation, synthesis and approvals.",
+    )
+
+
+app = create_app()

@@ -1,0 +1,1 @@
+"""User-facing chat: sessions, messages, send a message (JSON or SSE)."""

@@ -1,0 +1,17 @@
+"""HTTP surface of the `chat` function."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from shared.http import create_base_app
+
+
+def create_app() -> FastAPI:
+    """Build the `chat` app."""
+    return create_base_app(
+        title="chat", description="User-facing chat: sessions, messages and turns."
+    )
+
+
+app = create_app()

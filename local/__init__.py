@@ -1,0 +1,1 @@
+"""The local stack: embedded Postgres, migrations, demo data, functions, realtime."""

@@ -1,0 +1,1 @@
+"""Code shared by Parley's three functions: settings, data layer, LLM, tools, agents, events."""

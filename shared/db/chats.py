@@ -1,0 +1,180 @@
+"""Repository: chat sessions and their messages."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from shared.db._rows import fetch_all, fetch_one, fetch_optional
+from shared.db.database import Connection
+from shared.db.records import ChatMessage, ChatSession, MessageRole, SessionStatus, Usage, columns
+
+SESSION = columns(ChatSession)
+MESSAGE = columns(ChatMessage)
+
+
+async def create_session(
+    conn: Connection,
+    *,
+    user_id: UUID,
+    title: str = "New chat",
+    forked_from_session_id: UUID | None = None,
+    forked_at_message_id: UUID | None = None,
+) -> ChatSession:
+    """Start a chat session for `user_id`."""
+    return await fetch_one(
+        conn,
+        ChatSession,
+        f"""INSERT INTO chat_sessions (user_id, title, forked_from_session_id, forked_at_message_id)
+            VALUES (%s, %s, %s, %s) RETURNING {SESSION}""",
+        (user_id, title, forked_from_session_id, forked_at_message_id),
+    )
+
+
+async def get_session(
+    conn: Connection, *, session_id: UUID, user_id: UUID | None = None
+) -> ChatSession | None:
+    """The session, or None if it does not exist (or is not `user_id`'s, when given)."""
+    return await fetch_optional(
+        conn,
+        ChatSession,
+        f"""SELECT {SESSION} FROM chat_sessions
+            WHERE id = %(id)s AND (%(user)s::uuid IS NULL OR user_id = %(user)s)""",
+        {"id": session_id, "user": user_id},
+    )
+
+
+async def list_sessions(
+    conn: Connection, *, user_id: UUID, include_archived: bool = False, limit: int = 50
+) -> list[ChatSession]:
+    """The user's sessions, most recently active first; deleted ones are never listed."""
+    statuses = ["active", "archived"] if include_archived else ["active"]
+    return await fetch_all(
+        conn,
+        ChatSession,
+        f"""SELECT {SESSION} FROM chat_sessions
+            WHERE user_id = %s AND status = ANY(%s) AND status <> 'deleted'
+            ORDER BY updated_at DESC LIMIT %s""",
+        (user_id, statuses, limit),
+    )
+
+
+async def update_session(
+    conn: Connection,
+    *,
+    session_id: UUID,
+    title: str | None = None,
+    status: SessionStatus | None = None,
+) -> ChatSession | None:
+    """Rename and/or change the status of a session; None if it does not exist."""
+    return await fetch_optional(
+        conn,
+        ChatSession,
+        f"""UPDATE chat_sessions
+            SET title = coalesce(%s, title), status = coalesce(%s, status)
+            WHERE id = %s RETURNING {SESSION}""",
+        (title, status, session_id),
+    )
+
+
+async def add_session_usage(conn: Connection, *, session_id: UUID, usage: Usage) -> None:
+    """Add one call's tokens and cost to the session's running totals."""
+    await conn.execute(
+        """UPDATE chat_sessions
+           SET prompt_tokens = prompt_tokens + %s, completion_tokens = completion_tokens + %s,
+               cache_hit_tokens = cache_hit_tokens + %s, cost_usd = cost_usd + %s
+           WHERE id = %s""",
+        (usage.prompt_tokens, usage.completion_tokens, usage.cache_hit_tokens, usage.cost_usd,
+         session_id),
+    )  # fmt: skip
+
+
+async def add_message(
+    conn: Connection,
+    *,
+    session_id: UUID,
+    user_id: UUID,
+    role: MessageRole,
+    content: str,
+    plan_id: UUID | None = None,
+    model: str | None = None,
+    usage: Usage | None = None,
+    tool_calls: list[dict[str, Any]] | None = None,
+    tool_call_id: str | None = None,
+    tool_name: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> ChatMessage:
+    """Append a message; its `seq` comes from the session's counter (trigger)."""
+    usage = usage or Usage()
+    return await fetch_one(
+        conn,
+        ChatMessage,
+        f"""INSERT INTO chat_messages
+              (session_id, user_id, role, content, plan_id, model, prompt_tokens,
+               completion_tokens, cache_hit_tokens, cost_usd, tool_calls, tool_call_id,
+               tool_name, metadata)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+            RETURNING {MESSAGE}""",
+        (
+            session_id, user_id, role, content, plan_id, model, usage.prompt_tokens,
+            usage.completion_tokens, usage.cache_hit_tokens, usage.cost_usd,
+            Jsonb(tool_calls) if tool_calls is not None else None, tool_call_id, tool_name,
+            Jsonb(metadata or {}),
+        ),
+    )  # fmt: skip
+
+
+async def add_user_message(
+    conn: Connection,
+    *,
+    session_id: UUID,
+    user_id: UUID,
+    content: str,
+    client_message_id: str | None = None,
+) -> tuple[ChatMessage, bool]:
+    """Store a user message once per `client_message_id`: (message, True if newly created).
+
+    A resend with the same id returns the stored message, even when two arrive at once (the
+    unique key decides; a losing insert leaves a gap in `seq`, which stays monotonic).
+    """
+    created = await fetch_optional(
+        conn,
+        ChatMessage,
+        f"""INSERT INTO chat_messages (session_id, user_id, role, content, client_message_id)
+            VALUES (%s, %s, 'user', %s, %s)
+            ON CONFLICT (session_id, client_message_id) DO NOTHING
+            RETURNING {MESSAGE}""",
+        (session_id, user_id, content, client_message_id),
+    )
+    if created is not None:
+        return created, True
+    existing = await fetch_one(
+        conn,
+        ChatMessage,
+        f"""SELECT {MESSAGE} FROM chat_messages
+            WHERE session_id = %s AND client_message_id = %s""",
+        (session_id, client_message_id),
+    )
+    return existing, False
+
+
+async def get_message(conn: Connection, *, message_id: UUID) -> ChatMessage | None:
+    """One message by id."""
+    return await fetch_optional(
+        conn, ChatMessage, f"SELECT {MESSAGE} FROM chat_messages WHERE id = %s", (message_id,)
+    )
+
+
+async def list_messages(
+    conn: Connection, *, session_id: UUID, after_seq: int = 0, limit: int = 500
+) -> list[ChatMessage]:
+    """Messages of a session in order, those after `after_seq` only (catch-up after a gap)."""
+    return await fetch_all(
+        conn,
+        ChatMessage,
+        f"""SELECT {MESSAGE} FROM chat_messages
+            WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s""",
+        (session_id, after_seq, limit),
+    )

@@ -1,0 +1,152 @@
+"""Repository: agent-to-agent threads (`agent_chat_sessions`) and their messages."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from shared.db._rows import fetch_all, fetch_one, fetch_optional
+from shared.db.database import Connection
+from shared.db.records import (
+    AgentMessage,
+    AgentMessageType,
+    AgentThread,
+    ThreadStatus,
+    Usage,
+    columns,
+)
+
+THREAD = columns(AgentThread)
+MESSAGE = columns(AgentMessage)
+
+
+async def create_thread(
+    conn: Connection,
+    *,
+    session_id: UUID,
+    user_id: UUID,
+    plan_id: UUID,
+    parent_agent_id: UUID,
+    child_agent_id: UUID,
+    max_turns: int,
+    step_id: UUID | None = None,
+) -> AgentThread:
+    """Open a planner↔executor thread."""
+    return await fetch_one(
+        conn,
+        AgentThread,
+        f"""INSERT INTO agent_chat_sessions
+              (session_id, user_id, plan_id, step_id, parent_agent_id, child_agent_id, max_turns)
+            VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {THREAD}""",
+        (session_id, user_id, plan_id, step_id, parent_agent_id, child_agent_id, max_turns),
+    )
+
+
+async def get_thread(conn: Connection, *, thread_id: UUID) -> AgentThread | None:
+    """One thread by id."""
+    return await fetch_optional(
+        conn, AgentThread, f"SELECT {THREAD} FROM agent_chat_sessions WHERE id = %s", (thread_id,)
+    )
+
+
+async def list_threads(conn: Connection, *, plan_id: UUID) -> list[AgentThread]:
+    """A plan's threads, oldest first."""
+    return await fetch_all(
+        conn,
+        AgentThread,
+        f"SELECT {THREAD} FROM agent_chat_sessions WHERE plan_id = %s ORDER BY created_at, id",
+        (plan_id,),
+    )
+
+
+async def count_turn(conn: Connection, *, thread_id: UUID) -> int:
+    """Count one more turn on the thread; returns the new count."""
+    cur = await conn.execute(
+        "UPDATE agent_chat_sessions SET turn_count = turn_count + 1 WHERE id = %s "
+        "RETURNING turn_count",
+        (thread_id,),
+    )
+    row = await cur.fetchone()
+    if row is None:
+        raise LookupError(f"agent thread {thread_id} does not exist")
+    return int(row["turn_count"])
+
+
+async def close_thread(
+    conn: Connection,
+    *,
+    thread_id: UUID,
+    status: ThreadStatus,
+    result: str | None = None,
+    error: str | None = None,
+) -> AgentThread:
+    """End a thread with its outcome."""
+    return await fetch_one(
+        conn,
+        AgentThread,
+        f"""UPDATE agent_chat_sessions
+            SET status = %s, result = %s, error = %s, completed_at = now()
+            WHERE id = %s RETURNING {THREAD}""",
+        (status, result, error, thread_id),
+    )
+
+
+async def add_agent_message(
+    conn: Connection,
+    *,
+    thread: AgentThread,
+    message_type: AgentMessageType,
+    content: str = "",
+    sender_agent_id: UUID | None = None,
+    receiver_agent_id: UUID | None = None,
+    tool_name: str | None = None,
+    tool_call_id: str | None = None,
+    tool_args: dict[str, Any] | None = None,
+    tool_result: Any = None,
+    model: str | None = None,
+    usage: Usage | None = None,
+) -> AgentMessage:
+    """Append a dialogue message to `thread`; `seq` comes from the chat session's counter."""
+    usage = usage or Usage()
+    return await fetch_one(
+        conn,
+        AgentMessage,
+        f"""INSERT INTO agent_chat_messages
+              (agent_session_id, session_id, user_id, sender_agent_id, receiver_agent_id,
+               message_type, content, tool_name, tool_call_id, tool_args, tool_result, model,
+               prompt_tokens, completion_tokens, cache_hit_tokens, cost_usd)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+            RETURNING {MESSAGE}""",
+        (
+            thread.id, thread.session_id, thread.user_id, sender_agent_id, receiver_agent_id,
+            message_type, content, tool_name, tool_call_id,
+            Jsonb(tool_args) if tool_args is not None else None,
+            Jsonb(tool_result) if tool_result is not None else None, model,
+            usage.prompt_tokens, usage.completion_tokens, usage.cache_hit_tokens, usage.cost_usd,
+        ),
+    )  # fmt: skip
+
+
+async def list_thread_messages(conn: Connection, *, thread_id: UUID) -> list[AgentMessage]:
+    """A thread's messages in order."""
+    return await fetch_all(
+        conn,
+        AgentMessage,
+        f"SELECT {MESSAGE} FROM agent_chat_messages WHERE agent_session_id = %s ORDER BY seq",
+        (thread_id,),
+    )
+
+
+async def list_session_dialogue(
+    conn: Connection, *, session_id: UUID, after_seq: int = 0, limit: int = 500
+) -> list[AgentMessage]:
+    """Every dialogue message of a chat session after `after_seq`, in order."""
+    return await fetch_all(
+        conn,
+        AgentMessage,
+        f"""SELECT {MESSAGE} FROM agent_chat_messages
+            WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s""",
+        (session_id, after_seq, limit),
+    )

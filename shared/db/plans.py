@@ -1,0 +1,171 @@
+"""Repository: plans (one per user message) and their steps."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from shared.db._rows import fetch_all, fetch_one, fetch_optional
+from shared.db.database import Connection
+from shared.db.records import Plan, PlanStatus, PlanStep, PlanStrategy, StepStatus, Usage, columns
+
+PLAN = columns(Plan)
+STEP = columns(PlanStep)
+
+
+@dataclass(frozen=True, slots=True)
+class NewStep:
+    """A step as the planner wrote it, before it is stored."""
+
+    step_number: int
+    description: str
+    executor_required: bool
+    depends_on: Sequence[int] = ()
+    tools: Sequence[str] = field(default_factory=tuple)
+
+
+async def create_plan(
+    conn: Connection,
+    *,
+    session_id: UUID,
+    user_id: UUID,
+    user_message_id: UUID,
+    planner_agent_id: UUID,
+    strategy: PlanStrategy | None = None,
+    goal: str | None = None,
+) -> tuple[Plan, bool]:
+    """The plan for one user message: (plan, True if created now). One plan per message, ever."""
+    created = await fetch_optional(
+        conn,
+        Plan,
+        f"""INSERT INTO agent_plans (session_id, user_id, user_message_id, planner_agent_id,
+                                     strategy, goal)
+            VALUES (%s, %s, %s, %s, %s, %s)
+            ON CONFLICT (user_message_id) DO NOTHING RETURNING {PLAN}""",
+        (session_id, user_id, user_message_id, planner_agent_id, strategy, goal),
+    )
+    if created is not None:
+        return created, True
+    existing = await fetch_one(
+        conn, Plan, f"SELECT {PLAN} FROM agent_plans WHERE user_message_id = %s", (user_message_id,)
+    )
+    return existing, False
+
+
+async def get_plan(conn: Connection, *, plan_id: UUID, user_id: UUID | None = None) -> Plan | None:
+    """The plan, or None if it does not exist (or is not `user_id`'s, when given)."""
+    return await fetch_optional(
+        conn,
+        Plan,
+        f"""SELECT {PLAN} FROM agent_plans
+            WHERE id = %(id)s AND (%(user)s::uuid IS NULL OR user_id = %(user)s)""",
+        {"id": plan_id, "user": user_id},
+    )
+
+
+async def update_plan(
+    conn: Connection,
+    *,
+    plan_id: UUID,
+    status: PlanStatus | None = None,
+    strategy: PlanStrategy | None = None,
+    goal: str | None = None,
+    error: str | None = None,
+) -> Plan:
+    """Change a plan's status/strategy/goal/error; timestamps follow the status."""
+    return await fetch_one(
+        conn,
+        Plan,
+        f"""UPDATE agent_plans SET
+                status = coalesce(%(status)s, status),
+                strategy = coalesce(%(strategy)s, strategy),
+                goal = coalesce(%(goal)s, goal),
+                error = coalesce(%(error)s, error),
+                started_at = CASE WHEN %(status)s = 'executing'
+                                  THEN coalesce(started_at, now()) ELSE started_at END,
+                completed_at = CASE WHEN %(status)s IN ('completed', 'failed', 'cancelled')
+                                    THEN now() ELSE completed_at END
+            WHERE id = %(id)s RETURNING {PLAN}""",
+        {"status": status, "strategy": strategy, "goal": goal, "error": error, "id": plan_id},
+    )
+
+
+async def add_plan_usage(conn: Connection, *, plan_id: UUID, usage: Usage) -> None:
+    """Add one call's tokens and cost to the plan's totals."""
+    await conn.execute(
+        """UPDATE agent_plans
+           SET prompt_tokens = prompt_tokens + %s, completion_tokens = completion_tokens + %s,
+               cache_hit_tokens = cache_hit_tokens + %s, cost_usd = cost_usd + %s
+           WHERE id = %s""",
+        (usage.prompt_tokens, usage.completion_tokens, usage.cache_hit_tokens, usage.cost_usd,
+         plan_id),
+    )  # fmt: skip
+
+
+async def add_steps(
+    conn: Connection, *, plan_id: UUID, user_id: UUID, steps: Sequence[NewStep]
+) -> list[PlanStep]:
+    """Store a plan's steps (already validated) in one statement."""
+    if not steps:
+        return []
+    rows = [
+        {"step_number": s.step_number, "description": s.description,
+         "executor_required": s.executor_required, "depends_on": list(s.depends_on),
+         "tools": list(s.tools)}
+        for s in steps
+    ]  # fmt: skip
+    return await fetch_all(
+        conn,
+        PlanStep,
+        f"""INSERT INTO agent_plan_steps
+              (plan_id, user_id, step_number, description, executor_required, depends_on, tools)
+            SELECT %s, %s, s.step_number, s.description, s.executor_required, s.depends_on,
+                   s.tools
+              FROM jsonb_to_recordset(%s) AS s(step_number int, description text,
+                   executor_required bool, depends_on int[], tools text[])
+            ORDER BY s.step_number
+            RETURNING {STEP}""",
+        (plan_id, user_id, Jsonb(rows)),
+    )
+
+
+async def list_steps(conn: Connection, *, plan_id: UUID) -> list[PlanStep]:
+    """A plan's steps in order."""
+    return await fetch_all(
+        conn,
+        PlanStep,
+        f"SELECT {STEP} FROM agent_plan_steps WHERE plan_id = %s ORDER BY step_number",
+        (plan_id,),
+    )
+
+
+async def update_step(
+    conn: Connection,
+    *,
+    step_id: UUID,
+    status: StepStatus,
+    result: str | None = None,
+    error: str | None = None,
+    assigned_agent_id: UUID | None = None,
+) -> PlanStep:
+    """Move a step to `status` with its result or error; timestamps follow the status."""
+    return await fetch_one(
+        conn,
+        PlanStep,
+        f"""UPDATE agent_plan_steps SET
+                status = %(status)s,
+                result = coalesce(%(result)s, result),
+                error = coalesce(%(error)s, error),
+                assigned_agent_id = coalesce(%(agent)s, assigned_agent_id),
+                started_at = CASE WHEN %(status)s = 'running'
+                                  THEN coalesce(started_at, now()) ELSE started_at END,
+                completed_at = CASE WHEN %(status)s IN ('completed', 'failed', 'skipped',
+                                                        'cancelled')
+                                    THEN now() ELSE completed_at END
+            WHERE id = %(id)s RETURNING {STEP}""",
+        {"status": status, "result": result, "error": error, "agent": assigned_agent_id,
+         "id": step_id},
+    )  # fmt: skip

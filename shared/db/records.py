@@ -1,0 +1,239 @@
+"""Rows as frozen dataclasses, one per table; field names are the column names.
+
+The `Literal` sets mirror the tables' CHECK constraints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal
+from uuid import UUID
+
+SessionStatus = Literal["active", "archived", "deleted"]
+MessageRole = Literal["user", "assistant", "system", "status", "tool"]
+AgentRole = Literal["planner", "executor"]
+AgentPermissions = Literal["read_only", "read_write"]
+AgentStatus = Literal["active", "idle", "completed", "failed"]
+PlanStrategy = Literal["direct", "tool", "complex"]
+PlanStatus = Literal[
+    "pending", "executing", "awaiting_approval", "completed", "failed", "cancelled"
+]
+StepStatus = Literal[
+    "pending", "running", "awaiting_approval", "completed", "failed", "skipped", "cancelled"
+]
+ThreadStatus = Literal["active", "completed", "failed", "abandoned", "timeout"]
+AgentMessageType = Literal[
+    "delegation",
+    "question",
+    "answer",
+    "status",
+    "completion",
+    "error",
+    "escalation",
+    "tool_call",
+    "tool_result",
+    "permission_denied",
+]
+ExecutionStatus = Literal["pending", "running", "completed", "failed", "timeout", "cancelled"]
+
+
+def columns(record: type[Any]) -> str:
+    """The comma-separated column list of a record type, for SELECT and RETURNING."""
+    return ", ".join(f.name for f in fields(record))
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens and cost of one or more LLM calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hit_tokens: int = 0
+    cost_usd: Decimal = Decimal(0)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cache_hit_tokens + other.cache_hit_tokens,
+            self.cost_usd + other.cost_usd,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSession:
+    id: UUID
+    user_id: UUID
+    title: str
+    status: SessionStatus
+    forked_from_session_id: UUID | None
+    forked_at_message_id: UUID | None
+    last_seq: int
+    prompt_tokens: int
+    completion_tokens: int
+    cache_hit_tokens: int
+    cost_usd: Decimal
+    last_message_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    id: UUID
+    session_id: UUID
+    user_id: UUID
+    seq: int
+    role: MessageRole
+    content: str
+    tool_calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    tool_name: str | None
+    plan_id: UUID | None
+    model: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cache_hit_tokens: int
+    cost_usd: Decimal
+    client_message_id: str | None
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    id: UUID
+    user_id: UUID
+    chat_session_id: UUID
+    parent_agent_id: UUID | None
+    role: AgentRole
+    name: str
+    model: str
+    permissions: AgentPermissions
+    allowed_tools: list[str] | None
+    token_budget: int
+    system_prompt: str | None
+    status: AgentStatus
+    created_at: datetime
+    updated_at: datetime
+    completed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    id: UUID
+    session_id: UUID
+    user_id: UUID
+    user_message_id: UUID
+    planner_agent_id: UUID
+    strategy: PlanStrategy | None
+    status: PlanStatus
+    goal: str | None
+    error: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cache_hit_tokens: int
+    cost_usd: Decimal
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStep:
+    id: UUID
+    plan_id: UUID
+    user_id: UUID
+    step_number: int
+    description: str
+    executor_required: bool
+    depends_on: list[int]
+    tools: list[str]
+    assigned_agent_id: UUID | None
+    status: StepStatus
+    result: str | None
+    error: str | None
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentThread:
+    """An `agent_chat_sessions` row: one planner↔executor conversation about one step."""
+
+    id: UUID
+    session_id: UUID
+    user_id: UUID
+    plan_id: UUID
+    step_id: UUID | None
+    parent_agent_id: UUID
+    child_agent_id: UUID
+    status: ThreadStatus
+    turn_count: int
+    max_turns: int
+    result: str | None
+    error: str | None
+    created_at: datetime
+    updated_at: datetime
+    completed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentMessage:
+    """An `agent_chat_messages` row: one message of the agent dialogue."""
+
+    id: UUID
+    agent_session_id: UUID
+    session_id: UUID
+    user_id: UUID
+    seq: int
+    sender_agent_id: UUID | None
+    receiver_agent_id: UUID | None
+    message_type: AgentMessageType
+    content: str
+    tool_name: str | None
+    tool_call_id: str | None
+    tool_args: dict[str, Any] | None
+    tool_result: Any
+    model: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cache_hit_tokens: int
+    cost_usd: Decimal
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """An `agent_executions` row: one agent run with its accounting."""
+
+    id: UUID
+    user_id: UUID
+    session_id: UUID
+    plan_id: UUID
+    step_id: UUID | None
+    agent_id: UUID
+    agent_session_id: UUID | None
+    agent_role: AgentRole
+    model: str
+    attempt: int
+    status: ExecutionStatus
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cache_hit_tokens: int
+    cost_usd: Decimal
+    tool_call_count: int
+    permission_denials: int
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_ms: int | None
+    error: str | None
+    created_at: datetime
+    updated_at: datetime

@@ -1,0 +1,54 @@
+"""Parley's error vocabulary. No HTTP here: `shared.http` maps these to status codes once.
+
+AppError
+├── ConfigurationError     a setting is missing or wrong; the message says how to fix it
+├── NotFound               the thing does not exist, or belongs to someone else
+├── Conflict               the request clashes with the current state (e.g. a turn is running)
+├── InvalidInput           the request is well-formed JSON but makes no sense
+├── Unauthenticated        no credentials, or credentials that do not verify
+└── PermissionDenied       authenticated, but not allowed to do this
+"""
+
+from __future__ import annotations
+
+
+class AppError(Exception):
+    """Base of every error Parley raises on purpose."""
+
+    title = "Application error"
+
+
+class ConfigurationError(AppError):
+    """A required setting is missing or invalid."""
+
+    title = "Configuration error"
+
+
+class NotFound(AppError):
+    """The resource does not exist or is not visible to the caller."""
+
+    title = "Not found"
+
+
+class Conflict(AppError):
+    """The request conflicts with the resource's current state."""
+
+    title = "Conflict"
+
+
+class InvalidInput(AppError):
+    """The request is syntactically valid but semantically wrong."""
+
+    title = "Invalid input"
+
+
+class Unauthenticated(AppError):
+    """Missing or invalid credentials."""
+
+    title = "Unauthenticated"
+
+
+class PermissionDenied(AppError):
+    """The caller is known but not allowed to perform the action."""
+
+    title = "Permission denied"

@@ -1,0 +1,103 @@
+"""FastAPI glue shared by the three functions: the app factory and problem+json errors.
+
+Every error leaves as RFC 9457 `application/problem+json`. `AppError`s are mapped to a status
+here, once, so routes stay free of try/except and `shared/` stays free of HTTP.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from shared.errors import (
+    AppError,
+    ConfigurationError,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    PermissionDenied,
+    Unauthenticated,
+)
+
+log = logging.getLogger(__name__)
+
+PROBLEM_JSON = "application/problem+json"
+
+STATUS_OF: dict[type[AppError], int] = {
+    NotFound: 404,
+    Conflict: 409,
+    InvalidInput: 422,
+    Unauthenticated: 401,
+    PermissionDenied: 403,
+    ConfigurationError: 503,
+}
+
+
+def status_of(error: AppError) -> int:
+    """The HTTP status for an application error (the most specific class wins)."""
+    for cls in type(error).__mro__:
+        if cls in STATUS_OF:
+            return STATUS_OF[cls]
+    return 400
+
+
+def problem(status: int, detail: str, *, title: str | None = None, **extra: Any) -> JSONResponse:
+    """A problem+json response."""
+    body = {
+        "type": "about:blank",
+        "title": title or HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        **extra,
+    }
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+async def _app_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, AppError)
+    return problem(status_of(exc), str(exc), title=exc.title)
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {"loc": list(err.get("loc", ())), "msg": err.get("msg", ""), "type": err.get("type", "")}
+        for err in exc.errors()
+    ]
+    summary = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors)
+    return problem(422, summary or "Invalid request", title="Invalid request", errors=errors)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    return problem(exc.status_code, str(exc.detail))
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return problem(500, "An unexpected error occurred; it has been logged.")
+
+
+def create_base_app(*, title: str, description: str, routers: Sequence[APIRouter] = ()) -> FastAPI:
+    """A FastAPI app with Parley's error handling, a health route and the given routers."""
+    app = FastAPI(title=title, description=description, version="0.1.0")
+    app.add_exception_handler(AppError, _app_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)
+
+    @app.get("/health", tags=["meta"], summary="Liveness probe")
+    async def health() -> dict[str, str]:
+        return {"status": "ok", "function": title}
+
+    for router in routers:
+        app.include_router(router)
+    return app

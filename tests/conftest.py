@@ -1,0 +1,36 @@
+"""Shared fixtures: a real Postgres per test module, and the database handle tests use."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from shared.db import Database
+from tests import databases
+
+
+@pytest.fixture(scope="session")
+def server_url() -> str:
+    url = databases.server_url()
+    databases.drop_stale(url)
+    return url
+
+
+@pytest.fixture(scope="session")
+def template_name(server_url: str) -> str:
+    return databases.ensure_template(server_url)
+
+
+@pytest.fixture(scope="module")
+def database_url(server_url: str, template_name: str) -> Iterator[str]:
+    """A migrated database of this test module's own."""
+    url = databases.create_database(server_url, template=template_name)
+    yield url
+    databases.drop_database(server_url, url)
+
+
+@pytest.fixture(scope="module")
+async def db(database_url: str) -> AsyncIterator[Database]:
+    async with Database(database_url, max_size=4) as database:
+        yield database

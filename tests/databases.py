@@ -1,0 +1,112 @@
+"""Test databases: one migrated template per migration set, cloned cheaply per test module.
+
+The server is `DATABASE_URL` when set (it must allow CREATE DATABASE), else the embedded
+Postgres under `.parley/`. The template is named after a hash of `migrations/`, so a changed
+migration gets a fresh template and an unchanged one is reused across runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psycopg
+from psycopg import sql
+
+from local.migrate import upgrade
+from local.postgres import start_embedded, with_database
+
+ROOT = Path(__file__).resolve().parents[1]
+_counter = itertools.count()
+
+
+def server_url() -> str:
+    """The maintenance URL of the server tests run against."""
+    return os.environ.get("DATABASE_URL") or start_embedded(ROOT / ".parley")
+
+
+def migrations_digest() -> str:
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "migrations").rglob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def admin(url: str) -> psycopg.Connection[tuple[object, ...]]:
+    return psycopg.connect(url, autocommit=True, prepare_threshold=None)
+
+
+def ensure_template(url: str) -> str:
+    """Create (once, under an advisory lock) the migrated template; return its name."""
+    name = f"parley_tpl_{migrations_digest()}"
+    with admin(url) as conn:
+        conn.execute("SELECT pg_advisory_lock(4242)")
+        try:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (name,)
+            ).fetchone()
+            if not exists:
+                building = f"{name}_building"
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(building)))
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(building)))
+                upgrade(with_database(url, building))
+                conn.execute(
+                    sql.SQL("ALTER DATABASE {} RENAME TO {}").format(
+                        sql.Identifier(building), sql.Identifier(name)
+                    )
+                )
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(4242)")
+    return name
+
+
+def create_database(url: str, *, template: str | None) -> str:
+    """A new, uniquely named database (a clone of `template`, or empty); returns its URL."""
+    name = f"parley_test_{os.getpid()}_{next(_counter)}"
+    query = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template:
+        query += sql.SQL(" TEMPLATE {} STRATEGY FILE_COPY").format(sql.Identifier(template))
+    with admin(url) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+        conn.execute(query)
+    return with_database(url, name)
+
+
+def drop_database(url: str, database_url: str) -> None:
+    name = urlsplit(database_url).path.lstrip("/")
+    with admin(url) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+def drop_stale(url: str) -> None:
+    """Drop test databases left behind by runs that no longer exist."""
+    with admin(url) as conn:
+        rows = conn.execute(
+            "SELECT datname FROM pg_database WHERE datname LIKE 'parley\\_test\\_%'"
+        ).fetchall()
+        for (name,) in rows:
+            pid = int(str(name).split("_")[2])
+            if pid != os.getpid() and not _alive(pid):
+                conn.execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                        sql.Identifier(str(name))
+                    )
+                )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
