@@ -35,6 +35,8 @@ class Settings(BaseSettings):
     """The service-role key: authorises Realtime broadcasts. Never sent to a client."""
     supabase_jwt_secret: SecretStr | None = None
     """HS256 secret user JWTs are signed with (Project settings → API → JWT secret)."""
+    supabase_jwks_url: str | None = None
+    """JWKS of asymmetric signing keys; default `{SUPABASE_URL}/auth/v1/.well-known/jwks.json`."""
 
     llm_base_url: str = "https://api.deepseek.com"
     """Any OpenAI-compatible endpoint: DeepSeek (default), OpenAI, Ollama, vLLM, OpenRouter."""
@@ -66,7 +68,14 @@ class Settings(BaseSettings):
             )
         return value
 
-    @field_validator("supabase_url", "llm_base_url")
+    @property
+    def jwks_url(self) -> str | None:
+        """Where asymmetric JWT signing keys are published, if anywhere."""
+        if self.supabase_jwks_url:
+            return self.supabase_jwks_url
+        return f"{self.supabase_url}/auth/v1/.well-known/jwks.json" if self.supabase_url else None
+
+    @field_validator("supabase_url", "supabase_jwks_url", "llm_base_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value in (None, ""):

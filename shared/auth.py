@@ -1,0 +1,160 @@
+"""Supabase JWTs: verify them (HS256 project secret, or JWKS for asymmetric keys) and mint them.
+
+Supabase signs user sessions (`role: authenticated`, `aud: authenticated`) and its API keys
+(`role: anon` / `service_role`) as JWTs. Projects on the legacy JWT secret use HS256; projects on
+the new signing keys use RS256/ES256, published at `{SUPABASE_URL}/auth/v1/.well-known/jwks.json`.
+The algorithm family is chosen by the key source, never by the token alone: an HS* token is only
+checked against the secret and an asymmetric one only against the JWKS, which rules out
+algorithm-confusion attacks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import jwt
+
+from shared.errors import ConfigurationError, Unauthenticated
+
+HMAC_ALGORITHMS = ("HS256", "HS384", "HS512")
+ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "EdDSA")
+
+
+class TokenError(Unauthenticated):
+    """A bearer token was rejected."""
+
+
+class MalformedToken(TokenError):
+    """Not a JWT at all."""
+
+
+class InvalidSignature(TokenError):
+    """A JWT whose signature (or algorithm, or key id) does not verify."""
+
+
+class TokenExpired(TokenError):
+    """A JWT past its `exp`."""
+
+
+class InvalidClaims(TokenError):
+    """A JWT lacking required claims, or with the wrong audience."""
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who a verified token speaks for."""
+
+    role: str
+    """`authenticated`, `anon` or `service_role`."""
+    user_id: UUID | None
+    """The `sub` of a user token; None for API keys."""
+    claims: Mapping[str, Any]
+    """All verified claims (passed on as `request.jwt.claims` so RLS sees them)."""
+
+    @property
+    def is_service(self) -> bool:
+        return self.role == "service_role"
+
+
+class TokenVerifier:
+    """Verifies Supabase JWTs against the project's secret and/or JWKS."""
+
+    def __init__(
+        self,
+        *,
+        secret: str | None = None,
+        jwks_url: str | None = None,
+        leeway_seconds: int = 30,
+    ) -> None:
+        if not secret and not jwks_url:
+            raise ConfigurationError(
+                "No way to verify tokens: set SUPABASE_JWT_SECRET (Project settings → API → "
+                "JWT secret) or SUPABASE_URL / SUPABASE_JWKS_URL for asymmetric signing keys."
+            )
+        self._secret = secret
+        self._jwks = jwt.PyJWKClient(jwks_url, cache_keys=True) if jwks_url else None
+        self._leeway = leeway_seconds
+
+    def verify(self, token: str, *, audience: str | None = None) -> dict[str, Any]:
+        """The token's claims, if its signature, `exp` and (when given) `aud` all hold.
+
+        Like Supabase Realtime, a token must carry `role` and a numeric `exp`.
+        """
+        key, algorithms = self._key_for(token)
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key,
+                algorithms=algorithms,
+                audience=audience,
+                leeway=self._leeway,
+                options={"require": ["exp"], "verify_aud": audience is not None},
+            )
+        except jwt.ExpiredSignatureError as exc:
+            raise TokenExpired("Token has expired") from exc
+        except jwt.InvalidSignatureError as exc:
+            raise InvalidSignature("Failed to validate JWT signature") from exc
+        except (jwt.MissingRequiredClaimError, jwt.InvalidAudienceError) as exc:
+            raise InvalidClaims(f"Invalid token claims: {exc}") from exc
+        except jwt.DecodeError as exc:
+            raise MalformedToken("The token provided is not a valid JWT") from exc
+        except jwt.InvalidTokenError as exc:
+            raise InvalidClaims(f"Invalid token: {exc}") from exc
+        if not isinstance(claims.get("role"), str):
+            raise InvalidClaims("Fields `role` and `exp` are required in JWT")
+        return claims
+
+    def identity(self, token: str, *, audience: str | None = None) -> Identity:
+        """Verify `token` and say who it is; user tokens must name a UUID `sub`."""
+        claims = self.verify(token, audience=audience)
+        role = str(claims["role"])
+        user_id: UUID | None = None
+        if role == "authenticated":
+            try:
+                user_id = UUID(str(claims.get("sub")))
+            except ValueError as exc:
+                raise InvalidClaims("A user token needs a UUID `sub` claim") from exc
+        return Identity(role=role, user_id=user_id, claims=claims)
+
+    def _key_for(self, token: str) -> tuple[Any, tuple[str, ...]]:
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.DecodeError as exc:
+            raise MalformedToken("The token provided is not a valid JWT") from exc
+        algorithm = header.get("alg")
+        if algorithm in HMAC_ALGORITHMS and self._secret:
+            return self._secret, HMAC_ALGORITHMS
+        if algorithm in ASYMMETRIC_ALGORITHMS and self._jwks is not None:
+            try:
+                return self._jwks.get_signing_key_from_jwt(token).key, ASYMMETRIC_ALGORITHMS
+            except jwt.PyJWKClientError as exc:
+                raise InvalidSignature(f"No signing key matches this token: {exc}") from exc
+        raise InvalidSignature(f"Tokens signed with {algorithm!r} are not accepted here")
+
+
+def mint_token(
+    secret: str,
+    *,
+    role: str = "authenticated",
+    sub: UUID | str | None = None,
+    expires_in: int = 3600,
+    extra: Mapping[str, Any] | None = None,
+) -> str:
+    """An HS256 token like Supabase's: for the local stack, demos and tests."""
+    now = int(time.time())
+    claims: dict[str, Any] = {
+        "iss": "parley-local",
+        "role": role,
+        "iat": now,
+        "exp": now + expires_in,
+    }
+    if role == "authenticated":
+        claims["aud"] = "authenticated"
+    if sub is not None:
+        claims["sub"] = str(sub)
+    claims.update(extra or {})
+    return jwt.encode(claims, secret, algorithm="HS256")
