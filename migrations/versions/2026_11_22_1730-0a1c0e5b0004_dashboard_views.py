@@ -40,8 +40,10 @@ SELECT (coalesce(e.started_at, e.created_at) AT TIME ZONE 'UTC')::date AS day,
              / nullif(count(*) FILTER (
                    WHERE e.status IN ('completed', 'failed', 'timeout', 'cancelled')), 0),
              4) AS success_rate,
-       percentile_cont(0.5) WITHIN GROUP (ORDER BY e.duration_ms) AS p50_duration_ms,
-       percentile_cont(0.95) WITHIN GROUP (ORDER BY e.duration_ms) AS p95_duration_ms,
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY e.duration_ms)::numeric, 1)
+           AS p50_duration_ms,
+       round(percentile_cont(0.95) WITHIN GROUP (ORDER BY e.duration_ms)::numeric, 1)
+           AS p95_duration_ms,
        sum(e.llm_calls) AS llm_calls,
        sum(e.prompt_tokens) AS prompt_tokens,
        sum(e.completion_tokens) AS completion_tokens,
@@ -68,9 +70,9 @@ SELECT (p.created_at AT TIME ZONE 'UTC')::date AS day,
              / nullif(count(*) FILTER (WHERE p.status IN ('completed', 'failed', 'cancelled')), 0),
              4) AS success_rate,
        round(avg(s.steps), 2) AS avg_steps,
-       percentile_cont(0.5) WITHIN GROUP (ORDER BY
-           extract(epoch FROM p.completed_at - coalesce(p.started_at, p.created_at)) * 1000)
-           AS p50_duration_ms,
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY
+           extract(epoch FROM p.completed_at - coalesce(p.started_at, p.created_at)) * 1000
+       )::numeric, 1) AS p50_duration_ms,
        sum(p.prompt_tokens) AS prompt_tokens,
        sum(p.completion_tokens) AS completion_tokens,
        sum(p.cache_hit_tokens) AS cache_hit_tokens,

@@ -1,0 +1,69 @@
+-- Parley dashboards: ready queries over the views (migrations/versions/*_dashboard_views.py).
+-- Run them as an operator (the Supabase SQL editor, psql as postgres, or service_role).
+-- All days are UTC.
+
+-- 1. Cost and tokens per model and role, last 30 days.
+SELECT day, model, agent_role, executions, cost_usd,
+       prompt_tokens, completion_tokens, cache_hit_tokens,
+       round(100.0 * cache_hit_tokens / nullif(prompt_tokens, 0), 1) AS cache_hit_pct
+  FROM execution_stats_daily
+ WHERE day >= current_date - 30
+ ORDER BY day DESC, cost_usd DESC;
+
+-- 2. Reliability and latency: success rate and p50/p95 duration per model, last 7 days.
+SELECT model, agent_role,
+       sum(executions) AS executions,
+       round(sum(completed)::numeric / nullif(sum(completed + failed + timed_out + cancelled), 0), 4)
+           AS success_rate,
+       max(p50_duration_ms) AS worst_daily_p50_ms,
+       max(p95_duration_ms) AS worst_daily_p95_ms
+  FROM execution_stats_daily
+ WHERE day >= current_date - 7
+ GROUP BY model, agent_role
+ ORDER BY executions DESC;
+
+-- 3. Exact p50/p95 over a whole window (the daily view's percentiles do not add up across days).
+SELECT model, agent_role,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50_ms,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95_ms
+  FROM agent_executions
+ WHERE started_at >= now() - interval '7 days' AND duration_ms IS NOT NULL
+ GROUP BY model, agent_role;
+
+-- 4. Plan outcomes by strategy, last 30 days.
+SELECT strategy, sum(plans) AS plans, sum(completed) AS completed, sum(failed) AS failed,
+       sum(cancelled) AS cancelled, sum(awaiting_approval) AS awaiting_approval,
+       round(sum(completed)::numeric / nullif(sum(completed + failed + cancelled), 0), 4)
+           AS success_rate,
+       sum(cost_usd) AS cost_usd
+  FROM plan_outcomes_daily
+ WHERE day >= current_date - 30
+ GROUP BY strategy
+ ORDER BY plans DESC;
+
+-- 5. Which tools executors try and are refused (a prompt or plan problem when it climbs).
+SELECT tool_name, agent_role, model, sum(denials) AS denials, max(last_denied_at) AS last_seen
+  FROM permission_denials_daily
+ WHERE day >= current_date - 30
+ GROUP BY tool_name, agent_role, model
+ ORDER BY denials DESC;
+
+-- 6. Permission-denial rate per model: denials per executor run.
+SELECT model, sum(permission_denials) AS denials, sum(executions) AS executions,
+       round(sum(permission_denials)::numeric / nullif(sum(executions), 0), 3) AS per_run
+  FROM execution_stats_daily
+ WHERE agent_role = 'executor' AND day >= current_date - 30
+ GROUP BY model;
+
+-- 7. One session, human and agent messages interleaved (replace the id).
+SELECT seq, source, kind, sender_role, left(content, 120) AS content, model, cost_usd, created_at
+  FROM session_timeline
+ WHERE session_id = '00000000-0000-0000-0000-000000000000'
+ ORDER BY seq;
+
+-- 8. The most expensive sessions this week.
+SELECT id, user_id, title, cost_usd, prompt_tokens + completion_tokens AS tokens, last_message_at
+  FROM chat_sessions
+ WHERE last_message_at >= now() - interval '7 days'
+ ORDER BY cost_usd DESC
+ LIMIT 20;
