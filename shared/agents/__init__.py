@@ -1,0 +1,1 @@
+"""The agents: planner and executor logic, plans, prompts, context budgets."""

@@ -1,0 +1,102 @@
+"""The plan the planner writes through its `create_plan` tool, and its validation.
+
+A plan is a small DAG of steps. Validation refuses: no steps or too many, duplicate step
+numbers, unknown tools, dependencies on missing or later steps (which also rules out cycles),
+and any step given to an executor that needs a write tool — executors are read-only, so writes
+are the planner's own steps.
+"""
+
+from __future__ import annotations
+
+import graphlib
+from collections.abc import Collection
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_STEPS = 8
+
+
+class StepDraft(BaseModel):
+    """One step as the model writes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step_number: int = Field(ge=1, description="1, 2, 3… in the order the steps were written.")
+    description: str = Field(
+        min_length=1,
+        max_length=2000,
+        description="What to do and what to report back, self-contained for whoever runs it.",
+    )
+    assignee: Literal["executor", "planner"] = Field(
+        description="`executor` for read-only lookups and analysis; `planner` for any step that "
+        "creates, updates or deletes something."
+    )
+    depends_on: list[int] = Field(
+        default_factory=list, description="Numbers of earlier steps whose results this step needs."
+    )
+    tools: list[str] = Field(default_factory=list, description="Tools the step is expected to use.")
+
+
+class PlanDraft(BaseModel):
+    """A plan as the model writes it (the `create_plan` tool's arguments)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    goal: str = Field(min_length=1, max_length=1000, description="What the plan achieves.")
+    steps: list[StepDraft] = Field(min_length=1, max_length=MAX_STEPS)
+
+
+class InvalidPlan(ValueError):
+    """A plan that must not run; `problems` says why, one line each (the model sees them)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def validate_plan(
+    plan: PlanDraft, *, known_tools: Collection[str], write_tools: Collection[str]
+) -> PlanDraft:
+    """Return `plan` with steps in order if it is runnable, else raise `InvalidPlan`."""
+    steps = sorted(plan.steps, key=lambda s: s.step_number)
+    numbers = [s.step_number for s in steps]
+    problems = [f"step {n} appears more than once" for n in sorted(set(numbers))
+                if numbers.count(n) > 1]  # fmt: skip
+    for step in steps:
+        problems += _step_problems(step, set(numbers), known_tools, write_tools)
+    cycle = _cycle(steps)
+    if cycle:
+        problems.append("steps depend on each other in a cycle: " + " → ".join(map(str, cycle)))
+    if problems:
+        raise InvalidPlan(problems)
+    return plan.model_copy(update={"steps": steps})
+
+
+def _step_problems(
+    step: StepDraft, numbers: set[int], known: Collection[str], writes: Collection[str]
+) -> list[str]:
+    n, problems = step.step_number, []
+    for dep in step.depends_on:
+        if dep not in numbers:
+            problems.append(f"step {n} depends on step {dep}, which does not exist")
+        elif dep >= n:
+            problems.append(f"step {n} depends on step {dep}, which is not an earlier step")
+    for tool in step.tools:
+        if tool not in known:
+            problems.append(f"step {n} names unknown tool {tool!r}")
+        elif tool in writes and step.assignee == "executor":
+            problems.append(
+                f"step {n} needs write tool {tool!r} but executors are read-only: "
+                "assign it to the planner"
+            )
+    return problems
+
+
+def _cycle(steps: list[StepDraft]) -> list[int]:
+    graph = {s.step_number: set(s.depends_on) for s in steps}
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
+    return []
