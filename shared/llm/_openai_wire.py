@@ -7,10 +7,13 @@ the network, so importing `shared.llm` stays cheap for code that never calls a m
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, cast
 
+import httpx2
 import openai
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
@@ -30,7 +33,16 @@ from shared.llm.usage import TokenCounts, parse_usage
 
 def build_client(*, base_url: str, api_key: str, timeout: float) -> AsyncOpenAI:
     """An AsyncOpenAI with its own retries off: `OpenAIClient` runs the one retry policy."""
-    return AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+    http = openai.DefaultAsyncHttpxClient(verify=_tls_context(), timeout=timeout)
+    return AsyncOpenAI(
+        base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0, http_client=http
+    )
+
+
+@lru_cache(maxsize=1)
+def _tls_context() -> ssl.SSLContext:
+    # Loading the CA bundle costs ~60 ms; one context serves every client of the process.
+    return httpx2.create_ssl_context()
 
 
 @dataclass(slots=True)

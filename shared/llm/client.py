@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from shared.db.records import Usage
 from shared.llm.errors import LLMBadRequest, UnexpectedReply
 from shared.llm.messages import AssistantMessage, Message, ToolCall
 from shared.llm.usage import TokenCounts
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +28,11 @@ class ToolSchema:
     parameters: Mapping[str, Any] = field(
         default_factory=lambda: {"type": "object", "properties": {}}
     )
+
+    @classmethod
+    def for_model(cls, name: str, description: str, arguments: type[BaseModel]) -> ToolSchema:
+        """A tool whose parameters are the JSON Schema of a Pydantic model."""
+        return cls(name, description, arguments.model_json_schema())
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -65,7 +73,8 @@ class ChatRequest:
     history: HistoryMode = "strict"
     """Before sending: "strict" raises `InvalidHistory`; "repair" fixes the history."""
     thinking: bool | None = None
-    """Whether the model is in thinking mode; None = the registry's answer for `model`."""
+    """Thinking mode on or off; None = the model's default (registry). When set, models with a
+    switch (DeepSeek) are told so, and `reasoning_content` is checked and sent accordingly."""
     extra_body: Mapping[str, Any] | None = None
     """Provider-specific fields merged into the request body (e.g. DeepSeek's `thinking`)."""
 

@@ -64,7 +64,9 @@ class OpenAIClient:
         sleep: Sleep = asyncio.sleep,
         now: Callable[[], float] = time.time,
     ) -> None:
-        """`sleep` and `now` are seams for tests: they see every backoff without waiting."""
+        """`timeout` bounds each wait on the network (connecting, the first byte, every gap
+        between streamed chunks), not a whole reply: an answer that keeps streaming is not cut.
+        `sleep` and `now` are seams for tests: they see every backoff without waiting."""
         self.base_url = base_url.rstrip("/")
         self._api_key = resolve_api_key(self.base_url, api_key)
         self._timeout = timeout
@@ -165,8 +167,11 @@ class OpenAIClient:
             body["max_tokens"] = request.max_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
-        if request.extra_body:
-            body["extra_body"] = dict(request.extra_body)
+        extra = dict(request.extra_body or {})
+        if request.thinking is not None and info.thinking_toggle:
+            extra.setdefault("thinking", {"type": "enabled" if request.thinking else "disabled"})
+        if extra:
+            body["extra_body"] = extra
         return body
 
     def _checked_history(self, request: ChatRequest, *, thinking: bool) -> Sequence[Message]:

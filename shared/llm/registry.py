@@ -41,6 +41,8 @@ class ModelInfo:
     context_window: int
     supports_tools: bool
     thinking: bool
+    thinking_toggle: bool
+    """Accepts DeepSeek's `thinking: {"type": "enabled" | "disabled"}` request field."""
     role: ModelRole
     matched: tuple[str, ...]
     """The patterns that applied, general to specific (for debugging a lookup)."""
@@ -64,6 +66,7 @@ class _Fields(BaseModel):
     context_window: int | None = Field(default=None, gt=0)
     supports_tools: bool | None = None
     thinking: bool | None = None
+    thinking_toggle: bool | None = None
     role: ModelRole | None = None
     price: _PriceFields | None = None
 
@@ -88,7 +91,8 @@ class _File(BaseModel):
 
 
 _FALLBACK: dict[str, Any] = {
-    "context_window": 8192, "supports_tools": True, "thinking": False, "role": "any"
+    "context_window": 8192, "supports_tools": True, "thinking": False, "thinking_toggle": False,
+    "role": "any",
 }  # fmt: skip
 
 
@@ -134,6 +138,7 @@ class ModelRegistry:
             context_window=fields["context_window"],
             supports_tools=fields["supports_tools"],
             thinking=fields["thinking"],
+            thinking_toggle=fields["thinking_toggle"],
             role=fields["role"],
             matched=tuple(matched),
         )

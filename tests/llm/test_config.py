@@ -71,7 +71,7 @@ async def test_settings_configure_the_client(
 
 def test_importing_shared_llm_does_not_import_openai() -> None:
     code = (
-        "import sys, shared.llm, shared.llm.openai_client, shared.llm.client; "
+        "import sys, shared.llm, shared.llm.openai_client, shared.llm.fake_server; "
         "print('openai' in sys.modules)"
     )
     result = subprocess.run(

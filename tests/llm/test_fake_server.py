@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import AsyncIterator
 
 import httpx
+import pytest
 
 from shared.llm.fake_server import FakeModelServer, RecordedRequest, reply, tool_call, usage
 
@@ -13,9 +14,10 @@ BODY = {"model": "deepseek-reasoner", "messages": [{"role": "user", "content": "
         "stream": True, "stream_options": {"include_usage": True}}  # fmt: skip
 
 
-async def post(url: str, body: dict[str, Any], **headers: str) -> httpx.Response:
-    async with httpx.AsyncClient() as client:
-        return await client.post(url, json=body, headers=headers)
+@pytest.fixture(scope="module")
+async def http(fake: FakeModelServer) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=fake.base_url) as client:
+        yield client
 
 
 def sse_payloads(text: str) -> list[str]:
@@ -24,11 +26,13 @@ def sse_payloads(text: str) -> list[str]:
     return [line.removeprefix("data: ") for line in lines]
 
 
-async def test_stream_matches_the_openai_chunk_sequence(fake: FakeModelServer) -> None:
+async def test_stream_matches_the_openai_chunk_sequence(
+    fake: FakeModelServer, http: httpx.AsyncClient
+) -> None:
     fake.script(reply("Hel", "lo", tool_call("f", a=1).with_id("c1").in_pieces(2),
                       reasoning="why", usage=usage(20, 9, cache_hit=16)))  # fmt: skip
 
-    response = await post(fake.base_url + "/chat/completions", BODY)
+    response = await http.post("/chat/completions", json=BODY)
 
     assert response.headers["content-type"].startswith("text/event-stream")
     *payloads, done = sse_payloads(response.text)
@@ -60,15 +64,14 @@ async def test_stream_matches_the_openai_chunk_sequence(fake: FakeModelServer) -
 
 
 async def test_deepseek_style_path_models_list_and_redacted_secrets(
-    fake: FakeModelServer,
+    fake: FakeModelServer, http: httpx.AsyncClient
 ) -> None:
     base = fake.base_url.removesuffix("/v1")
     fake.respond_with(lambda request: reply(f"{len(request.messages)} message(s)"))
 
-    plain = await post(base + "/chat/completions", {**BODY, "stream": False},
-                       authorization="Bearer sk-secret")  # fmt: skip
-    async with httpx.AsyncClient() as client:
-        models = (await client.get(fake.base_url + "/models")).json()
+    plain = await http.post(base + "/chat/completions", json={**BODY, "stream": False},
+                            headers={"authorization": "Bearer sk-secret"})  # fmt: skip
+    models = (await http.get("/models")).json()
 
     assert plain.json()["object"] == "chat.completion"
     assert plain.json()["choices"][0]["message"]["content"] == "1 message(s)"
@@ -79,21 +82,44 @@ async def test_deepseek_style_path_models_list_and_redacted_secrets(
     assert "sk-secret" not in json.dumps(recorded.headers)
 
 
-async def test_bad_requests_get_openai_error_bodies(fake: FakeModelServer) -> None:
-    async with httpx.AsyncClient() as client:
-        not_json = await client.post(fake.base_url + "/chat/completions", content=b"{nope")
-        no_messages = await client.post(fake.base_url + "/chat/completions", json={"model": "x"})
+async def test_bad_requests_get_openai_error_bodies(
+    fake: FakeModelServer, http: httpx.AsyncClient
+) -> None:
+    not_json = await http.post("/chat/completions", content=b"{nope")
+    no_messages = await http.post("/chat/completions", json={"model": "x"})
 
     assert not_json.status_code == no_messages.status_code == 400
     assert no_messages.json()["error"]["type"] == "invalid_request_error"
     assert fake.requests == []
 
 
-async def test_truncated_stream_has_no_finish_and_no_done(fake: FakeModelServer) -> None:
+async def test_truncated_stream_has_no_finish_and_no_done(
+    fake: FakeModelServer, http: httpx.AsyncClient
+) -> None:
     fake.script(reply("a", "b", "c").truncated(after=3))
 
-    response = await post(fake.base_url + "/chat/completions", BODY)
+    response = await http.post("/chat/completions", json=BODY)
 
     payloads = sse_payloads(response.text)
     assert len(payloads) == 3 and "[DONE]" not in payloads
     assert all(json.loads(p)["choices"][0]["finish_reason"] is None for p in payloads)
+
+
+async def test_broken_tool_pairing_gets_the_providers_400(
+    fake: FakeModelServer, http: httpx.AsyncClient
+) -> None:
+    fake.script(reply("kept for the next request"))
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    orphan = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c1",
+                                                  "content": "x"}]  # fmt: skip
+    unanswered = [{"role": "user", "content": "hi"},
+                  {"role": "assistant", "content": None, "tool_calls": [call]},
+                  {"role": "user", "content": "well?"}]  # fmt: skip
+
+    first = await http.post("/chat/completions", json={**BODY, "messages": orphan})
+    second = await http.post("/chat/completions", json={**BODY, "messages": unanswered})
+
+    assert first.status_code == second.status_code == 400
+    assert "must be a response to a preceding message" in first.json()["error"]["message"]
+    assert "did not have response messages: c1" in second.json()["error"]["message"]
+    assert len(fake.requests) == 2 and fake.pending == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from pydantic import BaseModel
 
 from shared.db.records import Usage
 from shared.llm import (
@@ -228,3 +229,30 @@ async def test_demo_model_summarises_tool_results(make_client: MakeClient) -> No
     done = await make_client().complete(ChatRequest("parley-demo", history, tools=[SEARCH]))
 
     assert done.tool_calls == () and "Note: buy milk" in done.text
+
+
+async def test_explicit_thinking_mode_is_sent_only_to_models_with_a_switch(
+    fake: FakeModelServer, make_client: MakeClient
+) -> None:
+    fake.script(reply("a"), reply("b"), reply("c"))
+    client = make_client()
+    hi: list[Message] = [UserMessage("hi")]
+
+    await client.complete(ChatRequest("deepseek-flash", hi, thinking=False))
+    await client.complete(ChatRequest("deepseek-flash", hi))
+    await client.complete(ChatRequest("test-model", hi, thinking=True))
+
+    bodies = [r.body for r in fake.requests]
+    assert bodies[0]["thinking"] == {"type": "disabled"}
+    assert "thinking" not in bodies[1] and "thinking" not in bodies[2]
+
+
+def test_tool_schema_from_a_pydantic_model() -> None:
+    class Step(BaseModel):
+        description: str
+        depends_on: list[int] = []
+
+    schema = ToolSchema.for_model("add_step", "Add a plan step", Step)
+
+    assert schema.parameters["required"] == ["description"]
+    assert schema.to_wire()["function"]["parameters"]["properties"]["depends_on"]["type"] == "array"

@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from shared.llm.fake_server import wire
 from shared.llm.fake_server.demo import DEMO_MODEL, demo_reply
+from shared.llm.fake_server.rules import history_error
 from shared.llm.fake_server.script import (
     Cut,
     ErrorReply,
@@ -31,8 +32,9 @@ class FakeModel:
     """A scriptable OpenAI-compatible model. Mount `app`, or run it with `FakeModelServer`.
 
     Each chat-completions request is recorded, then answered by the next scripted item, else
-    by the `respond_with` function, else by the offline demo model. Scripting is thread-safe:
-    a test thread may script a server running in another thread.
+    by the `respond_with` function, else by the offline demo model. A history that pairs tool
+    calls and results wrongly gets the 400 OpenAI and DeepSeek give (the script is untouched).
+    Scripting is thread-safe: a test may script a server running in another thread.
     """
 
     def __init__(self) -> None:
@@ -106,6 +108,9 @@ class FakeModel:
         recorded = RecordedRequest(
             request.method, request.url.path, body, redact(dict(request.headers))
         )
+        if problem := history_error(recorded.messages):
+            self._script.record(recorded)
+            return _error(ErrorReply(400, problem, type="invalid_request_error"))
         item = self._script.take(recorded) or demo_reply(recorded)
         if isinstance(item, ErrorReply):
             return _error(item)

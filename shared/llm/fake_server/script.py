@@ -211,6 +211,10 @@ class Script:
         with self._lock:
             self._responder = responder
 
+    def record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
     def take(self, request: RecordedRequest) -> ScriptItem | None:
         """Record the request and pick its reply: queue first, then the responder."""
         with self._lock:
