@@ -57,11 +57,15 @@ class ReplyAssembler:
                 return index
         if self._calls and not id:
             return max(self._calls)
-        return len(self._calls)
+        return max(self._calls, default=-1) + 1
 
     @property
-    def has_tool_calls(self) -> bool:
-        return bool(self._calls)
+    def text(self) -> str:
+        return "".join(self._text)
+
+    @property
+    def reasoning(self) -> str:
+        return "".join(self._reasoning)
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
         """The calls in index order, arguments parsed (invalid JSON is recorded on the call)."""
@@ -69,8 +73,8 @@ class ReplyAssembler:
         for index in sorted(self._calls):
             partial = self._calls[index]
             call_id = partial.id or f"call_{uuid4().hex[:24]}"
-            call = ToolCall.parse(id=call_id, name=partial.name, arguments_json="".join(
-                partial.arguments))  # fmt: skip
+            arguments = "".join(partial.arguments)
+            call = ToolCall.parse(id=call_id, name=partial.name, arguments_json=arguments)
             if not partial.name:
                 call = replace(call, invalid_reason="the model sent no function name")
             calls.append(call)
@@ -78,9 +82,8 @@ class ReplyAssembler:
 
     def message(self, tool_calls: tuple[ToolCall, ...] | None = None) -> AssistantMessage:
         """The assembled assistant message (pass `tool_calls` to reuse ids already issued)."""
-        reasoning = "".join(self._reasoning)
         return AssistantMessage(
-            content="".join(self._text) or None,
+            content=self.text or None,
             tool_calls=self.tool_calls() if tool_calls is None else tool_calls,
-            reasoning_content=reasoning or None,
+            reasoning_content=self.reasoning or None,
         )

@@ -202,11 +202,10 @@ class OpenAIClient:
                 raise
             raise mapped from exc
         if not request.stream:
-            message = assembler.message()
-            if message.reasoning_content:
-                yield ReasoningDelta(message.reasoning_content)
-            if message.content:
-                yield TextDelta(message.content)
+            if assembler.reasoning:
+                yield ReasoningDelta(assembler.reasoning)
+            if assembler.text:
+                yield TextDelta(assembler.text)
         async for event in self._finish(request, assembler, outcome, attempt):
             yield event
 
