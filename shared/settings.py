@@ -52,6 +52,12 @@ class Settings(BaseSettings):
     """Per-call timeout of an LLM request."""
     llm_max_retries: int = Field(default=3, ge=0, le=10)
     """Retries on 429/5xx/connection errors/timeouts, with backoff and jitter."""
+    llm_retry_base_delay_seconds: float = Field(default=0.5, ge=0)
+    """First backoff ceiling; it doubles per retry, and the wait is drawn uniformly below it."""
+    llm_retry_max_delay_seconds: float = Field(default=30.0, ge=0)
+    """Longest single wait between retries, including one a server asks for by Retry-After."""
+    llm_models_file: Path | None = None
+    """A TOML model registry (prices, context windows) applied after the shipped one."""
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Python logging level."""
@@ -83,6 +89,11 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://, e.g. https://abcd.supabase.co")
         return value.rstrip("/")
+
+    @field_validator("llm_models_file", mode="before")
+    @classmethod
+    def _optional_path(cls, value: object) -> object:
+        return None if value == "" else value
 
     @field_validator("supabase_jwt_secret")
     @classmethod

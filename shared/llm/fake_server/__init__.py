@@ -1,0 +1,55 @@
+"""Parley's fake model server: an OpenAI-compatible chat-completions endpoint, scriptable per test.
+
+It is production code: with nothing scripted it is the offline demo model (`parley-demo`) that
+lets the local stack run end to end without an API key, over the same client code path.
+
+    with FakeModelServer() as fake:                 # a free localhost port, background thread
+        client = OpenAIClient(base_url=fake.base_url, api_key=None)  # keyless: it is local
+        fake.script(reply("Hi ", "there"), rate_limited(retry_after=2), error(500))
+        fake.respond_with(lambda request: reply(f"{len(request.messages)} messages"))
+        fake.requests[0].body["messages"]          # what the client sent
+        fake.reset()                               # between tests
+
+Routes: `POST /v1/chat/completions` (and `/chat/completions`, DeepSeek-style), `GET /v1/models`.
+Run it alone with `python -m shared.llm.fake_server --port 8081`.
+"""
+
+from shared.llm.fake_server.app import FakeModel
+from shared.llm.fake_server.demo import DEMO_MODEL, NOTICE, demo_reply
+from shared.llm.fake_server.runner import FakeModelServer
+from shared.llm.fake_server.script import (
+    Cut,
+    ErrorReply,
+    RecordedRequest,
+    Reply,
+    ScriptedCall,
+    ScriptedUsage,
+    ScriptItem,
+    error,
+    rate_limited,
+    raw_tool_call,
+    reply,
+    tool_call,
+    usage,
+)
+
+__all__ = [
+    "DEMO_MODEL",
+    "NOTICE",
+    "Cut",
+    "ErrorReply",
+    "FakeModel",
+    "FakeModelServer",
+    "RecordedRequest",
+    "Reply",
+    "ScriptItem",
+    "ScriptedCall",
+    "ScriptedUsage",
+    "demo_reply",
+    "error",
+    "rate_limited",
+    "raw_tool_call",
+    "reply",
+    "tool_call",
+    "usage",
+]

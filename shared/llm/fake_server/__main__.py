@@ -1,0 +1,22 @@
+"""`python -m shared.llm.fake_server [--host H] [--port P]`: serve the offline demo model."""
+
+from __future__ import annotations
+
+import argparse
+
+import uvicorn
+
+from shared.llm.fake_server.app import FakeModel
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Parley's offline demo model (OpenAI-compatible).")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8081)
+    args = parser.parse_args(argv)
+    print(f"parley-demo model at http://{args.host}:{args.port}/v1 (set LLM_BASE_URL to it)")
+    uvicorn.run(FakeModel().app, host=args.host, port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Parley's offline demo model: what the fake server says when nothing is scripted.
+
+It never pretends to be a real model. It calls a tool when one is forced, required, or plainly
+relevant to the user's words (arguments made from the tool's JSON Schema), summarises tool
+results when they come back, and otherwise explains how to configure a real model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from shared.llm.fake_server.script import RecordedRequest, Reply, ScriptedCall, reply
+
+DEMO_MODEL = "parley-demo"
+NOTICE = (
+    "I am Parley's offline demo model (parley-demo), not a real LLM: my replies are canned. "
+    "To use a real model set DEEPSEEK_API_KEY, or LLM_BASE_URL and LLM_API_KEY for any "
+    "OpenAI-compatible server (OpenAI, Ollama, vLLM, OpenRouter)."
+)
+_TEXT_FIELDS = ("query", "q", "text", "title", "content", "description", "goal", "name", "task")
+
+
+def demo_reply(request: RecordedRequest) -> Reply:
+    """The demo model's reply to a chat-completions request."""
+    messages = request.messages
+    last = messages[-1] if messages else {}
+    user_text = _last_user_text(messages)
+    thinking = ("thinking", "reasoner")
+    reasoning = f"The user wrote: {user_text[:120]!r}." if any(
+        word in request.model for word in thinking) else ""  # fmt: skip
+    tool = _tool_to_call(request, user_text) if last.get("role") == "user" else None
+    if tool is not None:
+        call = _demo_call(tool, user_text)
+        return reply(f"(demo) Calling {call.name}.", call, reasoning=reasoning)
+    if last.get("role") == "tool":
+        results = [m for m in messages[_last_turn_start(messages) :] if m.get("role") == "tool"]
+        summary = "; ".join(_clip(str(m.get("content", "")), 200) for m in results)
+        return reply(f"(demo) The tools returned: {summary}\n\n{NOTICE}", reasoning=reasoning)
+    echo = f'You wrote: "{_clip(user_text, 200)}"\n\n' if user_text else ""
+    return reply(f"{echo}{NOTICE}", reasoning=reasoning)
+
+
+def _tool_to_call(request: RecordedRequest, user_text: str) -> Mapping[str, Any] | None:
+    tools = [t["function"] for t in request.body.get("tools") or () if isinstance(t, dict)]
+    choice = request.body.get("tool_choice", "auto")
+    if not tools or choice == "none":
+        return None
+    if isinstance(choice, dict):
+        wanted = choice.get("function", {}).get("name")
+        return next((t for t in tools if t.get("name") == wanted), None)
+    words = set(re.findall(r"[a-z]{3,}", user_text.lower()))
+    scored = [(len(words & _words_of(tool)), i, tool) for i, tool in enumerate(tools)]
+    best_score, _, best = max(scored, key=lambda s: (s[0], -s[1]))
+    return best if best_score or choice == "required" else None
+
+
+def _words_of(tool: Mapping[str, Any]) -> set[str]:
+    text = f"{tool.get('name', '')} {tool.get('description', '')}".replace("_", " ").lower()
+    return set(re.findall(r"[a-z]{3,}", text)) - {"the", "and", "for", "with", "from", "this"}
+
+
+def _demo_call(tool: Mapping[str, Any], user_text: str) -> ScriptedCall:
+    arguments = example_value(tool.get("parameters") or {}, hint=user_text, key="")
+    return ScriptedCall(str(tool.get("name", "")), json.dumps(arguments))
+
+
+def example_value(schema: Mapping[str, Any], *, hint: str, key: str) -> Any:
+    """A plausible value satisfying a (simple) JSON Schema: required fields, enums, formats."""
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if "default" in schema:
+        return schema["default"]
+    for union in ("anyOf", "oneOf"):
+        if options := [s for s in schema.get(union, ()) if s.get("type") != "null"]:
+            return example_value(options[0], hint=hint, key=key)
+    kind = schema.get("type", "object" if "properties" in schema else "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "object":
+        properties: Mapping[str, Any] = schema.get("properties", {})
+        return {
+            name: example_value(properties[name], hint=hint, key=name)
+            for name in schema.get("required", ())
+            if name in properties
+        }
+    if kind == "array":
+        count = max(int(schema.get("minItems", 1)), 1)
+        return [example_value(schema.get("items", {}), hint=hint, key=key) for _ in range(count)]
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return False
+    return _example_string(schema, hint=hint, key=key)
+
+
+def _example_string(schema: Mapping[str, Any], *, hint: str, key: str) -> str:
+    fmt = schema.get("format")
+    if fmt == "date-time":
+        return datetime.now(UTC).replace(microsecond=0).isoformat()
+    if fmt == "date":
+        return datetime.now(UTC).date().isoformat()
+    if key in _TEXT_FIELDS and hint:
+        return _clip(hint, int(schema.get("maxLength", 200)))
+    return f"demo {key}".strip()
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else json.dumps(content)
+    return ""
+
+
+def _last_turn_start(messages: list[dict[str, Any]]) -> int:
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") != "tool":
+            return index
+    return 0
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"

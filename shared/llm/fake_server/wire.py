@@ -1,0 +1,139 @@
+"""Replies rendered exactly as OpenAI and DeepSeek send them: chunks, completions, usage."""
+
+from __future__ import annotations
+
+import json
+import time
+from itertools import zip_longest
+from typing import Any
+from uuid import uuid4
+
+from shared.llm.fake_server.script import RecordedRequest, Reply, ScriptedCall, ScriptedUsage
+
+FINGERPRINT = "fp_parley_fake"
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters a token: good enough for a demo's usage figures."""
+    return -(-len(text) // 4)
+
+
+def usage_of(reply: Reply, request: RecordedRequest) -> ScriptedUsage:
+    if reply.usage is not None:
+        return reply.usage
+    prompt = json.dumps([request.body.get("messages"), request.body.get("tools")])
+    arguments = "".join(call.arguments_json for call in reply.tool_calls)
+    reasoning = estimate_tokens("".join(reply.reasoning))
+    output = reasoning + estimate_tokens(reply.text + arguments)
+    return ScriptedUsage(estimate_tokens(prompt), output, 0, reasoning)
+
+
+def usage_json(usage: ScriptedUsage) -> dict[str, Any]:
+    """Both dialects at once: DeepSeek's cache fields and OpenAI's `*_details`."""
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cache_hit_tokens},
+        "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "prompt_cache_hit_tokens": usage.cache_hit_tokens,
+        "prompt_cache_miss_tokens": usage.prompt_tokens - usage.cache_hit_tokens,
+    }
+
+
+def call_ids(reply: Reply) -> list[str]:
+    return [call.id or f"call_{uuid4().hex[:24]}" for call in reply.tool_calls]
+
+
+def finish_reason(reply: Reply) -> str:
+    return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+
+
+def completion(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
+    """A `chat.completion` object (the non-streamed reply)."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.reasoning:
+        message["reasoning_content"] = "".join(reply.reasoning)
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            _call_json(call, call_id)
+            for call, call_id in zip(reply.tool_calls, call_ids(reply), strict=True)
+        ]
+    return {
+        "id": f"chatcmpl-{uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": reply.model or request.model,
+        "system_fingerprint": FINGERPRINT,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": finish_reason(reply),
+            }
+        ],
+        "usage": usage_json(usage_of(reply, request)),
+    }
+
+
+def _call_json(call: ScriptedCall, call_id: str) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments_json},
+    }
+
+
+def chunks(reply: Reply, request: RecordedRequest) -> list[dict[str, Any]]:
+    """The `chat.completion.chunk` objects of a streamed reply, in order, without `[DONE]`."""
+    include_usage = bool((request.body.get("stream_options") or {}).get("include_usage"))
+    envelope: dict[str, Any] = {
+        "id": f"chatcmpl-{uuid4().hex}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": reply.model or request.model,
+        "system_fingerprint": FINGERPRINT,
+    }
+    if include_usage:
+        envelope["usage"] = None  # as OpenAI does: null on every chunk but the last
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        return {**envelope, "choices": [choice]}
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    out += [chunk({"content": None, "reasoning_content": piece}) for piece in reply.reasoning]
+    out += [chunk({"content": piece}) for piece in reply.content]
+    out += [chunk({"tool_calls": [delta]}) for delta in _tool_call_deltas(reply)]
+    out.append(chunk({}, finish_reason(reply)))
+    if include_usage:
+        out.append({**envelope, "choices": [], "usage": usage_json(usage_of(reply, request))})
+    return out
+
+
+def _tool_call_deltas(reply: Reply) -> list[dict[str, Any]]:
+    per_call: list[list[dict[str, Any]]] = []
+    for index, (call, call_id) in enumerate(zip(reply.tool_calls, call_ids(reply), strict=True)):
+        head = {
+            "index": index,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
+        tail = [{"index": index, "function": {"arguments": f}} for f in call.fragments()]
+        per_call.append([head, *tail])
+    if not reply.interleave_calls:
+        return [delta for deltas in per_call for delta in deltas]
+    rounds = zip_longest(*per_call)
+    return [delta for group in rounds for delta in group if delta is not None]
+
+
+def sse(data: dict[str, Any] | str) -> bytes:
+    """One server-sent event line pair."""
+    payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+    return f"data: {payload}\n\n".encode()
+
+
+def error_body(message: str, type_: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": None, "code": None}}

@@ -1,0 +1,121 @@
+"""Typed chat messages and tool calls, and their OpenAI wire form.
+
+A history is a sequence of `Message` values. `shared.llm.history` checks the rules providers
+enforce on it (DeepSeek most strictly) before a request is sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One function call the model asked for.
+
+    `arguments_json` is exactly what the model produced (sent back verbatim in the history).
+    When it is not a JSON object, `arguments` is empty and `invalid_reason` says why, so the
+    caller can answer the call with an error instead of losing it.
+    """
+
+    id: str
+    name: str
+    arguments_json: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    invalid_reason: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.invalid_reason is None
+
+    @classmethod
+    def parse(cls, *, id: str, name: str, arguments_json: str) -> ToolCall:
+        """Build a call from raw argument text, recording (not raising) invalid JSON."""
+        text = arguments_json.strip() or "{}"
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            reason = f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
+            return cls(id, name, arguments_json, {}, reason)
+        if not isinstance(value, dict):
+            reason = f"arguments must be a JSON object, got {type(value).__name__}"
+            return cls(id, name, arguments_json, {}, reason)
+        return cls(id, name, arguments_json, value)
+
+    @classmethod
+    def of(cls, id: str, name: str, **arguments: Any) -> ToolCall:
+        """A call with the given arguments (for building histories and tests)."""
+        return cls(id, name, json.dumps(arguments), arguments)
+
+
+@dataclass(frozen=True, slots=True)
+class SystemMessage:
+    content: str
+    role: Literal["system"] = "system"
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    content: str
+    role: Literal["user"] = "user"
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """A model turn: text, tool calls, or both.
+
+    `reasoning_content` is a thinking model's chain of thought. DeepSeek requires it back on
+    turns that called tools; it is sent only to thinking models (others reject the field).
+    """
+
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    reasoning_content: str | None = None
+    role: Literal["assistant"] = "assistant"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolMessage:
+    """The result of one tool call, answering `tool_call_id`."""
+
+    tool_call_id: str
+    content: str
+    name: str | None = None
+    role: Literal["tool"] = "tool"
+
+    @classmethod
+    def answering(cls, call: ToolCall, content: str) -> ToolMessage:
+        return cls(tool_call_id=call.id, content=content, name=call.name)
+
+
+Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+
+
+def to_wire(messages: Sequence[Message], *, thinking: bool) -> list[dict[str, Any]]:
+    """The `messages` array of a chat-completions request."""
+    return [_message_to_wire(message, thinking=thinking) for message in messages]
+
+
+def _message_to_wire(message: Message, *, thinking: bool) -> dict[str, Any]:
+    if isinstance(message, SystemMessage | UserMessage):
+        return {"role": message.role, "content": message.content}
+    if isinstance(message, ToolMessage):
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    # OpenAI wants null content beside tool calls; an empty string where there are none.
+    content = message.content or (None if message.tool_calls else "")
+    wire: dict[str, Any] = {"role": "assistant", "content": content}
+    if message.tool_calls:
+        wire["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments_json},
+            }
+            for call in message.tool_calls
+        ]
+    if thinking and message.reasoning_content is not None:
+        wire["reasoning_content"] = message.reasoning_content
+    return wire

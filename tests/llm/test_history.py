@@ -1,0 +1,152 @@
+"""Histories DeepSeek accepts: checked (strict) or repaired before any request is sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.llm import (
+    AssistantMessage,
+    ChatRequest,
+    InvalidHistory,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    ToolSchema,
+    UserMessage,
+    find_problems,
+    repair_history,
+)
+from shared.llm.fake_server import FakeModelServer, reply
+from shared.llm.history import UNANSWERED_RESULT
+from tests.llm.conftest import MakeClient
+
+LOOKUP = ToolSchema("lookup", "Look something up")
+A = ToolCall.of("call_a", "lookup", q="a")
+B = ToolCall.of("call_b", "lookup", q="b")
+
+
+def valid_history() -> list[Message]:
+    return [
+        SystemMessage("sys"),
+        UserMessage("Look up a and b"),
+        AssistantMessage(tool_calls=(A, B), reasoning_content="I need both."),
+        ToolMessage.answering(A, "result a"),
+        ToolMessage.answering(B, "result b"),
+        AssistantMessage("Both found."),
+        UserMessage("thanks"),
+    ]
+
+
+def test_a_valid_history_has_no_problems_and_repair_keeps_it() -> None:
+    history = valid_history()
+
+    assert find_problems(history, thinking=True) == []
+    assert repair_history(history, thinking=True) == history
+
+
+def test_orphan_and_duplicate_tool_results_are_found_and_dropped() -> None:
+    history = valid_history()
+    history.insert(5, ToolMessage.answering(A, "again"))  # duplicate answer
+    history.insert(2, ToolMessage("call_zzz", "orphan"))  # before any tool call
+
+    problems = find_problems(history, thinking=False)
+    repaired = repair_history(history, thinking=False)
+
+    assert [(p.index, p.kind) for p in problems] == [
+        (2, "orphan_tool_result"), (6, "duplicate_tool_result")
+    ]  # fmt: skip
+    assert repaired == valid_history()
+
+
+def test_tool_result_after_a_user_message_is_an_orphan() -> None:
+    history = [*valid_history()[:4], UserMessage("wait"), ToolMessage.answering(B, "late")]
+
+    kinds = [p.kind for p in find_problems(history, thinking=False)]
+    repaired = repair_history(history, thinking=False)
+
+    assert kinds == ["unanswered_tool_call", "orphan_tool_result"]
+    assert repaired[4] == ToolMessage("call_b", UNANSWERED_RESULT, "lookup")
+    assert repaired[5:] == [UserMessage("wait")]
+
+
+def test_unanswered_calls_get_a_synthetic_result_before_the_next_message() -> None:
+    history = valid_history()
+    del history[4]  # B's result
+    trailing: list[Message] = [
+        UserMessage("go"),
+        AssistantMessage(tool_calls=(ToolCall.of("c", "lookup"),)),
+    ]
+
+    repaired = repair_history(history + trailing, thinking=False)
+
+    assert repaired[3:6] == [
+        ToolMessage.answering(A, "result a"),
+        ToolMessage("call_b", UNANSWERED_RESULT, "lookup"),
+        AssistantMessage("Both found."),
+    ]
+    assert repaired[-1] == ToolMessage("c", UNANSWERED_RESULT, "lookup")
+    assert find_problems(repaired, thinking=False) == []
+
+
+def test_thinking_models_need_reasoning_on_tool_call_turns_only() -> None:
+    history = valid_history()
+    history[2] = AssistantMessage(tool_calls=(A, B), reasoning_content="")
+    history[5] = AssistantMessage("Both found.")  # no tool calls: no reasoning needed
+
+    problems = find_problems(history, thinking=True)
+    repaired = repair_history(history, thinking=True)
+
+    assert [(p.index, p.kind) for p in problems] == [(2, "missing_reasoning")]
+    assert find_problems(history, thinking=False) == []
+    note = repaired[2].reasoning_content  # type: ignore[union-attr]
+    assert note is not None and "lookup (call_a), lookup (call_b)" in note
+
+
+async def test_strict_mode_rejects_an_orphan_tool_message_without_sending(
+    fake: FakeModelServer, make_client: MakeClient
+) -> None:
+    fake.script(reply("should not be used"))
+    history: list[Message] = [UserMessage("hi"), ToolMessage("call_x", "orphan")]
+
+    with pytest.raises(InvalidHistory, match=r"call_x.*answers no preceding") as caught:
+        await make_client().complete(ChatRequest("test-model", history, tools=[LOOKUP]))
+
+    assert caught.value.problems == ("message 1: tool result for 'call_x' answers no preceding "
+                                     "assistant tool call",)  # fmt: skip
+    assert fake.requests == [] and fake.pending == 1
+
+
+async def test_strict_mode_rejects_missing_reasoning_for_thinking_models_without_sending(
+    fake: FakeModelServer, make_client: MakeClient
+) -> None:
+    history = valid_history()
+    history[2] = AssistantMessage(tool_calls=(A, B))
+
+    with pytest.raises(InvalidHistory, match="lacks reasoning_content"):
+        await make_client().stream(ChatRequest("test-thinker", history)).__anext__()
+    with pytest.raises(InvalidHistory, match="lacks reasoning_content"):
+        await make_client().complete(ChatRequest("test-model", history, thinking=True))
+
+    assert fake.requests == []
+
+
+async def test_repair_mode_sends_a_history_deepseek_accepts(
+    fake: FakeModelServer, make_client: MakeClient
+) -> None:
+    fake.script(reply("ok"))
+    history = valid_history()
+    history[2] = AssistantMessage(tool_calls=(A, B))
+    del history[4]
+    history.insert(1, ToolMessage("ghost", "orphan"))
+
+    await make_client().complete(ChatRequest("test-thinker", history, history="repair"))
+
+    sent = fake.requests[0].body["messages"]
+    assert [m["role"] for m in sent] == [
+        "system", "user", "assistant", "tool", "tool", "assistant", "user"
+    ]  # fmt: skip
+    assert sent[2]["reasoning_content"].startswith("[Reasoning for this step was not recorded")
+    assert [(m["tool_call_id"], m["content"]) for m in sent[3:5]] == [
+        ("call_a", "result a"), ("call_b", UNANSWERED_RESULT)
+    ]  # fmt: skip

@@ -1,0 +1,144 @@
+"""The model registry: inheritance by pattern, new names of known families, unknown models."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from email.utils import formatdate
+from pathlib import Path
+
+import pytest
+
+from shared.db.records import Usage
+from shared.llm import ChatRequest, LLMNotConfigured, Price, TokenCounts, UserMessage, load_registry
+from shared.llm.fake_server import FakeModelServer, reply, usage
+from shared.llm.retry import RetryPolicy, parse_retry_after
+from shared.llm.usage import parse_usage
+from tests.llm.conftest import MakeClient
+
+REGISTRY = load_registry()
+
+
+def test_specific_patterns_override_general_ones() -> None:
+    chat, reasoner = REGISTRY.lookup("deepseek-chat"), REGISTRY.lookup("deepseek-reasoner")
+    flash = REGISTRY.lookup("deepseek-flash")
+
+    assert (chat.family, chat.known, chat.thinking, chat.context_window) == (
+        "deepseek", True, False, 128_000
+    )  # fmt: skip
+    assert (reasoner.thinking, reasoner.context_window) == (True, 128_000)
+    assert (flash.thinking, flash.context_window) == (True, 1_000_000)
+    assert chat.price == reasoner.price == flash.price is not None
+    assert chat.matched == ("deepseek-.*", "deepseek-(chat|reasoner).*", "deepseek-chat.*")
+
+
+def test_new_names_of_known_families_need_no_config() -> None:
+    chat_v4 = REGISTRY.lookup("deepseek-chat-v4")
+    pro = REGISTRY.lookup("deepseek-v5-pro")
+    mini = REGISTRY.lookup("gpt-5.2-mini")
+    routed = REGISTRY.lookup("deepseek/deepseek-chat")  # OpenRouter's vendor prefix
+
+    assert (chat_v4.family, chat_v4.thinking) == ("deepseek", False)
+    assert pro.role == "planner" and pro.price != chat_v4.price
+    assert (mini.family, mini.role, mini.context_window) == ("openai", "executor", 400_000)
+    assert mini.price == REGISTRY.lookup("gpt-5-mini").price
+    assert mini.price != REGISTRY.lookup("gpt-5.2").price
+    assert routed.price == REGISTRY.lookup("deepseek-chat").price
+
+
+def test_unknown_model_gets_a_marked_fallback() -> None:
+    info = REGISTRY.lookup("llama3.1:8b")
+
+    assert (info.known, info.family, info.price, info.matched) == (False, "unknown", None, ())
+    assert info.supports_tools and not info.thinking
+    assert info.usage(TokenCounts(100, 50)) == Usage(100, 50, 0, Decimal(0))
+
+
+async def test_unknown_model_calls_work_and_say_the_cost_is_unknown(
+    fake: FakeModelServer, make_client: MakeClient
+) -> None:
+    fake.script(reply("hi", usage=usage(10, 5)))
+
+    done = await make_client().complete(ChatRequest("mystery-1", [UserMessage("x")]))
+
+    assert done.usage == Usage(10, 5, 0, Decimal(0)) and not done.cost_known
+
+
+def test_cost_is_exact_decimal_arithmetic() -> None:
+    price = Price(cache_hit=Decimal("0.028"), cache_miss=Decimal("0.28"), output=Decimal("0.42"))
+    tokens = TokenCounts(prompt_tokens=12_345, completion_tokens=678, cache_hit_tokens=10_000)
+
+    # (10000*0.028 + 2345*0.28 + 678*0.42) / 1e6
+    assert tokens.cost(price) == Decimal("0.00122136")
+    assert TokenCounts(1_000_000, 1_000_000, 0).cost(price) == Decimal("0.70")
+
+
+def test_usage_is_read_in_deepseek_and_openai_dialects() -> None:
+    deepseek = {"prompt_tokens": 100, "completion_tokens": 7, "prompt_cache_hit_tokens": 64,
+                "prompt_cache_miss_tokens": 36}  # fmt: skip
+    openai = {"prompt_tokens": 100, "completion_tokens": 7,
+              "prompt_tokens_details": {"cached_tokens": 32},
+              "completion_tokens_details": {"reasoning_tokens": 5}}  # fmt: skip
+
+    assert parse_usage(deepseek) == TokenCounts(100, 7, 64, 36, 0)
+    assert parse_usage(openai) == TokenCounts(100, 7, 32, None, 5)
+    assert parse_usage(openai).cache_misses == 68
+    assert parse_usage({"prompt_tokens": None}) == TokenCounts()
+
+
+def test_override_file_adds_and_overrides_entries(tmp_path: Path) -> None:
+    path = tmp_path / "models.toml"
+    path.write_text('[[model]]\nmatch = "deepseek-chat.*"\nprice = { cache_hit = 0, '
+                    'cache_miss = "0.5", output = "1.5" }\n\n[[model]]\nmatch = "llama.*"\n'
+                    'family = "llama"\ncontext_window = 131072\nprice = { cache_hit = 0, '
+                    "cache_miss = 0, output = 0 }\n")  # fmt: skip
+
+    registry = load_registry(path)
+
+    chat = registry.lookup("deepseek-chat")
+    assert chat.price == Price(Decimal(0), Decimal("0.5"), Decimal("1.5"))
+    assert (chat.family, chat.thinking) == ("deepseek", False)  # the rest still inherited
+    llama = registry.lookup("llama3.1:8b")
+    assert (llama.known, llama.family, llama.context_window) == (True, "llama", 131072)
+
+
+@pytest.mark.parametrize(
+    ("text", "complaint"),
+    [
+        ('[[model]]\nmatch = "gpt-("\n', "not a valid regular expression"),
+        ('[[model]]\nmatch = "x"\ncontext_windw = 5\n', "Extra inputs are not permitted"),
+        ('[[model]]\nmatch = "x"\nprice = { cache_hit = -1, cache_miss = 0, output = 0 }\n',
+         "greater than or equal to 0"),
+        ("[[model]\n", "not valid TOML"),
+    ],
+)  # fmt: skip
+def test_a_broken_override_file_is_a_clear_configuration_error(
+    tmp_path: Path, text: str, complaint: str
+) -> None:
+    path = tmp_path / "broken.toml"
+    path.write_text(text)
+
+    with pytest.raises(LLMNotConfigured, match=complaint) as caught:
+        load_registry(path)
+
+    assert str(path) in str(caught.value)
+
+
+def test_missing_override_file_names_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(LLMNotConfigured, match=r"LLM_MODELS_FILE=.*cannot be read"):
+        load_registry(tmp_path / "absent.toml")
+
+
+def test_retry_after_parsing_and_backoff_bounds() -> None:
+    now = 1_800_000_000.0
+    assert parse_retry_after({"retry-after": "2.5"}) == 2.5
+    assert parse_retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
+    in_ten = formatdate(now + 10, usegmt=True)
+    assert parse_retry_after({"retry-after": in_ten}, now=lambda: now) == 10.0
+    assert parse_retry_after({"retry-after": in_ten}, now=lambda: now + 60) == 0.0
+    assert parse_retry_after({"retry-after": "soon"}) is None
+    assert parse_retry_after({}) is None
+    policy = RetryPolicy(base_delay=1.0, max_delay=5.0)
+    assert all(
+        0 <= policy.delay(n) <= min(5.0, 2 ** (n - 1)) for n in range(1, 8) for _ in range(50)
+    )
+    assert policy.delay(1, retry_after=99) == 5.0
