@@ -68,7 +68,15 @@ def ensure_venv() -> None:
     if not uv.exists():
         run([str(PYTHON), "-m", "pip", "install", "--quiet", "uv"], check=False)
     if uv.exists():
-        install = [str(uv), "pip", "install", "--quiet", "--python", str(PYTHON)]
+        install = [
+            str(uv),
+            "pip",
+            "install",
+            "--quiet",
+            "--compile-bytecode",
+            "--python",
+            str(PYTHON),
+        ]
     else:
         install = [str(PYTHON), "-m", "pip", "install", "--quiet"]
     run([*install, "-r", str(ROOT / "requirements.lock")], check=True)
