@@ -60,6 +60,15 @@ class Identity:
         return self.role == "service_role"
 
 
+@dataclass(frozen=True, slots=True)
+class User:
+    """A signed-in user, as proven by a verified access token."""
+
+    id: UUID
+    claims: Mapping[str, Any]
+    """The token's claims; units of work pass them on so RLS can use `auth.jwt()`."""
+
+
 class TokenVerifier:
     """Verifies Supabase JWTs against the project's secret and/or JWKS."""
 
@@ -119,6 +128,13 @@ class TokenVerifier:
             except ValueError as exc:
                 raise InvalidClaims("A user token needs a UUID `sub` claim") from exc
         return Identity(role=role, user_id=user_id, claims=claims)
+
+    def user(self, token: str, *, audience: str = "authenticated") -> User:
+        """Verify a user's access token (not an API key) and return the user."""
+        identity = self.identity(token, audience=audience)
+        if identity.user_id is None:
+            raise InvalidClaims("This needs a user's access token, not an API key")
+        return User(identity.user_id, identity.claims)
 
     def _key_for(self, token: str) -> tuple[Any, tuple[str, ...]]:
         try:

@@ -9,13 +9,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from http import HTTPStatus
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
+from shared.auth import Identity, User
 from shared.errors import (
     AppError,
     ConfigurationError,
@@ -25,6 +28,8 @@ from shared.errors import (
     PermissionDenied,
     Unauthenticated,
 )
+from shared.llm.errors import LLMError, LLMRateLimited, LLMTimeout
+from shared.services import Services, get_services
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +42,32 @@ STATUS_OF: dict[type[AppError], int] = {
     Unauthenticated: 401,
     PermissionDenied: 403,
     ConfigurationError: 503,
+    LLMRateLimited: 503,
+    LLMTimeout: 504,
+    LLMError: 502,
 }
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem: every error response of every function has this shape."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str
+    errors: list[dict[str, Any]] | None = None
+
+
+def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` documenting problem+json errors for `statuses`."""
+    return {
+        status: {
+            "model": Problem,
+            "description": HTTPStatus(status).phrase,
+            "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        }
+        for status in statuses
+    }
 
 
 def status_of(error: AppError) -> int:
@@ -86,6 +116,36 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return problem(500, "An unexpected error occurred; it has been logged.")
 
 
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="A Supabase access token (user routes) or the service-role key (internal routes).",
+)
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+async def current_user(services: ServicesDep, credentials: Credentials) -> User:
+    """The signed-in user behind the request's Supabase access token."""
+    if credentials is None:
+        raise Unauthenticated("Missing bearer token: send 'Authorization: Bearer <access token>'")
+    return services.verifier.user(credentials.credentials)
+
+
+async def service_caller(services: ServicesDep, credentials: Credentials) -> Identity:
+    """A caller holding the service-role key (function-to-function calls)."""
+    if credentials is None:
+        raise Unauthenticated("Missing bearer token: internal routes need the service-role key")
+    identity = services.verifier.identity(credentials.credentials)
+    if not identity.is_service:
+        raise PermissionDenied("This route is internal: it needs the service-role key")
+    return identity
+
+
+CurrentUser = Annotated[User, Depends(current_user)]
+ServiceCaller = Annotated[Identity, Depends(service_caller)]
+
+
 def create_base_app(*, title: str, description: str, routers: Sequence[APIRouter] = ()) -> FastAPI:
     """A FastAPI app with Parley's error handling, a health route and the given routers."""
     app = FastAPI(title=title, description=description, version="0.1.0")
@@ -99,5 +159,5 @@ def create_base_app(*, title: str, description: str, routers: Sequence[APIRouter
         return {"status": "ok", "function": title}
 
     for router in routers:
-        app.include_router(router)
+        app.include_router(router, responses=problems(401, 422))
     return app

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from functions.chat import sessions
 from shared.http import create_base_app
 
 
 def create_app() -> FastAPI:
     """Build the `chat` app."""
     return create_base_app(
-        title="chat", description="User-facing chat: sessions, messages and turns."
+        title="chat",
+        description="User-facing chat: sessions, messages, the timeline and turns.",
+        routers=[sessions.router],
     )
 
 

@@ -23,7 +23,15 @@ async def create_session(
     forked_from_session_id: UUID | None = None,
     forked_at_message_id: UUID | None = None,
 ) -> ChatSession:
-    """Start a chat session for `user_id`."""
+    """Start a chat session for `user_id` (a fork when the fork columns are given)."""
+    if forked_from_session_id is None:
+        # Only the columns users may insert themselves, so this works as the user too.
+        return await fetch_one(
+            conn,
+            ChatSession,
+            f"INSERT INTO chat_sessions (user_id, title) VALUES (%s, %s) RETURNING {SESSION}",
+            (user_id, title),
+        )
     return await fetch_one(
         conn,
         ChatSession,

@@ -1,0 +1,131 @@
+"""Routes over the user's sessions: CRUD, fork, messages, timeline, plan transcripts."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from fastapi import APIRouter, Query, Response, status
+from fastapi.responses import PlainTextResponse
+
+from shared import sessions, transcripts
+from shared.http import CurrentUser, ServicesDep, problems
+from shared.models.sessions import (
+    ForkRequest,
+    MessageList,
+    MessageOut,
+    SessionCreate,
+    SessionList,
+    SessionOut,
+    SessionUpdate,
+    Timeline,
+    TimelineEntryOut,
+)
+
+router = APIRouter(tags=["sessions"])
+AfterSeq = Annotated[int, Query(ge=0, description="Only entries with a larger `seq`.")]
+Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many entries.")]
+NOT_FOUND = problems(404)
+
+
+@router.post("/sessions", status_code=status.HTTP_201_CREATED)
+async def create_session(
+    body: SessionCreate, user: CurrentUser, services: ServicesDep
+) -> SessionOut:
+    """Start an empty chat session."""
+    return SessionOut.model_validate(
+        await sessions.create_session(services.db, user, title=body.title)
+    )
+
+
+@router.get("/sessions")
+async def list_sessions(
+    user: CurrentUser, services: ServicesDep, include_archived: bool = False, limit: Limit = 50
+) -> SessionList:
+    """The user's sessions, most recently active first (archived ones on request)."""
+    found = await sessions.list_sessions(
+        services.db, user, include_archived=include_archived, limit=limit
+    )
+    return SessionList(sessions=[SessionOut.model_validate(s) for s in found])
+
+
+@router.get("/sessions/{session_id}", responses=NOT_FOUND)
+async def get_session(session_id: UUID, user: CurrentUser, services: ServicesDep) -> SessionOut:
+    """One session with its running token and cost totals."""
+    return SessionOut.model_validate(await sessions.get_session(services.db, user, session_id))
+
+
+@router.patch("/sessions/{session_id}", responses=NOT_FOUND)
+async def update_session(
+    session_id: UUID, body: SessionUpdate, user: CurrentUser, services: ServicesDep
+) -> SessionOut:
+    """Rename a session, archive it, or restore it."""
+    updated = await sessions.update_session(
+        services.db, user, session_id, title=body.title, status=body.status
+    )
+    return SessionOut.model_validate(updated)
+
+
+@router.delete(
+    "/sessions/{session_id}", status_code=status.HTTP_204_NO_CONTENT, responses=NOT_FOUND
+)
+async def delete_session(session_id: UUID, user: CurrentUser, services: ServicesDep) -> Response:
+    """Delete a session; it disappears from every listing and lookup."""
+    await sessions.delete_session(services.db, user, session_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post(
+    "/sessions/{session_id}/fork", status_code=status.HTTP_201_CREATED, responses=NOT_FOUND
+)
+async def fork_session(
+    session_id: UUID, body: ForkRequest, user: CurrentUser, services: ServicesDep
+) -> SessionOut:
+    """A new session with this one's conversation up to and including `at_message_id`."""
+    fork = await sessions.fork_session(
+        services.db, user, session_id, at_message_id=body.at_message_id, title=body.title
+    )
+    return SessionOut.model_validate(fork)
+
+
+@router.get("/sessions/{session_id}/messages", responses=NOT_FOUND)
+async def list_messages(
+    session_id: UUID,
+    user: CurrentUser,
+    services: ServicesDep,
+    after_seq: AfterSeq = 0,
+    limit: Limit = 200,
+) -> MessageList:
+    """Messages in order; `after_seq` catches a realtime client up after a gap."""
+    found = await sessions.list_messages(
+        services.db, user, session_id, after_seq=after_seq, limit=limit
+    )
+    last = found[-1].seq if found else after_seq
+    return MessageList(messages=[MessageOut.model_validate(m) for m in found], last_seq=last)
+
+
+@router.get("/sessions/{session_id}/timeline", responses=NOT_FOUND)
+async def get_timeline(
+    session_id: UUID,
+    user: CurrentUser,
+    services: ServicesDep,
+    after_seq: AfterSeq = 0,
+    limit: Limit = 500,
+) -> Timeline:
+    """Human and agent messages together, in the session's single `seq` order."""
+    found = await sessions.timeline(services.db, user, session_id, after_seq=after_seq, limit=limit)
+    last = found[-1].seq if found else after_seq
+    return Timeline(entries=[TimelineEntryOut.model_validate(e) for e in found], last_seq=last)
+
+
+@router.get(
+    "/plans/{plan_id}/transcript",
+    response_class=PlainTextResponse,
+    responses={200: {"content": {"text/markdown": {}}}, **problems(404)},
+)
+async def plan_transcript(
+    plan_id: UUID, user: CurrentUser, services: ServicesDep
+) -> PlainTextResponse:
+    """The plan as Markdown: request, steps, every agent-to-agent message, the answer."""
+    text = await transcripts.plan_transcript(services.db, user, plan_id)
+    return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")

@@ -1,0 +1,1 @@
+"""Pydantic wire models: what the functions accept and return."""

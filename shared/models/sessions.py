@@ -1,0 +1,113 @@
+"""Wire models of sessions, messages and the timeline."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+class SessionCreate(BaseModel):
+    """Start a chat session."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class SessionUpdate(BaseModel):
+    """Rename a session and/or archive or restore it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str | None = Field(default=None, min_length=1, max_length=200)
+    status: Literal["active", "archived"] | None = None
+
+
+class ForkRequest(BaseModel):
+    """Fork a session at one of its messages."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    at_message_id: UUID
+    title: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class SessionOut(_Out):
+    """A chat session with its running totals."""
+
+    id: UUID
+    title: str
+    status: str
+    forked_from_session_id: UUID | None
+    forked_at_message_id: UUID | None
+    last_seq: int
+    prompt_tokens: int
+    completion_tokens: int
+    cache_hit_tokens: int
+    cost_usd: Decimal
+    last_message_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class SessionList(BaseModel):
+    sessions: list[SessionOut]
+
+
+class MessageOut(_Out):
+    """A message of the user-facing conversation."""
+
+    id: UUID
+    session_id: UUID
+    seq: int
+    role: str
+    content: str
+    tool_calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    tool_name: str | None
+    plan_id: UUID | None
+    model: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cache_hit_tokens: int
+    cost_usd: Decimal
+    client_message_id: str | None
+    created_at: datetime
+
+
+class MessageList(BaseModel):
+    messages: list[MessageOut]
+    last_seq: int = Field(description="The highest `seq` returned (or `after_seq` if none).")
+
+
+class TimelineEntryOut(_Out):
+    """A human or agent message in the session's single `seq` order."""
+
+    seq: int
+    source: Literal["chat", "agent"]
+    message_id: UUID
+    kind: str = Field(description="Chat role, or the agent message type.")
+    sender_role: str
+    agent_id: UUID | None
+    agent_session_id: UUID | None
+    plan_id: UUID | None
+    content: str
+    tool_name: str | None
+    model: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: Decimal
+    created_at: datetime
+
+
+class Timeline(BaseModel):
+    entries: list[TimelineEntryOut]
+    last_seq: int

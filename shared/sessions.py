@@ -1,0 +1,156 @@
+"""Use cases over a user's chat sessions: CRUD, fork, messages, timeline, plan transcript.
+
+Reads run as the user (`db.as_user`), so RLS decides what exists: another user's session is
+simply not found. Writes the user may not make directly (copying messages for a fork) run as
+the service, after ownership was established under RLS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from uuid import UUID
+
+from shared.auth import User
+from shared.db import Database, chats
+from shared.db._rows import fetch_all
+from shared.db.records import ChatMessage, ChatSession, SessionStatus
+from shared.errors import InvalidInput, NotFound
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEntry:
+    """One human or agent message of a session (a `session_timeline` row)."""
+
+    session_id: UUID
+    seq: int
+    source: str
+    message_id: UUID
+    kind: str
+    sender_role: str
+    agent_id: UUID | None
+    agent_session_id: UUID | None
+    plan_id: UUID | None
+    content: str
+    tool_name: str | None
+    model: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: Decimal
+    user_id: UUID
+    created_at: datetime
+
+
+async def create_session(db: Database, user: User, *, title: str | None = None) -> ChatSession:
+    """A new, empty session owned by the user."""
+    async with db.as_user(user.id, claims=user.claims) as conn:
+        return await chats.create_session(conn, user_id=user.id, title=title or "New chat")
+
+
+async def list_sessions(
+    db: Database, user: User, *, include_archived: bool = False, limit: int = 50
+) -> list[ChatSession]:
+    """The user's sessions, most recently active first."""
+    async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
+        return await chats.list_sessions(
+            conn, user_id=user.id, include_archived=include_archived, limit=limit
+        )
+
+
+async def get_session(db: Database, user: User, session_id: UUID) -> ChatSession:
+    """The user's session; `NotFound` if it is missing, deleted or someone else's."""
+    async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
+        session = await chats.get_session(conn, session_id=session_id)
+    if session is None or session.status == "deleted":
+        raise NotFound(f"Chat session {session_id} not found")
+    return session
+
+
+async def update_session(
+    db: Database,
+    user: User,
+    session_id: UUID,
+    *,
+    title: str | None = None,
+    status: SessionStatus | None = None,
+) -> ChatSession:
+    """Rename, archive or unarchive a session."""
+    await get_session(db, user, session_id)
+    async with db.as_user(user.id, claims=user.claims) as conn:
+        updated = await chats.update_session(
+            conn, session_id=session_id, title=title, status=status
+        )
+    if updated is None:
+        raise NotFound(f"Chat session {session_id} not found")
+    return updated
+
+
+async def delete_session(db: Database, user: User, session_id: UUID) -> None:
+    """Delete a session: it disappears from every listing and lookup."""
+    await update_session(db, user, session_id, status="deleted")
+
+
+async def fork_session(
+    db: Database, user: User, session_id: UUID, *, at_message_id: UUID, title: str | None = None
+) -> ChatSession:
+    """A new session holding the conversation up to and including `at_message_id`.
+
+    Only the user's and the assistant's words are copied; tool traffic and plans stay with the
+    original, so the fork starts with a clean, valid history.
+    """
+    source = await get_session(db, user, session_id)
+    async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
+        message = await chats.get_message(conn, message_id=at_message_id)
+    if message is None or message.session_id != session_id:
+        raise InvalidInput(f"Message {at_message_id} is not part of session {session_id}")
+    async with db.service() as conn:
+        fork = await chats.create_session(
+            conn,
+            user_id=user.id,
+            title=title or f"Fork of {source.title}"[:200],
+            forked_from_session_id=session_id,
+            forked_at_message_id=at_message_id,
+        )
+        await conn.execute(
+            """INSERT INTO chat_messages (session_id, user_id, role, content, model, metadata)
+               SELECT %s, user_id, role, content, model,
+                      jsonb_build_object('forked_from_message_id', id)
+                 FROM chat_messages
+                WHERE session_id = %s AND seq <= %s AND role IN ('user', 'assistant')
+                  AND (role = 'user' OR tool_calls IS NULL)
+                ORDER BY seq""",
+            (fork.id, session_id, message.seq),
+        )
+        copied = await chats.get_session(conn, session_id=fork.id)
+    assert copied is not None
+    return copied
+
+
+async def list_messages(
+    db: Database, user: User, session_id: UUID, *, after_seq: int = 0, limit: int = 200
+) -> list[ChatMessage]:
+    """The session's messages after `after_seq`, in order (catch-up for realtime clients)."""
+    await get_session(db, user, session_id)
+    async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
+        return await chats.list_messages(
+            conn, session_id=session_id, after_seq=after_seq, limit=limit
+        )
+
+
+async def timeline(
+    db: Database, user: User, session_id: UUID, *, after_seq: int = 0, limit: int = 500
+) -> list[TimelineEntry]:
+    """Human and agent messages of the session in one `seq` order."""
+    await get_session(db, user, session_id)
+    async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
+        return await fetch_all(
+            conn,
+            TimelineEntry,
+            """SELECT session_id, seq, source, message_id, kind, sender_role, agent_id,
+                      agent_session_id, plan_id, content, tool_name, model, prompt_tokens,
+                      completion_tokens, cost_usd, user_id, created_at
+                 FROM session_timeline
+                WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s""",
+            (session_id, after_seq, limit),
+        )

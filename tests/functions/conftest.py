@@ -1,0 +1,43 @@
+"""Functions under test: each app served over real HTTP on localhost, wired to the test database."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from uuid import UUID
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from shared.auth import mint_token
+from shared.services import Services, get_services
+from shared.serving import BackgroundServer
+from shared.settings import load_settings
+
+SECRET = "functions-test-secret-at-least-32-characters"
+
+
+@pytest.fixture(scope="module")
+def services(database_url: str) -> Services:
+    return Services(load_settings(database_url=database_url, supabase_jwt_secret=SECRET))
+
+
+def serve(app: FastAPI, services: Services) -> BackgroundServer:
+    """`app` on a free port, using `services` (closed on the server's own loop at the end)."""
+    app.dependency_overrides[get_services] = lambda: services
+    return BackgroundServer(app, name=app.title, on_shutdown=services.aclose)
+
+
+def token(user_id: UUID | None = None, *, role: str = "authenticated", **claims: object) -> str:
+    return mint_token(SECRET, role=role, sub=user_id, extra=claims)
+
+
+@pytest.fixture
+def as_user() -> Callable[[UUID], dict[str, str]]:
+    return lambda user_id: {"Authorization": f"Bearer {token(user_id)}"}
+
+
+@pytest.fixture(scope="module")
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=10) as client:
+        yield client
