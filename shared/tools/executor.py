@@ -6,7 +6,9 @@ The three permission layers meet here:
 2. *call* — `decide` on the agent row re-read now; a denial is answered, logged, recorded and
    counted, and the tool does not run;
 3. *database* — a `read` tool runs in `db.as_user(user, read_only=True)`, a `write` tool in
-   `db.as_user(user)`; the handler gets that connection and nothing else.
+   `db.as_user(user)` — and only for an agent whose row says `read_write`: for any other agent
+   every transaction is read-only, whatever the tool claims and whatever layer 2 decided. The
+   handler gets that connection and nothing else.
 
 Every outcome is a `ToolResult`; nothing a tool or a model does raises out of `execute`
 (except cancellation). Unexpected errors are logged with the tool name and reach the model as a
@@ -23,10 +25,10 @@ import psycopg
 
 from shared.db import agents, dialogue, executions
 from shared.db.database import Database
-from shared.db.records import Usage
+from shared.db.records import Agent, Usage
 from shared.errors import AppError, Conflict, InvalidInput, NotFound, PermissionDenied
 from shared.tools.calls import CallContext, ToolCall
-from shared.tools.permissions import ALLOWED, Decision, decide
+from shared.tools.permissions import ALLOWED, Decision, Policy, decide
 from shared.tools.registry import (
     DatabaseTool,
     ExternalTool,
@@ -65,11 +67,18 @@ class ToolExecutor:
     """Executes tool calls against a registry, for agents whose rows live in `db`."""
 
     def __init__(
-        self, db: Database, registry: ToolRegistry, *, timeout_seconds: float = 30.0
+        self,
+        db: Database,
+        registry: ToolRegistry,
+        *,
+        timeout_seconds: float = 30.0,
+        policy: Policy = decide,
     ) -> None:
         self.db = db
         self.registry = registry
         self.timeout_seconds = timeout_seconds
+        self.policy = policy
+        """The call-time decision; only tests replace it, to show the database layer alone."""
 
     async def execute(self, call: ToolCall, *, context: CallContext, turn: TurnCache) -> ToolResult:
         """Answer `call`: denied, invalid, a repeat of this turn, or the tool's own result."""
@@ -79,14 +88,15 @@ class ToolExecutor:
         except ToolCallError as exc:
             arguments = exc
         try:
-            decision = await self._guard(tool, call, arguments, context)
+            decision, agent = await self._guard(tool, call, arguments, context)
         except Exception:
             logger.exception("permission check failed for tool %s", call.name)
             return failure(call.id, call.name, "tool_failed", _UNCHECKED)
         if tool is None:
             return failure(call.id, call.name, "unknown_tool", _unknown(call.name))
-        if not decision.allowed:
+        if not decision.allowed or agent is None:
             return failure(call.id, call.name, "permission_denied", decision.reason)
+        may_write = agent.permissions == "read_write" and agent.role == "planner"
         try:
             if isinstance(arguments, ToolCallError):
                 raise arguments
@@ -96,7 +106,7 @@ class ToolExecutor:
         return await turn.once(
             f"{tool.name}\n{parsed.canonical}",
             call.id,
-            lambda: self._run(tool, parsed, call, context),
+            lambda: self._run(tool, parsed, call, context, may_write=may_write),
             writes=tool.access == "write",
         )
 
@@ -106,11 +116,13 @@ class ToolExecutor:
         call: ToolCall,
         arguments: JsonObject | ToolCallError,
         context: CallContext,
-    ) -> Decision:
+    ) -> tuple[Decision, Agent | None]:
         """Decide on the agent row as it is now; record a denial and count the call."""
         async with self.db.service() as conn:
             agent = await agents.get_agent(conn, agent_id=context.agent_id)
-            decision = ALLOWED if tool is None else decide(agent, tool, user_id=context.user_id)
+            decision = (
+                ALLOWED if tool is None else self.policy(agent, tool, user_id=context.user_id)
+            )
             denied = not decision.allowed
             if denied:
                 logger.warning(
@@ -136,14 +148,20 @@ class ToolExecutor:
                     tool_calls=1,
                     permission_denials=int(denied),
                 )
-        return decision
+        return decision, agent
 
     async def _run(
-        self, tool: Tool, parsed: ParsedArguments, call: ToolCall, context: CallContext
+        self,
+        tool: Tool,
+        parsed: ParsedArguments,
+        call: ToolCall,
+        context: CallContext,
+        *,
+        may_write: bool,
     ) -> ToolResult:
         try:
             async with asyncio.timeout(self.timeout_seconds):
-                payload = await self._invoke(tool, parsed, context)
+                payload = await self._invoke(tool, parsed, context, may_write=may_write)
         except ToolCallError as exc:
             return failure(call.id, call.name, exc.code, exc.message)
         except AppError as exc:
@@ -159,11 +177,11 @@ class ToolExecutor:
         return ToolResult(call.id, call.name, payload)
 
     async def _invoke(
-        self, tool: Tool, parsed: ParsedArguments, context: CallContext
+        self, tool: Tool, parsed: ParsedArguments, context: CallContext, *, may_write: bool
     ) -> JsonObject:
         match tool:
             case DatabaseTool():
-                read_only = tool.access == "read"
+                read_only = tool.access == "read" or not may_write
                 async with self.db.as_user(context.user_id, read_only=read_only) as conn:
                     output = await tool.handler(conn, parsed.value)
                 return output.model_dump(mode="json", context=render_context(parsed.value))

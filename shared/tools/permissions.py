@@ -35,6 +35,15 @@ class Decision:
 
 ALLOWED = Decision(allowed=True)
 
+
+class Policy(Protocol):
+    """The shape of `decide`."""
+
+    def __call__(
+        self, agent: Agent | None, tool: GuardedTool, *, user_id: UUID | None = None
+    ) -> Decision: ...
+
+
 _ACCESS_BY_PERMISSION: dict[str, frozenset[Access]] = {
     "read_only": frozenset({"read"}),
     "read_write": frozenset({"read", "write"}),

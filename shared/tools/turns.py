@@ -39,9 +39,6 @@ class TurnCache:
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
     async def once(
         self,
         key: str,
