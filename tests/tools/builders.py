@@ -113,27 +113,85 @@ async def make_crew(
             conn, session_id=session.id, user_id=user, role="user", content="plan my week"
         )
         planner = await agents.create_agent(
-            conn, user_id=user, chat_session_id=session.id, role="planner", name="planner",
-            model="planner-model", permissions="read_write", token_budget=10_000,
-        )  # fmt: skip
+            conn,
+            user_id=user,
+            chat_session_id=session.id,
+            role="planner",
+            name="planner",
+            model="planner-model",
+            permissions="read_write",
+            token_budget=10_000,
+        )
         plan, _ = await plans.create_plan(
-            conn, session_id=session.id, user_id=user, user_message_id=message.id,
-            planner_agent_id=planner.id, strategy="complex",
-        )  # fmt: skip
+            conn,
+            session_id=session.id,
+            user_id=user,
+            user_message_id=message.id,
+            planner_agent_id=planner.id,
+            strategy="complex",
+        )
         executor = await agents.create_agent(
-            conn, user_id=user, chat_session_id=session.id, role="executor", name="executor",
-            model="executor-model", permissions="read_only", token_budget=2_000,
-            allowed_tools=executor_tools, parent_agent_id=planner.id,
-        )  # fmt: skip
+            conn,
+            user_id=user,
+            chat_session_id=session.id,
+            role="executor",
+            name="executor",
+            model="executor-model",
+            permissions="read_only",
+            token_budget=2_000,
+            allowed_tools=executor_tools,
+            parent_agent_id=planner.id,
+        )
         thread = await dialogue.create_thread(
-            conn, session_id=session.id, user_id=user, plan_id=plan.id,
-            parent_agent_id=planner.id, child_agent_id=executor.id, max_turns=6,
-        )  # fmt: skip
+            conn,
+            session_id=session.id,
+            user_id=user,
+            plan_id=plan.id,
+            parent_agent_id=planner.id,
+            child_agent_id=executor.id,
+            max_turns=6,
+        )
         execution, _ = await executions.start_execution(
-            conn, user_id=user, session_id=session.id, plan_id=plan.id, agent_id=executor.id,
-            agent_role="executor", model="executor-model", agent_session_id=thread.id,
-        )  # fmt: skip
+            conn,
+            user_id=user,
+            session_id=session.id,
+            plan_id=plan.id,
+            agent_id=executor.id,
+            agent_role="executor",
+            model="executor-model",
+            agent_session_id=thread.id,
+        )
     return Crew(user, planner, executor, thread, execution)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A `ToolResult` whose payload tests may index freely (it is JSON they just produced)."""
+
+    result: ToolResult
+
+    @property
+    def payload(self) -> Any:
+        return self.result.payload
+
+    @property
+    def error(self) -> str | None:
+        return self.result.error
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok
+
+    @property
+    def call_id(self) -> str:
+        return self.result.call_id
+
+    @property
+    def repeat_of(self) -> str | None:
+        return self.result.repeat_of
+
+    def content(self) -> str:
+        return self.result.content()
 
 
 async def call(
@@ -144,16 +202,15 @@ async def call(
     *,
     raw: str | None = None,
     **arguments: Any,
-) -> ToolResult:
+) -> Outcome:
     """Run one tool call as the model would make it (arguments as a JSON string)."""
     tool_call = ToolCall(
         id=f"call_{uuid4().hex[:12]}",
         name=name,
         arguments=raw if raw is not None else json.dumps(arguments, default=str),
     )
-    return await executor.execute(
-        tool_call, context=context, turn=turn if turn is not None else TurnCache()
-    )
+    turn = turn if turn is not None else TurnCache()
+    return Outcome(await executor.execute(tool_call, context=context, turn=turn))
 
 
 async def execution_row(db: Database, execution_id: UUID) -> Execution:
@@ -161,3 +218,14 @@ async def execution_row(db: Database, execution_id: UUID) -> Execution:
         found = await executions.get_execution(conn, execution_id=execution_id)
     assert found is not None
     return found
+
+
+async def fetch_row(db: Database, table: str, row_id: UUID) -> dict[str, Any]:
+    """One domain row by id, read as the service."""
+    async with db.service() as conn:
+        cur = await conn.execute(
+            sql.SQL("SELECT * FROM {} WHERE id = %s").format(sql.Identifier(table)), (row_id,)
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return dict(row)

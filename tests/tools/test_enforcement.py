@@ -51,9 +51,11 @@ async def valid_write_arguments(db: Database, crew: Crew) -> dict[str, dict[str,
         "update_calendar_event": {"event_id": event, "updates": {"title": "Moved"}},
         "delete_calendar_event": {"event_id": event},
         "update_or_schedule_task": {
-            "project_id": project, "task_id": task, "start_time": at(3, 10).isoformat(),
+            "project_id": project,
+            "task_id": task,
+            "start_time": at(3, 10).isoformat(),
         },
-    }  # fmt: skip
+    }
 
 
 def test_the_original_twenty_one_tools_split_twelve_read_nine_write() -> None:
@@ -76,7 +78,7 @@ async def test_every_write_tool_is_denied_recorded_and_changes_nothing(
     results = [await call(executor, crew.as_executor(), n, **arguments[n]) for n in WRITE_TOOLS]
 
     assert {r.error for r in results} == {"permission_denied"}
-    assert all("may only read" in r.payload["message"] for r in results)  # type: ignore[operator]
+    assert all("may only read" in r.payload["message"] for r in results)
     assert await snapshot(db) == before
     async with db.service() as conn:
         messages = await dialogue.list_thread_messages(conn, thread_id=crew.thread.id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
 from psycopg import sql
@@ -9,19 +10,22 @@ from pydantic import Field
 
 from shared.db.database import Connection
 from shared.tools.builtin.common import (
+    TextSearch,
     columns,
     ensure_visible,
     fetch_models,
     like_pattern,
     require,
-    text_search,
 )
 from shared.tools.builtin.outputs import PREVIEW_CHARS, BrainDump, BrainDumpStatus, BrainDumpSummary
 from shared.tools.registry import DatabaseTool
 from shared.tools.values import ToolArgs, ToolOutput
 
-SEARCH = "b.title || ' ' || b.content"
-"""Spelled like the `brain_dumps_search_idx` trigram index expression."""
+SEARCH = TextSearch(
+    expression="b.title || ' ' || b.content",  # as in the brain_dumps_search_idx trigram index
+    id_column="b.id",
+    candidates="public.brain_dumps_matching",
+)
 BRAIN_DUMP = columns(BrainDump, "b")
 
 
@@ -38,8 +42,9 @@ class BrainDumpList(ToolOutput):
     count: int
 
 
-async def search_brain_dumps(conn: Connection, args: SearchBrainDumpsArgs) -> BrainDumpList:
-    matches, params = text_search(SEARCH, args.query)
+def search_query(args: SearchBrainDumpsArgs) -> tuple[sql.Composed, dict[str, Any]]:
+    """The SQL `search_brain_dumps` runs, and its parameters."""
+    matches, params = SEARCH.predicate(args.query)
     query = sql.SQL(
         """SELECT b.id, b.title, b.status, b.project_id, b.created_at,
                   left(b.content, {chars}) AS preview
@@ -50,18 +55,17 @@ async def search_brain_dumps(conn: Connection, args: SearchBrainDumpsArgs) -> Br
            ORDER BY (b.title ILIKE %(phrase)s) IS TRUE DESC, b.created_at DESC
            LIMIT %(limit)s"""
     ).format(chars=PREVIEW_CHARS, matches=matches)
-    dumps = await fetch_models(
-        conn,
-        BrainDumpSummary,
-        query,
-        {
-            **params,
-            "project": args.project_id,
-            "status": args.status,
-            "phrase": like_pattern(args.query),
-            "limit": args.limit,
-        },
-    )
+    return query, {
+        **params,
+        "project": args.project_id,
+        "status": args.status,
+        "phrase": like_pattern(args.query),
+        "limit": args.limit,
+    }
+
+
+async def search_brain_dumps(conn: Connection, args: SearchBrainDumpsArgs) -> BrainDumpList:
+    dumps = await fetch_models(conn, BrainDumpSummary, *search_query(args))
     return BrainDumpList(brain_dumps=dumps, count=len(dumps))
 
 

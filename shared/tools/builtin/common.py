@@ -8,6 +8,7 @@ their owner from the JWT claims (`auth.uid()`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, LiteralString, Self, TypeVar
 
 from psycopg import sql
@@ -66,25 +67,39 @@ async def ensure_visible(conn: Connection, table: LiteralString, row_id: Any, wh
         raise NotFound(f"{what} {row_id} not found")
 
 
-def text_search(
-    expression: LiteralString, query: str | None
-) -> tuple[sql.Composable, dict[str, str]]:
-    """A predicate matching every word of `query` in `expression`, and its parameters.
+@dataclass(frozen=True, slots=True)
+class TextSearch:
+    """How one table is searched: its trigram-indexed text and its id-lookup function.
 
-    `expression` must be spelled exactly like the table's trigram index expression (e.g.
-    `title || ' ' || content`): `ILIKE` on it is then answered from the GIN `gin_trgm_ops`
-    index, wherever the pg_trgm extension lives. Plain ILIKE (core SQL, no extension function)
-    keeps the matching predictable for the model: every word must appear, case-insensitively.
+    Under RLS a non-LEAKPROOF predicate such as `ILIKE` is never an index condition, so the
+    trigram index is reached through `candidates`, a SECURITY DEFINER function (migration
+    5e7a2b9c0101) that returns the ids of the caller's rows matching one pattern, using the
+    index. The query itself still reads the rows under RLS and checks every word.
     """
-    words = (query or "").split()[:MAX_SEARCH_WORDS]
-    if not words:
-        return sql.SQL("TRUE"), {}
-    params = {f"word{i}": f"%{_escape(word)}%" for i, word in enumerate(words)}
-    predicate = sql.SQL(" AND ").join(
-        sql.SQL("({}) ILIKE {}").format(sql.SQL(expression), sql.Placeholder(name))
-        for name in params
-    )
-    return predicate, params
+
+    expression: LiteralString
+    """The searched text, spelled exactly like the table's trigram index expression."""
+    id_column: LiteralString
+    candidates: LiteralString
+    """The `<table>_matching(pattern)` function."""
+
+    def predicate(self, query: str | None) -> tuple[sql.Composable, dict[str, str]]:
+        """A predicate matching every word of `query` (case-insensitively), and its parameters."""
+        words = (query or "").split()[:MAX_SEARCH_WORDS]
+        if not words:
+            return sql.SQL("TRUE"), {}
+        params = {f"word{i}": f"%{_escape(word)}%" for i, word in enumerate(words)}
+        anchor = max(params, key=lambda name: len(params[name]))  # the most selective word
+        # `= ANY(ARRAY(...))` makes the ids one array, looked up through the primary key
+        # (uuid equality is LEAKPROOF, so RLS lets it be an index condition).
+        lookup = sql.SQL("{} = ANY(ARRAY(SELECT {}({})))").format(
+            sql.SQL(self.id_column), sql.SQL(self.candidates), sql.Placeholder(anchor)
+        )
+        every_word = [
+            sql.SQL("({}) ILIKE {}").format(sql.SQL(self.expression), sql.Placeholder(name))
+            for name in params
+        ]
+        return sql.SQL(" AND ").join([lookup, *every_word]), params
 
 
 def _escape(word: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
 from psycopg import sql
@@ -9,19 +10,22 @@ from pydantic import Field
 
 from shared.db.database import Connection
 from shared.tools.builtin.common import (
+    TextSearch,
     columns,
     ensure_visible,
     fetch_models,
     like_pattern,
     require,
-    text_search,
 )
 from shared.tools.builtin.outputs import PREVIEW_CHARS, Note, NoteSummary
 from shared.tools.registry import DatabaseTool
 from shared.tools.values import ToolArgs, ToolOutput
 
-SEARCH = "n.title || ' ' || n.content"
-"""Spelled like the `notes_search_idx` trigram index expression."""
+SEARCH = TextSearch(
+    expression="n.title || ' ' || n.content",  # as in the notes_search_idx trigram index
+    id_column="n.id",
+    candidates="public.notes_matching",
+)
 NOTE = columns(Note, "n")
 
 
@@ -38,8 +42,9 @@ class NoteList(ToolOutput):
     count: int
 
 
-async def search_notes(conn: Connection, args: SearchNotesArgs) -> NoteList:
-    matches, params = text_search(SEARCH, args.query)
+def search_query(args: SearchNotesArgs) -> tuple[sql.Composed, dict[str, Any]]:
+    """The SQL `search_notes` runs, and its parameters."""
+    matches, params = SEARCH.predicate(args.query)
     query = sql.SQL(
         """SELECT n.id, n.title, n.category, n.project_id, n.tags, n.created_at,
                   left(n.content, {chars}) AS preview
@@ -50,18 +55,17 @@ async def search_notes(conn: Connection, args: SearchNotesArgs) -> NoteList:
            ORDER BY (n.title ILIKE %(phrase)s) IS TRUE DESC, n.created_at DESC
            LIMIT %(limit)s"""
     ).format(chars=PREVIEW_CHARS, matches=matches)
-    notes = await fetch_models(
-        conn,
-        NoteSummary,
-        query,
-        {
-            **params,
-            "project": args.project_id,
-            "category": args.category,
-            "phrase": like_pattern(args.query),
-            "limit": args.limit,
-        },
-    )
+    return query, {
+        **params,
+        "project": args.project_id,
+        "category": args.category,
+        "phrase": like_pattern(args.query),
+        "limit": args.limit,
+    }
+
+
+async def search_notes(conn: Connection, args: SearchNotesArgs) -> NoteList:
+    notes = await fetch_models(conn, NoteSummary, *search_query(args))
     return NoteList(notes=notes, count=len(notes))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import Self
+from typing import Any, Self
 from uuid import UUID
 
 from psycopg import sql
@@ -12,13 +12,13 @@ from pydantic import Field, model_validator
 from shared.db.database import Connection
 from shared.errors import NotFound
 from shared.tools.builtin.common import (
+    TextSearch,
     Updates,
     columns,
     fetch_models,
     like_pattern,
     require,
     set_clause,
-    text_search,
 )
 from shared.tools.builtin.outputs import (
     PREVIEW_CHARS,
@@ -35,8 +35,12 @@ from shared.tools.registry import DatabaseTool
 from shared.tools.schema import nullable
 from shared.tools.values import ToolArgs, ToolOutput
 
-SEARCH = "p.name || ' ' || p.description || ' ' || p.executive_summary"
-"""Spelled like the `projects_search_idx` trigram index expression."""
+SEARCH = TextSearch(
+    # as in the projects_search_idx trigram index:
+    expression="p.name || ' ' || p.description || ' ' || p.executive_summary",
+    id_column="p.id",
+    candidates="public.projects_matching",
+)
 PROJECT = columns(Project, "p")
 
 
@@ -54,8 +58,9 @@ class ProjectList(ToolOutput):
     count: int
 
 
-async def search_projects(conn: Connection, args: SearchProjectsArgs) -> ProjectList:
-    matches, params = text_search(SEARCH, args.query)
+def search_query(args: SearchProjectsArgs) -> tuple[sql.Composed, dict[str, Any]]:
+    """The SQL `search_projects` runs, and its parameters."""
+    matches, params = SEARCH.predicate(args.query)
     query = sql.SQL(
         """SELECT p.id, p.name, p.status, p.start_date, p.end_date, p.tags, p.updated_at,
                   left(coalesce(nullif(p.description, ''), p.executive_summary), {chars})
@@ -72,18 +77,17 @@ async def search_projects(conn: Connection, args: SearchProjectsArgs) -> Project
            ORDER BY (p.name ILIKE %(phrase)s) IS TRUE DESC, p.updated_at DESC
            LIMIT %(limit)s"""
     ).format(chars=PREVIEW_CHARS, matches=matches)
-    projects = await fetch_models(
-        conn,
-        ProjectSummary,
-        query,
-        {
-            **params,
-            "status": args.status,
-            "active": args.has_active_tasks,
-            "phrase": like_pattern(args.query),
-            "limit": args.limit,
-        },
-    )
+    return query, {
+        **params,
+        "status": args.status,
+        "active": args.has_active_tasks,
+        "phrase": like_pattern(args.query),
+        "limit": args.limit,
+    }
+
+
+async def search_projects(conn: Connection, args: SearchProjectsArgs) -> ProjectList:
+    projects = await fetch_models(conn, ProjectSummary, *search_query(args))
     return ProjectList(projects=projects, count=len(projects))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from psycopg import sql
@@ -11,6 +11,7 @@ from pydantic import Field
 from shared.db.database import Connection
 from shared.errors import NotFound
 from shared.tools.builtin.common import (
+    TextSearch,
     Updates,
     columns,
     ensure_visible,
@@ -18,7 +19,6 @@ from shared.tools.builtin.common import (
     fetch_models,
     require,
     set_clause,
-    text_search,
 )
 from shared.tools.builtin.outputs import (
     Priority,
@@ -36,8 +36,11 @@ SUMMARY = sql.SQL(
     "p.name AS project_name, t.parent_task_id"
 )
 TASK = columns(Task, "t")
-SEARCH = "t.title || ' ' || t.description"
-"""Spelled like the `tasks_search_idx` trigram index expression."""
+SEARCH = TextSearch(
+    expression="t.title || ' ' || t.description",  # as in the tasks_search_idx trigram index
+    id_column="t.id",
+    candidates="public.tasks_matching",
+)
 
 COMPLETED_AT = (
     "completed_at = CASE WHEN %(status)s::text = 'done' THEN coalesce(completed_at, now()) END"
@@ -72,8 +75,9 @@ class TaskList(ToolOutput):
     """How many tasks match in all (more than `count` when the limit cut the list)."""
 
 
-async def list_tasks(conn: Connection, args: ListTasksArgs) -> TaskList:
-    matches, params = text_search(SEARCH, args.query)
+def list_query(args: ListTasksArgs) -> tuple[sql.Composed, dict[str, Any]]:
+    """The SQL `list_tasks` runs, and its parameters."""
+    matches, params = SEARCH.predicate(args.query)
     query = sql.SQL(
         """SELECT {summary}, count(*) OVER () AS total
            FROM tasks t LEFT JOIN projects p ON p.id = t.project_id
@@ -84,17 +88,18 @@ async def list_tasks(conn: Connection, args: ListTasksArgs) -> TaskList:
              AND (%(has_date)s::boolean IS NULL OR (t.start_date IS NOT NULL) = %(has_date)s)
            ORDER BY {order} LIMIT %(limit)s"""
     ).format(summary=SUMMARY, matches=matches, order=sql.SQL(ORDER[args.sort_by]))
-    cur = await conn.execute(
-        query,
-        {
-            **params,
-            "project": args.project_id,
-            "statuses": args.status,
-            "priorities": args.priority,
-            "has_date": args.has_date,
-            "limit": args.limit,
-        },
-    )
+    return query, {
+        **params,
+        "project": args.project_id,
+        "statuses": args.status,
+        "priorities": args.priority,
+        "has_date": args.has_date,
+        "limit": args.limit,
+    }
+
+
+async def list_tasks(conn: Connection, args: ListTasksArgs) -> TaskList:
+    cur = await conn.execute(*list_query(args))
     rows = await cur.fetchall()
     tasks = [TaskSummary.model_validate(row) for row in rows]
     return TaskList(tasks=tasks, count=len(tasks), total=rows[0]["total"] if rows else 0)
