@@ -195,9 +195,9 @@ def _payload(result: CallToolResult) -> JsonObject:
         message = "\n".join(texts)[:MAX_ERROR_CHARS] or "the MCP tool reported an error"
         raise ToolCallError("tool_failed", message)
     payload: dict[str, Any] = {}
-    if result.structured_content is not None:
+    if result.structured_content is not None:  # its text blocks only repeat it as JSON
         payload["result"] = result.structured_content
-    if texts:
+    elif texts:
         payload["text"] = "\n".join(texts)
     skipped = sorted({block.type for block in result.content if block.type != "text"})
     if skipped:
