@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import assert_never
+from uuid import UUID
 
 import psycopg
 
@@ -34,6 +35,7 @@ from shared.tools.registry import (
     ExternalTool,
     ParsedArguments,
     Tool,
+    ToolDefinition,
     ToolRegistry,
     decode_arguments,
 )
@@ -79,6 +81,14 @@ class ToolExecutor:
         self.timeout_seconds = timeout_seconds
         self.policy = policy
         """The call-time decision; only tests replace it, to show the database layer alone."""
+
+    async def offer(self, agent_id: UUID) -> list[ToolDefinition]:
+        """The tools to show agent `agent_id`, from its row as it is now (none if it is gone)."""
+        async with self.db.service() as conn:
+            agent = await agents.get_agent(conn, agent_id=agent_id)
+        if agent is None:
+            return []
+        return [tool.definition for tool in self.registry if self.policy(agent, tool).allowed]
 
     async def execute(self, call: ToolCall, *, context: CallContext, turn: TurnCache) -> ToolResult:
         """Answer `call`: denied, invalid, a repeat of this turn, or the tool's own result."""

@@ -71,6 +71,9 @@ async def test_create_note(db: Database, executor: ToolExecutor, crew: Crew) -> 
         tags=["errand"],
     )
     empty = await call(executor, crew.as_planner(), "create_note", content="")
+    other = await make_crew(db)
+    theirs = await make_project(db, other.user_id)
+    foreign = await call(executor, crew.as_planner(), "create_note", content="x", project_id=theirs)
 
     stored = await fetch_row(db, "notes", result.payload["id"])
     assert (stored["user_id"], stored["title"], stored["tags"]) == (
@@ -78,7 +81,7 @@ async def test_create_note(db: Database, executor: ToolExecutor, crew: Crew) -> 
         "Shopping",
         ["errand"],
     )
-    assert empty.error == "invalid_arguments"
+    assert (empty.error, foreign.error) == ("invalid_arguments", "not_found")
 
 
 async def test_search_brain_dumps_by_words_and_status(
@@ -123,10 +126,11 @@ async def test_create_brain_dump_is_pending_and_checks_the_project(
     theirs = await make_project(db, other.user_id)
     created = await call(executor, crew.as_planner(), "create_brain_dump", content="ideas...")
     before = await snapshot(db)
+    empty = await call(executor, crew.as_planner(), "create_brain_dump", content="")
     foreign = await call(
         executor, crew.as_planner(), "create_brain_dump", content="x", project_id=theirs
     )
 
     assert created.payload["status"] == "pending"
-    assert foreign.error == "not_found"
+    assert (foreign.error, empty.error) == ("not_found", "invalid_arguments")
     assert await snapshot(db) == before

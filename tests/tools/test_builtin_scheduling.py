@@ -210,5 +210,15 @@ async def test_update_or_schedule_task_checks_project_and_recurrence(
         recurrence_ends="2031-01-01",
     )
 
+    other = await make_crew(db)
+    their_project = await make_project(db, other.user_id)
+    theirs = await make_task(db, other.user_id, project_id=their_project)
+    foreign = await call(
+        executor, me, "update_or_schedule_task", project_id=their_project, task_id=theirs,
+        start_time=when,
+    )  # fmt: skip
+
     assert wrong_project.error == "not_found"
     assert ends_alone.error == "invalid_arguments"
+    assert foreign.error == "not_found"
+    assert (await fetch_row(db, "tasks", theirs))["start_date"] is None

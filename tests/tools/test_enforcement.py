@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from uuid import uuid4
 
 import pytest
 from pydantic import BaseModel
@@ -64,9 +65,13 @@ def test_the_original_twenty_one_tools_split_twelve_read_nine_write() -> None:
     assert [t.name for t in builtin_tools() if t.destructive] == ["delete_calendar_event"]
 
 
-async def test_executor_is_offered_only_read_tools(crew: Crew, registry: ToolRegistry) -> None:
+async def test_executor_is_offered_only_read_tools(
+    executor: ToolExecutor, crew: Crew, registry: ToolRegistry
+) -> None:
     assert [d.name for d in offered_tools(crew.executor, registry)] == READ_TOOLS
     assert len(offered_tools(crew.planner, registry)) == 21
+    assert [d.name for d in await executor.offer(crew.executor.id)] == READ_TOOLS
+    assert await executor.offer(uuid4()) == []
 
 
 async def test_every_write_tool_is_denied_recorded_and_changes_nothing(
@@ -102,13 +107,16 @@ async def test_a_narrow_allow_list_denies_the_other_read_tools(
         "get_task_details",
     ]
 
+    others = [name for name in READ_TOOLS if name not in ("list_tasks", "get_task_details")]
+
     allowed = await call(executor, crew.as_executor(), "list_tasks")
-    denied = await call(executor, crew.as_executor(), "search_notes", query="x")
+    denied = [await call(executor, crew.as_executor(), name) for name in others]
 
     assert allowed.ok
-    assert denied.error == "permission_denied"
-    assert "not among the tools" in str(denied.payload["message"])
-    assert (await execution_row(db, crew.execution.id)).permission_denials == 1
+    assert len(denied) == 10
+    assert {d.error for d in denied} == {"permission_denied"}
+    assert all("not among the tools" in str(d.payload["message"]) for d in denied)
+    assert (await execution_row(db, crew.execution.id)).permission_denials == 10
 
 
 async def test_narrowing_the_row_mid_run_applies_to_the_next_call(

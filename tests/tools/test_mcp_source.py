@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from shared.db import Database, dialogue
-from shared.settings import McpServerConfig
+from shared.errors import ConfigurationError
+from shared.settings import McpServerConfig, load_settings
 from shared.tools import ToolExecutor, ToolRegistry, builtin_registry, offered_tools
 from shared.tools.mcp_source import McpSource
 from tests.tools.builders import Crew, call, execution_row
@@ -96,3 +98,30 @@ async def test_an_unreachable_server_is_left_out_not_fatal() -> None:
     broken = echo_config(name="broken", args=["-c", "raise SystemExit(3)"])
     async with McpSource([broken]) as source:
         assert (source.failed, source.tools) == (["broken"], [])
+
+
+def test_servers_are_configured_from_one_json_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    servers = [
+        {"name": "files", "command": "npx", "args": ["-y", "fs"], "read_only_tools": ["read"]},
+        {"name": "remote", "url": "https://mcp.example.com/mcp",
+         "headers": {"Authorization": "Bearer s3cret"}},
+    ]  # fmt: skip
+    monkeypatch.setenv("MCP_SERVERS", json.dumps(servers))
+    files, remote = load_settings().mcp_servers
+    assert (files.command, files.read_only_tools, remote.url) == (
+        "npx", ["read"], "https://mcp.example.com/mcp",
+    )  # fmt: skip
+    assert "s3cret" not in repr(remote)
+
+
+@pytest.mark.parametrize(
+    "server",
+    [{"name": "both", "command": "x", "url": "https://a"}, {"name": "neither"},
+     {"name": "bad name!", "command": "x"}, {"name": "ftp", "url": "ftp://a"}],
+)  # fmt: skip
+def test_bad_server_entries_are_configuration_errors(
+    monkeypatch: pytest.MonkeyPatch, server: dict[str, str]
+) -> None:
+    monkeypatch.setenv("MCP_SERVERS", json.dumps([server]))
+    with pytest.raises(ConfigurationError, match="MCP_SERVERS"):
+        load_settings()

@@ -89,7 +89,7 @@ class ScheduleTaskArgs(ZonedArgs):
     duration_minutes: int | None = Field(default=None, ge=1, le=1440)
     """Default: the task's own duration."""
     recurrence_pattern: Recurrence | None = None
-    """Repeat the event; the task becomes recurring."""
+    """Repeat the event (the task becomes recurring). Default: the task's own recurrence."""
 
 
 async def schedule_task(conn: Connection, args: ScheduleTaskArgs) -> Scheduled:
@@ -101,8 +101,9 @@ async def schedule_task(conn: Connection, args: ScheduleTaskArgs) -> Scheduled:
             "use update_or_schedule_task to move it"
         )
     span = _span(args, args.start_time, args.duration_minutes, task)
-    event = await _insert_event(conn, task, span, args.recurrence_pattern)
-    return await _finish(conn, args, "created", event, span, args.recurrence_pattern, None)
+    pattern = args.recurrence_pattern or task.recurrence_pattern
+    event = await _insert_event(conn, task, span, pattern)
+    return await _finish(conn, args, "created", event, span, pattern, None)
 
 
 class UpdateOrScheduleTaskArgs(ZonedArgs):
