@@ -6,13 +6,65 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.errors import ConfigurationError
 
 #: The JWT secret of `supabase start` (public, documented by Supabase); local stack only.
 LOCAL_JWT_SECRET = "super-secret-jwt-token-with-at-least-32-characters-long"
+
+
+class McpServerConfig(BaseModel):
+    """One MCP server whose tools join the tool registry (an entry of `MCP_SERVERS`).
+
+    Exactly one of `command` (stdio: the server runs as a subprocess) or `url` (streamable
+    HTTP). A tool is `read` only when its name is listed in `read_only_tools`; every other tool
+    of the server is `write` — whatever the server's own read-only hints say.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,32}$")
+    """Short name; prefixes the server's tool names (`<name>_<tool>`) unless `tool_prefix`."""
+    command: str | None = None
+    """Executable of a stdio server, e.g. `npx` or `/usr/bin/python3`."""
+    args: list[str] = Field(default_factory=list)
+    """Arguments of `command`."""
+    env: dict[str, SecretStr] = Field(default_factory=dict)
+    """Extra environment of a stdio server (it inherits only PATH, HOME and the like)."""
+    cwd: str | None = None
+    """Working directory of a stdio server."""
+    url: str | None = None
+    """Endpoint of a streamable HTTP server, e.g. https://mcp.example.com/mcp."""
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    """HTTP headers for `url`, e.g. {"Authorization": "Bearer ..."}."""
+    read_only_tools: list[str] = Field(default_factory=list)
+    """The server's tool names (unprefixed) that only read: offered to read-only agents."""
+    destructive_tools: list[str] | None = None
+    """Write tools that destroy data. None: every write tool of this server counts as
+    destructive (fail closed)."""
+    tool_prefix: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{0,32}$")
+    """Prefix of the registered tool names; default `<name>_`; "" for none."""
+    timeout_seconds: float = Field(default=30.0, gt=0)
+    """How long one call may take."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(f"MCP server {self.name}: set exactly one of command or url")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"MCP server {self.name}: url must start with http:// or https://")
+        return self
 
 
 class Settings(BaseSettings):
@@ -58,6 +110,13 @@ class Settings(BaseSettings):
     """Longest single wait between retries, including one a server asks for by Retry-After."""
     llm_models_file: Path | None = None
     """A TOML model registry (prices, context windows) applied after the shipped one."""
+
+    tool_timeout_seconds: float = Field(default=30.0, gt=0)
+    """Longest a single tool call may run before it is answered with `tool_failed`."""
+    mcp_servers: list[McpServerConfig] = Field(default_factory=list)
+    """MCP servers whose tools join the registry, as a JSON list, e.g.
+    `[{"name": "files", "command": "npx", "args": ["-y", "@mcp/fs", "/data"],
+    "read_only_tools": ["read_file"]}]`. Undeclared tools are write tools."""
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Python logging level."""

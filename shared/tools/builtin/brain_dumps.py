@@ -1,0 +1,131 @@
+"""Brain dump tools: search_brain_dumps, get_brain_dump_details (read); create_brain_dump."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from psycopg import sql
+from pydantic import Field
+
+from shared.db.database import Connection
+from shared.tools.builtin.common import (
+    TextSearch,
+    columns,
+    ensure_visible,
+    fetch_models,
+    like_pattern,
+    require,
+)
+from shared.tools.builtin.outputs import PREVIEW_CHARS, BrainDump, BrainDumpStatus, BrainDumpSummary
+from shared.tools.registry import DatabaseTool
+from shared.tools.values import ToolArgs, ToolOutput
+
+SEARCH = TextSearch(
+    expression="b.title || ' ' || b.content",  # as in the brain_dumps_search_idx trigram index
+    id_column="b.id",
+    candidates="public.brain_dumps_matching",
+)
+BRAIN_DUMP = columns(BrainDump, "b")
+
+
+class SearchBrainDumpsArgs(ToolArgs):
+    query: str | None = Field(default=None, max_length=200)
+    """Words that must all appear in the title or content."""
+    project_id: UUID | None = None
+    status: BrainDumpStatus | None = None
+    limit: int = Field(default=10, ge=1, le=20)
+
+
+class BrainDumpList(ToolOutput):
+    brain_dumps: list[BrainDumpSummary]
+    count: int
+
+
+def search_query(args: SearchBrainDumpsArgs) -> tuple[sql.Composed, dict[str, Any]]:
+    """The SQL `search_brain_dumps` runs, and its parameters."""
+    matches, params = SEARCH.predicate(args.query)
+    query = sql.SQL(
+        """SELECT b.id, b.title, b.status, b.project_id, b.created_at,
+                  left(b.content, {chars}) AS preview
+           FROM brain_dumps b
+           WHERE {matches}
+             AND (%(project)s::uuid IS NULL OR b.project_id = %(project)s)
+             AND (%(status)s::text IS NULL OR b.status = %(status)s)
+           ORDER BY (b.title ILIKE %(phrase)s) IS TRUE DESC, b.created_at DESC
+           LIMIT %(limit)s"""
+    ).format(chars=PREVIEW_CHARS, matches=matches)
+    return query, {
+        **params,
+        "project": args.project_id,
+        "status": args.status,
+        "phrase": like_pattern(args.query),
+        "limit": args.limit,
+    }
+
+
+async def search_brain_dumps(conn: Connection, args: SearchBrainDumpsArgs) -> BrainDumpList:
+    dumps = await fetch_models(conn, BrainDumpSummary, *search_query(args))
+    return BrainDumpList(brain_dumps=dumps, count=len(dumps))
+
+
+class GetBrainDumpDetailsArgs(ToolArgs):
+    brain_dump_id: UUID
+
+
+async def get_brain_dump_details(conn: Connection, args: GetBrainDumpDetailsArgs) -> BrainDump:
+    return await require(
+        conn, BrainDump, _query(), {"id": args.brain_dump_id}, f"brain dump {args.brain_dump_id}"
+    )
+
+
+class CreateBrainDumpArgs(ToolArgs):
+    content: str = Field(min_length=1, max_length=100_000)
+    """The raw thoughts, as the user gave them."""
+    project_id: UUID | None = None
+    title: str = Field(default="", max_length=300)
+
+
+async def create_brain_dump(conn: Connection, args: CreateBrainDumpArgs) -> BrainDump:
+    if args.project_id is not None:
+        await ensure_visible(conn, "projects", args.project_id, "project")
+    cur = await conn.execute(
+        """INSERT INTO brain_dumps (user_id, project_id, title, content)
+           VALUES ((SELECT auth.uid()), %(project_id)s, %(title)s, %(content)s)
+           RETURNING id""",
+        args.model_dump(),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return await require(conn, BrainDump, _query(), {"id": row["id"]}, "new brain dump")
+
+
+def _query() -> sql.Composed:
+    return sql.SQL("SELECT {} FROM brain_dumps b WHERE b.id = %(id)s").format(BRAIN_DUMP)
+
+
+TOOLS = [
+    DatabaseTool(
+        "search_brain_dumps",
+        "Find the user's brain dumps by words in title/content, project or processing status. "
+        "Compact rows with a preview; use get_brain_dump_details for the full text.",
+        SearchBrainDumpsArgs,
+        "read",
+        search_brain_dumps,
+    ),
+    DatabaseTool(
+        "get_brain_dump_details",
+        "One brain dump in full.",
+        GetBrainDumpDetailsArgs,
+        "read",
+        get_brain_dump_details,
+    ),
+    DatabaseTool(
+        "create_brain_dump",
+        "Save a brain dump (free-form thoughts to process later), status pending. Returns it.",
+        CreateBrainDumpArgs,
+        "write",
+        create_brain_dump,
+    ),
+]
+"""The brain dump tools, in the order they are offered."""

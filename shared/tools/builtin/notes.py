@@ -1,0 +1,131 @@
+"""Note tools: search_notes, get_note_details (read); create_note (write)."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from psycopg import sql
+from pydantic import Field
+
+from shared.db.database import Connection
+from shared.tools.builtin.common import (
+    TextSearch,
+    columns,
+    ensure_visible,
+    fetch_models,
+    like_pattern,
+    require,
+)
+from shared.tools.builtin.outputs import PREVIEW_CHARS, Note, NoteSummary
+from shared.tools.registry import DatabaseTool
+from shared.tools.values import ToolArgs, ToolOutput
+
+SEARCH = TextSearch(
+    expression="n.title || ' ' || n.content",  # as in the notes_search_idx trigram index
+    id_column="n.id",
+    candidates="public.notes_matching",
+)
+NOTE = columns(Note, "n")
+
+
+class SearchNotesArgs(ToolArgs):
+    query: str | None = Field(default=None, max_length=200)
+    """Words that must all appear in the title or content."""
+    project_id: UUID | None = None
+    category: str | None = Field(default=None, max_length=100)
+    limit: int = Field(default=10, ge=1, le=20)
+
+
+class NoteList(ToolOutput):
+    notes: list[NoteSummary]
+    count: int
+
+
+def search_query(args: SearchNotesArgs) -> tuple[sql.Composed, dict[str, Any]]:
+    """The SQL `search_notes` runs, and its parameters."""
+    matches, params = SEARCH.predicate(args.query)
+    query = sql.SQL(
+        """SELECT n.id, n.title, n.category, n.project_id, n.tags, n.created_at,
+                  left(n.content, {chars}) AS preview
+           FROM notes n
+           WHERE {matches}
+             AND (%(project)s::uuid IS NULL OR n.project_id = %(project)s)
+             AND (%(category)s::text IS NULL OR n.category = %(category)s)
+           ORDER BY (n.title ILIKE %(phrase)s) IS TRUE DESC, n.created_at DESC
+           LIMIT %(limit)s"""
+    ).format(chars=PREVIEW_CHARS, matches=matches)
+    return query, {
+        **params,
+        "project": args.project_id,
+        "category": args.category,
+        "phrase": like_pattern(args.query),
+        "limit": args.limit,
+    }
+
+
+async def search_notes(conn: Connection, args: SearchNotesArgs) -> NoteList:
+    notes = await fetch_models(conn, NoteSummary, *search_query(args))
+    return NoteList(notes=notes, count=len(notes))
+
+
+class GetNoteDetailsArgs(ToolArgs):
+    note_id: UUID
+
+
+async def get_note_details(conn: Connection, args: GetNoteDetailsArgs) -> Note:
+    return await require(conn, Note, _note_query(), {"id": args.note_id}, f"note {args.note_id}")
+
+
+class CreateNoteArgs(ToolArgs):
+    content: str = Field(min_length=1, max_length=100_000)
+    title: str = Field(default="", max_length=300)
+    project_id: UUID | None = None
+    category: str | None = Field(default=None, max_length=100)
+    tags: list[str] = Field(default_factory=list, max_length=50)
+
+
+async def create_note(conn: Connection, args: CreateNoteArgs) -> Note:
+    if args.project_id is not None:
+        await ensure_visible(conn, "projects", args.project_id, "project")
+    cur = await conn.execute(
+        """INSERT INTO notes (user_id, project_id, title, content, category, tags)
+           VALUES ((SELECT auth.uid()), %(project_id)s, %(title)s, %(content)s, %(category)s,
+                   %(tags)s)
+           RETURNING id""",
+        args.model_dump(),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return await require(conn, Note, _note_query(), {"id": row["id"]}, "new note")
+
+
+def _note_query() -> sql.Composed:
+    return sql.SQL("SELECT {} FROM notes n WHERE n.id = %(id)s").format(NOTE)
+
+
+TOOLS = [
+    DatabaseTool(
+        "search_notes",
+        "Find the user's notes by words in title/content, project or category. Compact rows "
+        "with a preview; use get_note_details for the full text.",
+        SearchNotesArgs,
+        "read",
+        search_notes,
+    ),
+    DatabaseTool(
+        "get_note_details",
+        "One note in full.",
+        GetNoteDetailsArgs,
+        "read",
+        get_note_details,
+    ),
+    DatabaseTool(
+        "create_note",
+        "Write a note (optionally in a project, with a category and tags). Returns the note.",
+        CreateNoteArgs,
+        "write",
+        create_note,
+    ),
+]
+"""The note tools, in the order they are offered."""

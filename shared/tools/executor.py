@@ -1,0 +1,225 @@
+"""Run one tool call the model made: check, record, run in the right unit of work, answer.
+
+The three permission layers meet here:
+
+1. *offer* — `permissions.offered_tools` (the agent core shows the model only those);
+2. *call* — `decide` on the agent row re-read now; a denial is answered, logged, recorded and
+   counted, and the tool does not run;
+3. *database* — a `read` tool runs in `db.as_user(user, read_only=True)`, a `write` tool in
+   `db.as_user(user)` — and only for an agent whose row says `read_write`: for any other agent
+   every transaction is read-only, whatever the tool claims and whatever layer 2 decided. The
+   handler gets that connection and nothing else.
+
+Every outcome is a `ToolResult`; nothing a tool or a model does raises out of `execute`
+(except cancellation). Unexpected errors are logged with the tool name and reach the model as a
+generic `tool_failed`, so no internals or secrets leak into the conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import assert_never
+from uuid import UUID
+
+import psycopg
+
+from shared.db import agents, dialogue, executions
+from shared.db.database import Database
+from shared.db.records import Agent, Usage
+from shared.errors import AppError, Conflict, InvalidInput, NotFound, PermissionDenied
+from shared.tools.calls import CallContext, ToolCall
+from shared.tools.permissions import ALLOWED, Decision, Policy, decide
+from shared.tools.registry import (
+    DatabaseTool,
+    ExternalTool,
+    ParsedArguments,
+    Tool,
+    ToolDefinition,
+    ToolRegistry,
+    decode_arguments,
+)
+from shared.tools.results import ToolCallError, ToolErrorCode, ToolResult, failure
+from shared.tools.schema import JsonObject
+from shared.tools.turns import TurnCache
+from shared.tools.values import render_context
+
+logger = logging.getLogger(__name__)
+
+_APP_ERROR_CODES: tuple[tuple[type[AppError], ToolErrorCode], ...] = (
+    (NotFound, "not_found"),
+    (InvalidInput, "invalid_arguments"),
+    (Conflict, "conflict"),
+    (PermissionDenied, "permission_denied"),
+)
+_DATABASE_ERRORS: tuple[tuple[type[psycopg.Error], ToolErrorCode, str], ...] = (
+    (
+        psycopg.errors.ReadOnlySqlTransaction,
+        "tool_failed",
+        "the database refused a write: this tool runs read-only",
+    ),
+    (psycopg.errors.ForeignKeyViolation, "not_found", "a record the call refers to does not exist"),
+    (psycopg.errors.CheckViolation, "invalid_arguments", "the values break a rule of the data"),
+)
+_UNCHECKED = "could not check this agent's permission; the tool did not run"
+_FAILED = "the tool failed unexpectedly; it is logged. Try something else or report it."
+
+
+class ToolExecutor:
+    """Executes tool calls against a registry, for agents whose rows live in `db`."""
+
+    def __init__(
+        self,
+        db: Database,
+        registry: ToolRegistry,
+        *,
+        timeout_seconds: float = 30.0,
+        policy: Policy = decide,
+    ) -> None:
+        self.db = db
+        self.registry = registry
+        self.timeout_seconds = timeout_seconds
+        self.policy = policy
+        """The call-time decision; only tests replace it, to show the database layer alone."""
+
+    async def offer(self, agent_id: UUID) -> list[ToolDefinition]:
+        """The tools to show agent `agent_id`, from its row as it is now (none if it is gone)."""
+        async with self.db.service() as conn:
+            agent = await agents.get_agent(conn, agent_id=agent_id)
+        if agent is None:
+            return []
+        return [tool.definition for tool in self.registry if self.policy(agent, tool).allowed]
+
+    async def execute(self, call: ToolCall, *, context: CallContext, turn: TurnCache) -> ToolResult:
+        """Answer `call`: denied, invalid, a repeat of this turn, or the tool's own result."""
+        tool = self.registry.get(call.name)
+        try:
+            arguments: JsonObject | ToolCallError = decode_arguments(call.arguments)
+        except ToolCallError as exc:
+            arguments = exc
+        try:
+            decision, agent = await self._guard(tool, call, arguments, context)
+        except Exception:
+            logger.exception("permission check failed for tool %s", call.name)
+            return failure(call.id, call.name, "tool_failed", _UNCHECKED)
+        if tool is None:
+            return failure(call.id, call.name, "unknown_tool", _unknown(call.name))
+        if not decision.allowed or agent is None:
+            return failure(call.id, call.name, "permission_denied", decision.reason)
+        may_write = agent.permissions == "read_write" and agent.role == "planner"
+        try:
+            if isinstance(arguments, ToolCallError):
+                raise arguments
+            parsed = tool.parse(arguments)
+        except ToolCallError as exc:
+            return failure(call.id, call.name, exc.code, exc.message)
+        return await turn.once(
+            f"{tool.name}\n{parsed.canonical}",
+            call.id,
+            lambda: self._run(tool, parsed, call, context, may_write=may_write),
+            writes=tool.access == "write",
+        )
+
+    async def _guard(
+        self,
+        tool: Tool | None,
+        call: ToolCall,
+        arguments: JsonObject | ToolCallError,
+        context: CallContext,
+    ) -> tuple[Decision, Agent | None]:
+        """Decide on the agent row as it is now; record a denial and count the call."""
+        async with self.db.service() as conn:
+            agent = await agents.get_agent(conn, agent_id=context.agent_id)
+            decision = (
+                ALLOWED if tool is None else self.policy(agent, tool, user_id=context.user_id)
+            )
+            denied = not decision.allowed
+            if denied:
+                logger.warning(
+                    "permission denied: agent %s tool %s: %s",
+                    context.agent_id, call.name, decision.reason,
+                )  # fmt: skip
+            if denied and context.thread is not None:
+                await dialogue.add_agent_message(
+                    conn,
+                    thread=context.thread,
+                    message_type="permission_denied",
+                    content=decision.reason,
+                    sender_agent_id=agent.id if agent is not None else None,
+                    tool_name=call.name,
+                    tool_call_id=call.id,
+                    tool_args=_recorded(arguments, call.arguments),
+                )
+            if context.execution_id is not None:
+                await executions.add_execution_usage(
+                    conn,
+                    execution_id=context.execution_id,
+                    usage=Usage(),
+                    tool_calls=1,
+                    permission_denials=int(denied),
+                )
+        return decision, agent
+
+    async def _run(
+        self,
+        tool: Tool,
+        parsed: ParsedArguments,
+        call: ToolCall,
+        context: CallContext,
+        *,
+        may_write: bool,
+    ) -> ToolResult:
+        try:
+            async with asyncio.timeout(self.timeout_seconds):
+                payload = await self._invoke(tool, parsed, context, may_write=may_write)
+        except ToolCallError as exc:
+            return failure(call.id, call.name, exc.code, exc.message)
+        except AppError as exc:
+            return self._app_failure(call, exc)
+        except psycopg.Error as exc:
+            return self._database_failure(call, exc)
+        except TimeoutError:
+            logger.warning("tool %s timed out after %ss", call.name, self.timeout_seconds)
+            return failure(call.id, call.name, "tool_failed", "the tool timed out")
+        except Exception:
+            logger.exception("tool %s failed", call.name)
+            return failure(call.id, call.name, "tool_failed", _FAILED)
+        return ToolResult(call.id, call.name, payload)
+
+    async def _invoke(
+        self, tool: Tool, parsed: ParsedArguments, context: CallContext, *, may_write: bool
+    ) -> JsonObject:
+        match tool:
+            case DatabaseTool():
+                read_only = tool.access == "read" or not may_write
+                async with self.db.as_user(context.user_id, read_only=read_only) as conn:
+                    output = await tool.handler(conn, parsed.value)
+                return output.model_dump(mode="json", context=render_context(parsed.value))
+            case ExternalTool():
+                return await tool.call(parsed.value)
+            case _:
+                assert_never(tool)
+
+    def _app_failure(self, call: ToolCall, exc: AppError) -> ToolResult:
+        for error_type, code in _APP_ERROR_CODES:
+            if isinstance(exc, error_type):
+                return failure(call.id, call.name, code, str(exc))
+        logger.error("tool %s failed", call.name, exc_info=exc)
+        return failure(call.id, call.name, "tool_failed", _FAILED)
+
+    def _database_failure(self, call: ToolCall, exc: psycopg.Error) -> ToolResult:
+        for error_type, code, message in _DATABASE_ERRORS:
+            if isinstance(exc, error_type):
+                logger.warning("tool %s: %s", call.name, type(exc).__name__)
+                return failure(call.id, call.name, code, message)
+        logger.error("tool %s failed in the database", call.name, exc_info=exc)
+        return failure(call.id, call.name, "tool_failed", _FAILED)
+
+
+def _unknown(name: str) -> str:
+    return f"there is no tool named {name[:64]!r}; use one of the tools you were given"
+
+
+def _recorded(arguments: JsonObject | ToolCallError, raw: str) -> JsonObject:
+    """The arguments as recorded with a denial (the raw text when they were not JSON)."""
+    return arguments if isinstance(arguments, dict) else {"unparsed": raw[:2000]}

@@ -1,0 +1,205 @@
+"""MCP servers as a second tool source: their tools become `ExternalTool`s in the same registry.
+
+Policy is the built-ins' policy: a tool is `read` only when the configuration lists it in
+`read_only_tools` (the server's own `readOnlyHint` is not trusted), otherwise `write`; calls
+go through the same executor, so offer, call-time check, denial recording and structured
+results apply unchanged. There is no database layer for these tools: the operator's
+`read_only_tools` declaration is the promise, so declare only tools that truly cannot write.
+
+Each server is held open by one background task for the life of the source (a stdio server
+is one subprocess per process, reused across calls), so `open()` and `close()` may run in
+different tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any, Self
+
+from shared.errors import ConfigurationError
+from shared.settings import McpServerConfig
+from shared.tools.registry import NAME, ExternalTool
+from shared.tools.results import ToolCallError
+from shared.tools.schema import JsonObject
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp.types import CallToolResult, Tool
+
+logger = logging.getLogger(__name__)
+
+MAX_ERROR_CHARS = 1000
+MAX_TOOL_PAGES = 20
+
+
+class McpServer:
+    """One configured server: a held-open client connection, its tools, and calls to them."""
+
+    def __init__(self, config: McpServerConfig) -> None:
+        self.config = config
+        self._client: Client | None = None
+        self._ready = asyncio.Event()
+        self._closing = asyncio.Event()
+        self._error: BaseException | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Connect (in a task of its own that keeps the connection); raise if that fails."""
+        self._task = asyncio.create_task(self._hold(), name=f"mcp:{self.config.name}")
+        await self._ready.wait()
+        if self._error is not None:
+            raise ConfigurationError(
+                f"MCP server {self.config.name}: could not connect ({type(self._error).__name__})"
+            ) from self._error
+
+    async def stop(self) -> None:
+        """Close the connection (and end a stdio server's process)."""
+        self._closing.set()
+        if self._task is not None:
+            await self._task
+
+    async def _hold(self) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                self._client = await stack.enter_async_context(await self._connect(stack))
+                self._ready.set()
+                await self._closing.wait()
+        except Exception as exc:  # reported by start(); after that, calls fail on their own
+            self._error = exc
+            logger.warning("MCP server %s: connection ended: %r", self.config.name, exc)
+        finally:
+            self._client = None
+            self._ready.set()
+
+    async def _connect(self, stack: AsyncExitStack) -> Client:
+        from mcp import Client, StdioServerParameters
+
+        config = self.config
+        if config.command is not None:
+            env = {key: value.get_secret_value() for key, value in config.env.items()}
+            params = StdioServerParameters(
+                command=config.command, args=config.args, env=env or None, cwd=config.cwd
+            )
+            return Client(params, read_timeout_seconds=config.timeout_seconds)
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        headers = {key: value.get_secret_value() for key, value in config.headers.items()}
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
+        )
+        assert config.url is not None
+        transport = streamable_http_client(config.url, http_client=http)
+        return Client(transport, read_timeout_seconds=config.timeout_seconds)
+
+    def _connected(self) -> Client:
+        if self._client is None:
+            raise ToolCallError("tool_failed", f"MCP server {self.config.name} is not connected")
+        return self._client
+
+    async def list_tools(self) -> list[Tool]:
+        """Every tool the server offers (following pagination)."""
+        client, tools, cursor = self._connected(), [], None
+        for _ in range(MAX_TOOL_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools += page.tools
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return tools
+
+    async def call(self, tool_name: str, arguments: JsonObject) -> JsonObject:
+        """Call `tool_name`; an error result becomes `ToolCallError("tool_failed")`."""
+        result = await self._connected().call_tool(
+            tool_name, dict(arguments), read_timeout_seconds=self.config.timeout_seconds
+        )
+        return _payload(result)
+
+    def external_tools(self, tools: Sequence[Tool]) -> list[ExternalTool]:
+        """The server's tools as registry entries, under this server's policy."""
+        return [self._external(tool) for tool in tools]
+
+    def _external(self, tool: Tool) -> ExternalTool:
+        config = self.config
+        read = tool.name in config.read_only_tools
+        destructive = not read and (
+            config.destructive_tools is None or tool.name in config.destructive_tools
+        )
+
+        async def call(arguments: JsonObject) -> JsonObject:
+            return await self.call(tool.name, arguments)
+
+        return ExternalTool(
+            name=registered_name(config, tool.name),
+            description=tool.description or f"{tool.name} (from MCP server {config.name})",
+            input_schema=tool.input_schema,
+            access="read" if read else "write",
+            call=call,
+            destructive=destructive,
+        )
+
+
+class McpSource:
+    """The configured MCP servers, connected, with their tools ready to register.
+
+    A server that cannot be reached is logged and left out (the rest of the registry still
+    works); `failed` names it.
+    """
+
+    def __init__(self, configs: Sequence[McpServerConfig]) -> None:
+        self.servers = [McpServer(config) for config in configs]
+        self.tools: list[ExternalTool] = []
+        self.failed: list[str] = []
+
+    async def open(self) -> list[ExternalTool]:
+        """Connect to every server and list its tools."""
+        for server in self.servers:
+            try:
+                await server.start()
+                self.tools += server.external_tools(await server.list_tools())
+            except Exception:
+                logger.exception("MCP server %s left out", server.config.name)
+                self.failed.append(server.config.name)
+                await server.stop()
+        return self.tools
+
+    async def close(self) -> None:
+        """Disconnect from every server."""
+        for server in self.servers:
+            await server.stop()
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def registered_name(config: McpServerConfig, tool_name: str) -> str:
+    """`<prefix><tool>` made safe for function calling (letters, digits, _ and -; ≤ 64)."""
+    prefix = f"{config.name}_" if config.tool_prefix is None else config.tool_prefix
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", prefix + tool_name)[:64]
+    if not NAME.match(name):
+        raise ConfigurationError(f"MCP tool {tool_name!r} has no usable name")
+    return name
+
+
+def _payload(result: CallToolResult) -> JsonObject:
+    texts = [block.text for block in result.content if block.type == "text"]
+    if result.is_error:
+        message = "\n".join(texts)[:MAX_ERROR_CHARS] or "the MCP tool reported an error"
+        raise ToolCallError("tool_failed", message)
+    payload: dict[str, Any] = {}
+    if result.structured_content is not None:  # its text blocks only repeat it as JSON
+        payload["result"] = result.structured_content
+    elif texts:
+        payload["text"] = "\n".join(texts)
+    skipped = sorted({block.type for block in result.content if block.type != "text"})
+    if skipped:
+        payload["omitted_content"] = skipped
+    return payload

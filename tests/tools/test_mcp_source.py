@@ -1,0 +1,127 @@
+"""MCP as a second tool source: a real stdio MCP server, offered and enforced like built-ins."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from shared.db import Database, dialogue
+from shared.errors import ConfigurationError
+from shared.settings import McpServerConfig, load_settings
+from shared.tools import ToolExecutor, ToolRegistry, builtin_registry, offered_tools
+from shared.tools.mcp_source import McpSource
+from tests.tools.builders import Crew, call, execution_row
+
+SERVER = Path(__file__).with_name("mcp_echo_server.py")
+
+
+def echo_config(**changes: object) -> McpServerConfig:
+    values: dict[str, object] = {
+        "name": "echo", "command": sys.executable, "args": [str(SERVER)],
+        "read_only_tools": ["echo"],
+    }  # fmt: skip
+    return McpServerConfig.model_validate({**values, **changes})
+
+
+@pytest.fixture(scope="module")
+async def mcp_registry() -> AsyncIterator[ToolRegistry]:
+    registry = builtin_registry()
+    async with McpSource([echo_config()]) as source:
+        for tool in source.tools:
+            registry.add(tool)
+        yield registry
+
+
+@pytest.fixture(scope="module")
+def mcp_executor(db: Database, mcp_registry: ToolRegistry) -> ToolExecutor:
+    return ToolExecutor(db, mcp_registry, timeout_seconds=10)
+
+
+async def test_only_declared_tools_are_read_tools(mcp_registry: ToolRegistry, crew: Crew) -> None:
+    tools = {t.name: t for t in mcp_registry if t.name.startswith("echo_")}
+    assert {name: (t.access, t.destructive) for name, t in tools.items()} == {
+        "echo_echo": ("read", False),
+        "echo_shout": ("write", True),
+        "echo_refuse": ("write", True),
+    }
+    executor_names = [d.name for d in offered_tools(crew.executor, mcp_registry)]
+    planner_names = [d.name for d in offered_tools(crew.planner, mcp_registry)]
+    assert "echo_echo" in executor_names and "echo_shout" not in executor_names
+    assert {"echo_echo", "echo_shout", "echo_refuse"} <= set(planner_names)
+    assert tools["echo_echo"].definition.parameters["required"] == ["text"]
+
+
+async def test_executor_calls_its_read_tool_and_is_denied_the_other(
+    db: Database, mcp_executor: ToolExecutor, crew: Crew
+) -> None:
+    read = await call(mcp_executor, crew.as_executor(), "echo_echo", text="hi", times=2)
+    write = await call(mcp_executor, crew.as_executor(), "echo_shout", text="hi")
+
+    assert read.payload == {"result": {"result": "hi hi"}}
+    assert write.error == "permission_denied"
+    async with db.service() as conn:
+        messages = await dialogue.list_thread_messages(conn, thread_id=crew.thread.id)
+    assert [(m.message_type, m.tool_name) for m in messages] == [
+        ("permission_denied", "echo_shout")
+    ]
+    run = await execution_row(db, crew.execution.id)
+    assert (run.tool_call_count, run.permission_denials) == (2, 1)
+
+
+async def test_planner_may_call_the_write_tool(mcp_executor: ToolExecutor, crew: Crew) -> None:
+    result = await call(mcp_executor, crew.as_planner(), "echo_shout", text="hi")
+    assert result.payload == {"result": {"result": "HI"}}
+
+
+async def test_arguments_are_validated_against_the_servers_schema(
+    mcp_executor: ToolExecutor, crew: Crew
+) -> None:
+    missing = await call(mcp_executor, crew.as_executor(), "echo_echo", times=2)
+    wrong = await call(mcp_executor, crew.as_executor(), "echo_echo", text="a", times="x")
+    assert (missing.error, wrong.error) == ("invalid_arguments", "invalid_arguments")
+    assert "'text' is a required property" in str(missing.payload["message"])
+
+
+async def test_a_server_error_is_a_structured_tool_failure(
+    mcp_executor: ToolExecutor, crew: Crew
+) -> None:
+    result = await call(mcp_executor, crew.as_planner(), "echo_refuse", reason="no way")
+    assert result.error == "tool_failed"
+    assert "refused: no way" in str(result.payload["message"])
+
+
+async def test_an_unreachable_server_is_left_out_not_fatal() -> None:
+    broken = echo_config(name="broken", args=["-c", "raise SystemExit(3)"])
+    async with McpSource([broken]) as source:
+        assert (source.failed, source.tools) == (["broken"], [])
+
+
+def test_servers_are_configured_from_one_json_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    servers = [
+        {"name": "files", "command": "npx", "args": ["-y", "fs"], "read_only_tools": ["read"]},
+        {"name": "remote", "url": "https://mcp.example.com/mcp",
+         "headers": {"Authorization": "Bearer s3cret"}},
+    ]  # fmt: skip
+    monkeypatch.setenv("MCP_SERVERS", json.dumps(servers))
+    files, remote = load_settings().mcp_servers
+    assert (files.command, files.read_only_tools, remote.url) == (
+        "npx", ["read"], "https://mcp.example.com/mcp",
+    )  # fmt: skip
+    assert "s3cret" not in repr(remote)
+
+
+@pytest.mark.parametrize(
+    "server",
+    [{"name": "both", "command": "x", "url": "https://a"}, {"name": "neither"},
+     {"name": "bad name!", "command": "x"}, {"name": "ftp", "url": "ftp://a"}],
+)  # fmt: skip
+def test_bad_server_entries_are_configuration_errors(
+    monkeypatch: pytest.MonkeyPatch, server: dict[str, str]
+) -> None:
+    monkeypatch.setenv("MCP_SERVERS", json.dumps([server]))
+    with pytest.raises(ConfigurationError, match="MCP_SERVERS"):
+        load_settings()
