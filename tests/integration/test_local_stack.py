@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from datetime import date
 
 import pytest
+from alembic.script import ScriptDirectory
 
-from local.migrate import upgrade
+from local.migrate import alembic_config, upgrade
 from local.seed import DEMO_USER_ID, seed_demo
 from shared.db import Database
 from tests import databases
@@ -33,7 +34,8 @@ def test_run_command_is_repeatable(empty_database: str) -> None:
     ]
     assert outputs[0] == outputs[1]
     assert "3 projects · 7 tasks · 3 notes · 2 brain dumps · 4 calendar events" in outputs[0]
-    assert "0a1c0e5b0004" in outputs[0]
+    head = ScriptDirectory.from_config(alembic_config(empty_database)).get_current_head()
+    assert f"schema      {head} on PostgreSQL" in outputs[0]
 
 
 async def test_seed_is_idempotent(server_url: str, template_name: str) -> None:
