@@ -1,0 +1,95 @@
+"""Each Lambda handler answers committed, real-shaped function URL events (payload v2)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import importlib
+import json
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from shared.db import Database
+from shared.services import Services, get_services
+from tests.factories import make_user
+from tests.functions.conftest import token
+
+EVENTS = Path(__file__).resolve().parents[1] / "lambda_events"
+
+
+@dataclass
+class LambdaContext:
+    function_name: str = "parley-dev-chat"
+    function_version: str = "$LATEST"
+    invoked_function_arn: str = "arn:aws:lambda:eu-central-1:123456789012:function:parley-dev-chat"
+    memory_limit_in_mb: int = 1024
+    aws_request_id: str = "5f0c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f"
+    log_group_name: str = "/aws/lambda/parley-dev-chat"
+    log_stream_name: str = "2026/11/22/[$LATEST]0123456789abcdef"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+def load_event(name: str, user_id: UUID | None = None) -> dict[str, Any]:
+    text = (EVENTS / name).read_text()
+    if user_id is not None:
+        text = text.replace("{{TOKEN}}", token(user_id))
+    event: dict[str, Any] = json.loads(text)
+    return event
+
+
+@pytest.fixture
+def invoke(services: Services) -> Iterator[Callable[[str, dict[str, Any]], dict[str, Any]]]:
+    """Call a function's handler like the Lambda runtime: one thread and loop, warm reuse."""
+    worker = ThreadPoolExecutor(max_workers=1)
+    loop = asyncio.new_event_loop()
+    worker.submit(asyncio.set_event_loop, loop).result()
+    touched = []
+
+    def call(function: str, event: dict[str, Any]) -> dict[str, Any]:
+        # Imported on the worker, as the runtime does: Mangum sets up a loop where it is built.
+        module = worker.submit(importlib.import_module, f"functions.{function}.handler").result()
+        module.handler.app.dependency_overrides[get_services] = lambda: services
+        touched.append(module.handler.app)
+        result: dict[str, Any] = worker.submit(module.handler, event, LambdaContext()).result()
+        return result
+
+    yield call
+    worker.submit(loop.run_until_complete, services.aclose()).result()
+    worker.submit(loop.close).result()
+    worker.shutdown()
+    for app in touched:
+        app.dependency_overrides.clear()
+
+
+@pytest.mark.parametrize("function", ["agent_planner", "agent_executor"])
+def test_health_through_the_handler(invoke, function: str) -> None:
+    response = invoke(function, load_event(f"{function}_health.json"))
+    assert response["statusCode"] == 200
+    assert json.loads(response["body"]) == {"status": "ok", "function": function}
+
+
+async def test_chat_handler_serves_a_user_twice(invoke, db: Database) -> None:
+    user = await make_user(db)
+    created = invoke("chat", load_event("chat_create_session.json", user))
+    assert created["statusCode"] == 201
+    assert json.loads(created["body"])["title"] == "From a function URL"
+    listed = invoke("chat", load_event("chat_list_sessions.json", user))  # a warm invocation
+    assert listed["statusCode"] == 200
+    assert [s["title"] for s in json.loads(listed["body"])["sessions"]] == ["From a function URL"]
+
+
+def test_chat_handler_refuses_anonymous_callers(invoke) -> None:
+    response = invoke("chat", load_event("chat_unauthenticated.json"))
+    assert response["statusCode"] == 401
+    assert response["headers"]["content-type"] == "application/problem+json"
+    body = response["body"]
+    text = base64.b64decode(body).decode() if response["isBase64Encoded"] else body
+    assert "Missing bearer token" in json.loads(text)["detail"]
