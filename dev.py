@@ -88,7 +88,8 @@ def lock() -> int:
     uv = BIN / "uv"
     return run(
         [
-            str(uv), "pip", "compile", "pyproject.toml", "--extra", "dev", "--universal",
+            str(uv), "pip", "compile", "pyproject.toml", "--extra", "local", "--extra", "dev",
+            "--universal",
             "--python-version", "3.11", "--quiet", "--output-file", "requirements.lock",
         ]
     )  # fmt: skip

@@ -118,6 +118,14 @@ class Settings(BaseSettings):
     `[{"name": "files", "command": "npx", "args": ["-y", "@mcp/fs", "/data"],
     "read_only_tools": ["read_file"]}]`. Undeclared tools are write tools."""
 
+    invoker_transport: Literal["in_process", "http"] = "in_process"
+    """How chat reaches the planner and the planner its executors: in this process, or over
+    HTTP to the other functions' URLs (AWS)."""
+    planner_function_url: str | None = None
+    """The planner function's URL, for `invoker_transport=http` (set by infra/serverless.yml)."""
+    executor_function_url: str | None = None
+    """The executor function's URL, for `invoker_transport=http` (set by infra/serverless.yml)."""
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Python logging level."""
 
@@ -140,7 +148,13 @@ class Settings(BaseSettings):
             return self.supabase_jwks_url
         return f"{self.supabase_url}/auth/v1/.well-known/jwks.json" if self.supabase_url else None
 
-    @field_validator("supabase_url", "supabase_jwks_url", "llm_base_url")
+    @field_validator(
+        "supabase_url",
+        "supabase_jwks_url",
+        "llm_base_url",
+        "planner_function_url",
+        "executor_function_url",
+    )
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value in (None, ""):
