@@ -10,7 +10,7 @@ from shared.db import Database
 from shared.events import InMemoryPublisher
 from shared.llm.fake_server import FakeModelServer
 from shared.services import Services
-from tests.agents.builders import of_type, stored, types
+from tests.agents.builders import data, of_type, stored, types
 from tests.agents.plans import TASKS_STEP, week_script
 from tests.agents.scripting import Script, requests_of
 from tests.factories import make_user
@@ -110,7 +110,8 @@ async def test_a_complex_turn_runs_the_plan_and_answers_from_both_results(
     message_seqs = {e.data["message_id"]: e.seq for e in of_type(memory, "agent_message")}
     for said in rows.dialogue.values():
         assert all(message_seqs[str(m.id)] == m.seq for m in said)
-    assert of_type(memory, "plan_created")[0].data["steps"][2]["depends_on"] == [1, 2]
+    (created_event,) = of_type(memory, "plan_created")
+    assert data(created_event)["steps"][2]["depends_on"] == [1, 2]
 
 
 async def fetch_row_by_title(db: Database, title: str) -> dict[str, object]:
