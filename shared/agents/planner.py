@@ -310,8 +310,9 @@ class _Decision:
             await plans.update_plan(conn, plan_id=plan.id, strategy="complex", goal=self.draft.goal)
             return await plans.add_steps(conn, plan_id=plan.id, user_id=plan.user_id,
                                          steps=plan_checks.new_steps(self.draft))  # fmt: skip
-        if plan.strategy is None:
-            strategy: PlanStrategy = "tool" if self.calls else "direct"
+        domain = [c for c in self.calls if c.name != control_tools.CREATE_PLAN]
+        if plan.strategy is None and (domain or not self.calls):
+            strategy: PlanStrategy = "tool" if domain else "direct"
             await plans.update_plan(conn, plan_id=plan.id, strategy=strategy)
         return []
 

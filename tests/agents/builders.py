@@ -52,23 +52,32 @@ async def stored(db: Database, plan_id: UUID) -> Stored:
         steps = await plans.list_steps(conn, plan_id=plan_id)
         messages = await chats.list_messages(conn, session_id=plan.session_id)
         found = await fetch_all(
-            conn, Agent, f"SELECT {columns(Agent)} FROM agents WHERE chat_session_id = %s "
-            "ORDER BY created_at, id", (plan.session_id,),
-        )  # fmt: skip
+            conn,
+            Agent,
+            f"SELECT {columns(Agent)} FROM agents WHERE chat_session_id = %s "
+            "ORDER BY created_at, id",
+            (plan.session_id,),
+        )
         threads = await dialogue.list_threads(conn, plan_id=plan_id)
         said = {t.id: await dialogue.list_thread_messages(conn, thread_id=t.id) for t in threads}
         runs = await fetch_all(
-            conn, Execution, f"SELECT {columns(Execution)} FROM agent_executions "
-            "WHERE plan_id = %s ORDER BY created_at, id", (plan_id,),
-        )  # fmt: skip
+            conn,
+            Execution,
+            f"SELECT {columns(Execution)} FROM agent_executions "
+            "WHERE plan_id = %s ORDER BY created_at, id",
+            (plan_id,),
+        )
     return Stored(plan, steps, messages, found, threads, said, runs)
 
 
 def types(publisher: InMemoryPublisher, plan_id: UUID | None = None) -> list[str]:
     """Event types, without the `token` and `usage` noise between them."""
     noise = ("token", "usage")
-    return [e.type for e in publisher.events
-            if e.type not in noise and (plan_id is None or e.plan_id == plan_id)]  # fmt: skip
+    return [
+        e.type
+        for e in publisher.events
+        if e.type not in noise and (plan_id is None or e.plan_id == plan_id)
+    ]
 
 
 def of_type(publisher: InMemoryPublisher, kind: str) -> list[Event]:

@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
-from shared.agents import DeepSeekTokenizer
+from shared.agents import ApprovalGate, DeepSeekTokenizer
 from shared.db import Database
 from shared.llm import OpenAIClient, RetryPolicy, load_registry
 from shared.llm.fake_server import FakeModelServer
 from shared.services import Services
 from shared.settings import Settings
+from tests import databases
 from tests.agents.scripting import Script
 
 PLANNER_MODEL = "test-planner"
@@ -42,7 +43,22 @@ price = { cache_hit = "0.1", cache_miss = "1", output = "2" }
 MakeServices = Callable[..., Services]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
+def database_url(server_url: str, template_name: str) -> Iterator[str]:
+    """One migrated database for the agent tests (each test works as its own user); a module
+    that needs a database to itself overrides this."""
+    url = databases.create_database(server_url, template=template_name)
+    yield url
+    databases.drop_database(server_url, url)
+
+
+@pytest.fixture(scope="package")
+async def db(database_url: str) -> AsyncIterator[Database]:
+    async with Database(database_url, max_size=4) as database:
+        yield database
+
+
+@pytest.fixture(scope="package")
 def fake() -> Iterator[FakeModelServer]:
     with FakeModelServer() as server:
         yield server
@@ -79,19 +95,20 @@ async def make_services(
     tokenizer: DeepSeekTokenizer,
     database_url: str,
 ) -> AsyncIterator[MakeServices]:
-    """`make_services(**settings)`: services on the test database and the fake model."""
+    """`make_services(approvals=None, **settings)`: services on the test database and the fake
+    model (a client that never retries, so scripted failures show at once)."""
     clients: list[OpenAIClient] = []
 
-    def make(**overrides: Any) -> Services:
-        settings = Settings(
-            database_url=database_url,
-            llm_base_url=fake.base_url,
-            llm_planner_model=PLANNER_MODEL,
-            llm_executor_model=EXECUTOR_MODEL,
-            llm_models_file=models_file,
-            llm_max_retries=0,
-            **overrides,
-        )
+    def make(approvals: ApprovalGate | None = None, **overrides: Any) -> Services:
+        values: dict[str, Any] = {
+            "database_url": database_url,
+            "llm_base_url": fake.base_url,
+            "llm_planner_model": PLANNER_MODEL,
+            "llm_executor_model": EXECUTOR_MODEL,
+            "llm_models_file": models_file,
+            "llm_max_retries": 0,
+        }
+        settings = Settings(**{**values, **overrides})
         client = OpenAIClient(
             base_url=fake.base_url,
             api_key="test",
@@ -100,7 +117,7 @@ async def make_services(
             registry=load_registry(models_file),
         )
         clients.append(client)
-        return Services(settings, db=db, llm=client, tokens=tokenizer)
+        return Services(settings, db=db, llm=client, tokens=tokenizer, approvals=approvals)
 
     yield make
     for client in clients:

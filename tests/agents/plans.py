@@ -16,14 +16,27 @@ WRITE_STEP = "Create a task titled Weekly review"
 WEEK_PLAN: dict[str, Any] = {
     "goal": "Plan the user's week",
     "steps": [
-        {"step_number": 1, "description": TASKS_STEP, "assignee": "executor",
-         "tools": ["list_tasks"]},
-        {"step_number": 2, "description": CALENDAR_STEP, "assignee": "executor",
-         "tools": ["get_calendar_events"]},
-        {"step_number": 3, "description": WRITE_STEP, "assignee": "planner",
-         "depends_on": [1, 2], "tools": ["create_task"]},
+        {
+            "step_number": 1,
+            "description": TASKS_STEP,
+            "assignee": "executor",
+            "tools": ["list_tasks"],
+        },
+        {
+            "step_number": 2,
+            "description": CALENDAR_STEP,
+            "assignee": "executor",
+            "tools": ["get_calendar_events"],
+        },
+        {
+            "step_number": 3,
+            "description": WRITE_STEP,
+            "assignee": "planner",
+            "depends_on": [1, 2],
+            "tools": ["create_task"],
+        },
     ],
-}  # fmt: skip
+}
 
 
 def plan_call(plan: dict[str, Any] | None = None) -> Reply:
@@ -44,8 +57,11 @@ def complete_with_results(prefix: str) -> Any:
 def synthesis(request: RecordedRequest) -> Reply:
     """The final answer, built from the plan results the planner was given."""
     results = tool_results(request)[-1]
-    lines = [line.removeprefix("Result: ") for line in results.splitlines()
-             if line.startswith("Result: ")]  # fmt: skip
+    lines = [
+        line.removeprefix("Result: ")
+        for line in results.splitlines()
+        if line.startswith("Result: ")
+    ]
     return reply("Your week. ", " | ".join(lines))
 
 

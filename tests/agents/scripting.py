@@ -45,10 +45,13 @@ def turn_index(request: RecordedRequest) -> int:
     """Assistant turns since the last real user message: 0 for the first call of a turn."""
     messages = request.messages
     last_user = max(
-        (i for i, m in enumerate(messages) if m.get("role") == "user"
-         and not str(m.get("content", "")).startswith("Reminder:")),
+        (
+            i
+            for i, m in enumerate(messages)
+            if m.get("role") == "user" and not str(m.get("content", "")).startswith("Reminder:")
+        ),
         default=-1,
-    )  # fmt: skip
+    )
     if kind_of(request) in ("executor", "planner_step"):
         last_user = next(i for i, m in enumerate(messages) if m.get("role") == "user")
     return sum(1 for m in messages[last_user + 1 :] if m.get("role") == "assistant")
@@ -106,9 +109,10 @@ def requests_of(
 ) -> list[RecordedRequest]:
     """The recorded requests of one agent kind (and step marker)."""
     return [
-        r for r in fake.requests
+        r
+        for r in fake.requests
         if kind_of(r) == kind and (marker is None or marker in delegation(r))
-    ]  # fmt: skip
+    ]
 
 
 def arguments(request: RecordedRequest, index: int = -1) -> dict[str, Any]:

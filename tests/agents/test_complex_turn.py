@@ -28,16 +28,23 @@ async def test_a_complex_turn_runs_the_plan_and_answers_from_both_results(
     overlap = week_script(script, fake)
     memory = InMemoryPublisher()
 
-    turn = await run_turn(services, user_id=user, session_id=None, message=MESSAGE,
-                          publisher=memory)  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message=MESSAGE, publisher=memory
+    )
 
     assert script.unscripted == []
     assert overlap.proven  # the second executor's first call arrived while the first was held
     rows = await stored(db, turn.started.plan_id)
     assert (rows.plan.strategy, rows.plan.status, rows.plan.goal) == (
-        "complex", "completed", "Plan the user's week")  # fmt: skip
+        "complex",
+        "completed",
+        "Plan the user's week",
+    )
     assert [(s.step_number, s.executor_required, s.status) for s in rows.steps] == [
-        (1, True, "completed"), (2, True, "completed"), (3, False, "completed")]  # fmt: skip
+        (1, True, "completed"),
+        (2, True, "completed"),
+        (3, False, "completed"),
+    ]
     assert rows.steps[0].result == "Open tasks: Write report"
     assert rows.steps[1].result == "Events: Team sync"
 
@@ -71,8 +78,11 @@ async def test_a_complex_turn_runs_the_plan_and_answers_from_both_results(
     question = requests_of(fake, "answer")[0].messages[-1]["content"]
     assert "Should done tasks count?" in question and MESSAGE in question  # plan context
     after_answer = requests_of(fake, "executor", TASKS_STEP)[2].messages
-    assert after_answer[-1] == {"role": "tool", "tool_call_id": answer_row.tool_call_id,
-                                "content": "No: only open tasks."}  # fmt: skip
+    assert after_answer[-1] == {
+        "role": "tool",
+        "tool_call_id": answer_row.tool_call_id,
+        "content": "No: only open tasks.",
+    }
     write = requests_of(fake, "planner_step")[0].messages[1]["content"]
     assert "Open tasks: Write report" in write and "Events: Team sync" in write
 
@@ -104,8 +114,11 @@ async def test_a_complex_turn_runs_the_plan_and_answers_from_both_results(
     assert kinds[-3:] == ["step_completed", "tool_result", "done"]  # step 3, results, done
     assert kinds.count("done") == 1 and memory.events[-1].type == "done"
     for started in of_type(memory, "step_started"):  # announced before its delegation row
-        delegation = next(e for e in of_type(memory, "agent_message")
-                          if e.data["step_id"] == started.data["step_id"])  # fmt: skip
+        delegation = next(
+            e
+            for e in of_type(memory, "agent_message")
+            if e.data["step_id"] == started.data["step_id"]
+        )
         assert started.seq < delegation.seq
     message_seqs = {e.data["message_id"]: e.seq for e in of_type(memory, "agent_message")}
     for said in rows.dialogue.values():

@@ -72,9 +72,11 @@ async def test_a_tool_turn_runs_the_planners_loop_and_answers_from_the_results(
     rows = await stored(db, turn.started.plan_id)
     assert rows.plan.strategy == "tool" and rows.plan.status == "completed"
     assert [(m.role, m.metadata.get("kind")) for m in rows.messages] == [
-        ("user", None), ("assistant", "tool_round"), ("tool", "tool_result"),
+        ("user", None),
+        ("assistant", "tool_round"),
+        ("tool", "tool_result"),
         ("assistant", "answer"),
-    ]  # fmt: skip
+    ]
     round_row, tool_row = rows.messages[1], rows.messages[2]
     assert round_row.tool_calls and round_row.tool_calls[0]["function"]["name"] == "list_tasks"
     assert tool_row.tool_call_id == round_row.tool_calls[0]["id"]
@@ -95,9 +97,12 @@ async def test_start_turn_stores_the_message_once_per_client_message_id(
         services, user_id=user, session_id=None, message="hello", client_message_id="c-1"
     )
     again = await start_turn(
-        services, user_id=user, session_id=first.session_id, message="hello",
+        services,
+        user_id=user,
+        session_id=first.session_id,
+        message="hello",
         client_message_id="c-1",
-    )  # fmt: skip
+    )
     assert first.created and not again.created
     assert (again.message_id, again.plan_id) == (first.message_id, first.plan_id)
     other = await start_turn(services, user_id=user, session_id=first.session_id, message="more")
