@@ -42,7 +42,7 @@ async def db(database_url: str) -> AsyncIterator[Database]:
 
 async def rows(db: Database, query: str) -> list[dict[str, Any]]:
     async with db.service() as conn:
-        cur = await conn.execute(query)  # type: ignore[arg-type]
+        cur = await conn.execute(query)
         return list(await cur.fetchall())
 
 
