@@ -5,7 +5,7 @@
 * `reasoning_content` on `chat_messages` and `agent_chat_messages` — a thinking model's
   reasoning for an assistant turn. DeepSeek rejects a history whose tool-call turns lack it,
   so histories rebuilt from the tables must carry it back.
-* One plan-level planner execution per plan and attempt (`step_id IS NULL`): the planner's own
+* One plan-level planner execution per plan and attempt (planner, no step): the planner's own
   model calls (routing, its tool loop, answers to executors, synthesis) are accounted there,
   idempotently, like executor runs are on (step_id, attempt).
 
@@ -32,7 +32,7 @@ ALTER TABLE public.chat_messages ADD COLUMN reasoning_content text;
 ALTER TABLE public.agent_chat_messages ADD COLUMN reasoning_content text;
 
 CREATE UNIQUE INDEX agent_executions_planner_run ON public.agent_executions (plan_id, attempt)
-    WHERE step_id IS NULL;
+    WHERE step_id IS NULL AND agent_role = 'planner';
 """
 
 DOWNGRADE = """

@@ -109,7 +109,8 @@ async def start_planner_execution(
               (user_id, session_id, plan_id, agent_id, agent_role, model, attempt, status,
                started_at)
             VALUES (%s, %s, %s, %s, 'planner', %s, %s, 'running', now())
-            ON CONFLICT (plan_id, attempt) WHERE step_id IS NULL DO NOTHING
+            ON CONFLICT (plan_id, attempt) WHERE step_id IS NULL AND agent_role = 'planner'
+            DO NOTHING
             RETURNING {EXECUTION}""",
         (user_id, session_id, plan_id, agent_id, model, attempt),
     )
@@ -119,7 +120,8 @@ async def start_planner_execution(
         conn,
         Execution,
         f"""SELECT {EXECUTION} FROM agent_executions
-            WHERE plan_id = %s AND attempt = %s AND step_id IS NULL""",
+            WHERE plan_id = %s AND attempt = %s AND step_id IS NULL
+              AND agent_role = 'planner'""",
         (plan_id, attempt),
     )
 
