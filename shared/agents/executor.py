@@ -34,13 +34,13 @@ async def run_executor_step(
     services: Services, *, step_id: UUID, attempt: int = 1, publisher: Publisher
 ) -> StepOutcome:
     """Run (or resume, or just report) one executor step; events go to `publisher`."""
+    async with services.db.service() as conn:
+        step = await plans.get_step(conn, step_id=step_id)
+    if step is not None and not step.executor_required:
+        raise InvalidInput(f"step {step.step_number} is the planner's own step, not an executor's")
     opened = await open_step(services, step_id=step_id, attempt=attempt)
     if isinstance(opened, PlanStep):
         return StepOutcome.of(opened)
-    if not opened.step.executor_required:
-        raise InvalidInput(
-            f"step {opened.step.step_number} is the planner's own step, not an executor's"
-        )
     emitter = EventEmitter(services.db, publisher, session_id=opened.plan.session_id)
     return await work_step(services, opened, emitter)
 

@@ -102,6 +102,26 @@ async def test_an_executor_over_its_turn_limit_times_out_and_the_plan_uses_its_p
     assert of_type(memory, "step_completed")[0].data["thread_status"] == "timeout"
 
 
+async def test_the_wall_clock_limit_closes_a_step_even_while_its_model_call_hangs(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    services = make_services(executor_timeout_seconds=0.3)
+    script.planner(plan_call(ONE_STEP), synthesis)
+    script.step(LOOKUP, lambda request: reply(tool_call("list_tasks")).stalled(after=0))
+    user = await make_user(db)
+
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="tasks?", publisher=InMemoryPublisher()
+    )
+
+    rows = await stored(db, turn.started.plan_id)
+    assert rows.thread_of(1).status == "timeout"
+    (step,) = rows.steps
+    assert (step.status, step.error) == ("completed", "ran out of time")
+    assert step.result == "Partial result (the step ran out of time before completing): nothing yet"
+    assert rows.plan.status == "completed"
+
+
 async def test_an_invalid_plan_is_sent_back_with_its_problems_and_the_retry_runs(
     db: Database, services: Services, script: Script, fake: FakeModelServer
 ) -> None:

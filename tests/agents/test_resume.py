@@ -13,8 +13,16 @@ from uuid import UUID
 
 import pytest
 
-from shared.agents import InProcessInvoker, StepOutcome, run_plan, run_turn, start_turn
+from shared.agents import (
+    InProcessInvoker,
+    StepOutcome,
+    run_executor_step,
+    run_plan,
+    run_turn,
+    start_turn,
+)
 from shared.db import Database
+from shared.errors import InvalidInput
 from shared.events import Event, EventEmitter, InMemoryPublisher
 from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.services import Services
@@ -120,6 +128,16 @@ async def test_a_plan_that_died_after_step_1_resumes_without_repeating_step_1(
     assert len([e for e in after.executions if e.step_id == after.steps[0].id]) == 1
     assert [e.type for e in second_run.events].count("done") == 1
     assert second_run.events[-1].type == "done"
+
+    redelivered = await run_executor_step(
+        services, step_id=after.steps[0].id, attempt=1, publisher=InMemoryPublisher()
+    )
+    assert (redelivered.status, redelivered.result) == ("completed", after.steps[0].result)
+    assert len(requests_of(fake, "executor", FIND)) == executor_calls  # nothing re-run
+    with pytest.raises(InvalidInput, match="planner's own step"):
+        await run_executor_step(
+            services, step_id=after.steps[1].id, attempt=1, publisher=InMemoryPublisher()
+        )
 
 
 async def test_a_step_that_died_mid_thread_resumes_in_its_thread_without_repeating_its_tool_call(
