@@ -247,8 +247,8 @@ _ENDING_TYPES: dict[str, AgentMessageType] = {
 
 
 def _call_text(call: ToolCall) -> str:
-    for key in ("result", "reason", "question"):
-        value = call.arguments.get(key)
-        if call.name in control.CONTROL_NAMES and isinstance(value, str):
-            return value
-    return ""
+    """A control call's text (result, reason or question) as the row's content."""
+    if call.name not in control.CONTROL_NAMES:
+        return ""
+    values = (call.arguments.get(key) for key in ("result", "reason", "question"))
+    return next((value for value in values if isinstance(value, str)), "")
