@@ -3,39 +3,107 @@
 Functions reach their collaborators through `get_services()` (a FastAPI dependency), so tests can
 swap the whole set with `app.dependency_overrides[get_services]`. Clients that need
 configuration are built on first use, so a function that never verifies tokens or calls a model
-starts without those settings.
+starts without those settings. Tests and the local stack pass ready-made parts instead
+(`Services(settings, llm=..., db=...)`): the fake model server's client, a shared pool.
 """
 
 from __future__ import annotations
 
 from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING
 
-from shared.auth import TokenVerifier
-from shared.db import Database
 from shared.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from shared.agents.approvals import ApprovalGate
+    from shared.agents.tokens import TokenCounter
+    from shared.auth import TokenVerifier
+    from shared.db import Database
+    from shared.llm import LLMClient, ModelRegistry
+    from shared.tools import ToolExecutor, ToolRegistry
 
 
 class Services:
-    """Settings plus the clients built from them."""
+    """Settings plus the clients built from them (each built on first use unless given)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        db: Database | None = None,
+        llm: LLMClient | None = None,
+        tools: ToolRegistry | None = None,
+        approvals: ApprovalGate | None = None,
+        tokens: TokenCounter | None = None,
+    ) -> None:
         self.settings = settings
+        given = {"db": db, "llm": llm, "tools": tools, "approvals": approvals, "tokens": tokens}
+        # A given part takes the cached_property's place (it reads the instance dict first).
+        self.__dict__.update({name: part for name, part in given.items() if part is not None})
 
     @cached_property
     def db(self) -> Database:
+        from shared.db import Database
+
         return Database(self.settings.database_url, max_size=self.settings.db_pool_max_size)
 
     @cached_property
     def verifier(self) -> TokenVerifier:
+        from shared.auth import TokenVerifier
+
         secret = self.settings.supabase_jwt_secret
         return TokenVerifier(
             secret=secret.get_secret_value() if secret else None, jwks_url=self.settings.jwks_url
         )
 
+    @cached_property
+    def models(self) -> ModelRegistry:
+        """Prices, context windows and capabilities by model name (`LLM_MODELS_FILE` applied)."""
+        from shared.llm import load_registry
+
+        return load_registry(self.settings.llm_models_file)
+
+    @cached_property
+    def llm(self) -> LLMClient:
+        """The model client; raises `LLMNotConfigured` (saying what to set) when it cannot be."""
+        from shared.llm import OpenAIClient
+
+        return OpenAIClient.from_settings(self.settings)
+
+    @cached_property
+    def tools(self) -> ToolRegistry:
+        """The tool registry: the built-in tools (MCP tools are added by whoever connects them)."""
+        from shared.tools import builtin_registry
+
+        return builtin_registry()
+
+    @cached_property
+    def tool_executor(self) -> ToolExecutor:
+        from shared.tools import ToolExecutor
+
+        return ToolExecutor(self.db, self.tools, timeout_seconds=self.settings.tool_timeout_seconds)
+
+    @cached_property
+    def approvals(self) -> ApprovalGate:
+        """Consulted before destructive tool calls and on escalations (default: no approvals)."""
+        from shared.agents.approvals import NoApprovals
+
+        return NoApprovals()
+
+    @cached_property
+    def tokens(self) -> TokenCounter:
+        """The tokenizer budgets are measured with (DeepSeek's; loaded on first count)."""
+        from shared.agents.tokens import DeepSeekTokenizer
+
+        return DeepSeekTokenizer()
+
     async def aclose(self) -> None:
-        """Release pooled connections (tests and the local stack; Lambdas just freeze)."""
+        """Release pooled connections and the model client (tests and the local stack)."""
         if "db" in self.__dict__:
             await self.db.close()
+        closer = getattr(self.__dict__.get("llm"), "aclose", None)
+        if closer is not None:
+            await closer()
 
 
 def build_services(settings: Settings | None = None) -> Services:

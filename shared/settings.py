@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -110,6 +111,24 @@ class Settings(BaseSettings):
     """Longest single wait between retries, including one a server asks for by Retry-After."""
     llm_models_file: Path | None = None
     """A TOML model registry (prices, context windows) applied after the shipped one."""
+
+    planner_token_budget: int = Field(default=24_000, ge=2_000)
+    """Most tokens one planner prompt may hold (system prompt, history, tool schemas), counted
+    with DeepSeek's tokenizer; capped by the model's context window (model registry)."""
+    planner_max_tool_rounds: int = Field(default=5, ge=1, le=50)
+    """Tool rounds the planner may make answering one message before it must answer in text."""
+    planner_plan_attempts: int = Field(default=3, ge=1, le=10)
+    """`create_plan` calls the planner may make per message before an invalid plan fails it."""
+    executor_token_budget: int = Field(default=1_500, ge=500)
+    """Most tokens one executor prompt may hold (the small context of the cheap tier)."""
+    executor_max_turns: int = Field(default=6, ge=1, le=50)
+    """Model calls one step's agent may make before its thread closes as `timeout`."""
+    executor_timeout_seconds: float = Field(default=120.0, gt=0)
+    """Wall-clock limit of one step, from its start; past it the thread closes as `timeout`."""
+    executor_concurrency: int = Field(default=3, ge=1, le=32)
+    """Independent plan steps run at once (per plan)."""
+    plan_max_cost_usd: Decimal = Field(default=Decimal("0.50"), gt=0)
+    """Cost cap of one plan (all its agents' model calls); reaching it fails the plan cleanly."""
 
     tool_timeout_seconds: float = Field(default=30.0, gt=0)
     """Longest a single tool call may run before it is answered with `tool_failed`."""

@@ -87,6 +87,15 @@ async def update_session(
     )
 
 
+async def allocate_seq(conn: Connection, *, session_id: UUID) -> int:
+    """Reserve the next number of the session's sequence (for an event that must precede rows
+    stored later in the same transaction)."""
+    cur = await conn.execute("SELECT allocate_session_seq(%s) AS seq", (session_id,))
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row["seq"])
+
+
 async def add_session_usage(conn: Connection, *, session_id: UUID, usage: Usage) -> None:
     """Add one call's tokens and cost to the session's running totals."""
     await conn.execute(
@@ -113,6 +122,7 @@ async def add_message(
     tool_call_id: str | None = None,
     tool_name: str | None = None,
     metadata: dict[str, Any] | None = None,
+    reasoning_content: str | None = None,
 ) -> ChatMessage:
     """Append a message; its `seq` comes from the session's counter (trigger)."""
     usage = usage or Usage()
@@ -122,14 +132,14 @@ async def add_message(
         f"""INSERT INTO chat_messages
               (session_id, user_id, role, content, plan_id, model, prompt_tokens,
                completion_tokens, cache_hit_tokens, cost_usd, tool_calls, tool_call_id,
-               tool_name, metadata)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+               tool_name, metadata, reasoning_content)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
             RETURNING {MESSAGE}""",
         (
             session_id, user_id, role, content, plan_id, model, usage.prompt_tokens,
             usage.completion_tokens, usage.cache_hit_tokens, usage.cost_usd,
             Jsonb(tool_calls) if tool_calls is not None else None, tool_call_id, tool_name,
-            Jsonb(metadata or {}),
+            Jsonb(metadata or {}), reasoning_content,
         ),
     )  # fmt: skip
 
@@ -186,3 +196,33 @@ async def list_messages(
             WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s""",
         (session_id, after_seq, limit),
     )
+
+
+async def list_plan_messages(conn: Connection, *, plan_id: UUID) -> list[ChatMessage]:
+    """The messages the planner wrote for one plan (tool rounds, tool results, answer), in order."""
+    return await fetch_all(
+        conn,
+        ChatMessage,
+        f"SELECT {MESSAGE} FROM chat_messages WHERE plan_id = %s ORDER BY seq",
+        (plan_id,),
+    )
+
+
+async def list_conversation(
+    conn: Connection, *, session_id: UUID, before_seq: int, limit: int = 200
+) -> list[ChatMessage]:
+    """The user's messages and the planner's final answers before `before_seq`, oldest first.
+
+    Tool traffic, status notices and configuration notices are left out: a past turn is its
+    request and its answer, which keeps every rebuilt history valid by construction.
+    """
+    rows = await fetch_all(
+        conn,
+        ChatMessage,
+        f"""SELECT {MESSAGE} FROM chat_messages
+            WHERE session_id = %s AND seq < %s
+              AND (role = 'user' OR (role = 'assistant' AND metadata->>'kind' = 'answer'))
+            ORDER BY seq DESC LIMIT %s""",
+        (session_id, before_seq, limit),
+    )
+    return rows[::-1]

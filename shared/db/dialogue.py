@@ -107,6 +107,7 @@ async def add_agent_message(
     tool_result: Any = None,
     model: str | None = None,
     usage: Usage | None = None,
+    reasoning_content: str | None = None,
 ) -> AgentMessage:
     """Append a dialogue message to `thread`; `seq` comes from the chat session's counter."""
     usage = usage or Usage()
@@ -116,8 +117,8 @@ async def add_agent_message(
         f"""INSERT INTO agent_chat_messages
               (agent_session_id, session_id, user_id, sender_agent_id, receiver_agent_id,
                message_type, content, tool_name, tool_call_id, tool_args, tool_result, model,
-               prompt_tokens, completion_tokens, cache_hit_tokens, cost_usd)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+               prompt_tokens, completion_tokens, cache_hit_tokens, cost_usd, reasoning_content)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
             RETURNING {MESSAGE}""",
         (
             thread.id, thread.session_id, thread.user_id, sender_agent_id, receiver_agent_id,
@@ -125,6 +126,7 @@ async def add_agent_message(
             Jsonb(tool_args) if tool_args is not None else None,
             Jsonb(tool_result) if tool_result is not None else None, model,
             usage.prompt_tokens, usage.completion_tokens, usage.cache_hit_tokens, usage.cost_usd,
+            reasoning_content,
         ),
     )  # fmt: skip
 
@@ -149,4 +151,27 @@ async def list_session_dialogue(
         f"""SELECT {MESSAGE} FROM agent_chat_messages
             WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s""",
         (session_id, after_seq, limit),
+    )
+
+
+async def find_tool_message(
+    conn: Connection, *, thread_id: UUID, tool_call_id: str, message_type: AgentMessageType
+) -> AgentMessage | None:
+    """The message of `message_type` about one tool call in a thread (e.g. its denial)."""
+    return await fetch_optional(
+        conn,
+        AgentMessage,
+        f"""SELECT {MESSAGE} FROM agent_chat_messages
+            WHERE agent_session_id = %s AND tool_call_id = %s AND message_type = %s
+            ORDER BY seq LIMIT 1""",
+        (thread_id, tool_call_id, message_type),
+    )
+
+
+async def abandon_open_threads(conn: Connection, *, plan_id: UUID, error: str) -> None:
+    """Close every still-active thread of a plan as `abandoned` (cancellation, failure)."""
+    await conn.execute(
+        """UPDATE agent_chat_sessions SET status = 'abandoned', error = %s, completed_at = now()
+           WHERE plan_id = %s AND status = 'active'""",
+        (error, plan_id),
     )

@@ -169,3 +169,37 @@ async def update_step(
         {"status": status, "result": result, "error": error, "agent": assigned_agent_id,
          "id": step_id},
     )  # fmt: skip
+
+
+async def request_cancel(conn: Connection, *, plan_id: UUID) -> Plan | None:
+    """Flag the plan for cancellation (first request wins); None if there is no such plan."""
+    return await fetch_optional(
+        conn,
+        Plan,
+        f"""UPDATE agent_plans SET cancel_requested_at = coalesce(cancel_requested_at, now())
+            WHERE id = %s RETURNING {PLAN}""",
+        (plan_id,),
+    )
+
+
+async def get_step(conn: Connection, *, step_id: UUID, lock: bool = False) -> PlanStep | None:
+    """One step by id; `lock` holds its row until the transaction ends (one runner sets it up)."""
+    query = f"SELECT {STEP} FROM agent_plan_steps WHERE id = %s"
+    return await fetch_optional(
+        conn, PlanStep, query + " FOR UPDATE" if lock else query, (step_id,)
+    )
+
+
+async def close_open_steps(
+    conn: Connection, *, plan_id: UUID, status: StepStatus, error: str
+) -> list[PlanStep]:
+    """End every step of the plan that has not finished (cancellation or failure)."""
+    return await fetch_all(
+        conn,
+        PlanStep,
+        f"""UPDATE agent_plan_steps SET status = %s, error = coalesce(error, %s),
+                   completed_at = now()
+            WHERE plan_id = %s AND status IN ('pending', 'running', 'awaiting_approval')
+            RETURNING {STEP}""",
+        (status, error, plan_id),
+    )

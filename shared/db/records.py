@@ -99,6 +99,8 @@ class ChatMessage:
     cost_usd: Decimal
     client_message_id: str | None
     metadata: dict[str, Any]
+    reasoning_content: str | None
+    """A thinking model's reasoning for this assistant turn (sent back on tool-call turns)."""
     created_at: datetime
     updated_at: datetime
 
@@ -137,6 +139,8 @@ class Plan:
     completion_tokens: int
     cache_hit_tokens: int
     cost_usd: Decimal
+    cancel_requested_at: datetime | None
+    """Set when a cancel was requested; agents stop at their next check."""
     created_at: datetime
     updated_at: datetime
     started_at: datetime | None
@@ -206,6 +210,8 @@ class AgentMessage:
     completion_tokens: int
     cache_hit_tokens: int
     cost_usd: Decimal
+    reasoning_content: str | None
+    """A thinking model's reasoning for the assistant turn this row starts."""
     created_at: datetime
 
 

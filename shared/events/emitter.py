@@ -43,6 +43,11 @@ class EventEmitter:
         self._token_owner: tuple[UUID | None, UUID | None] = (None, None)
         self._token_started = 0.0
 
+    @property
+    def publisher(self) -> Publisher:
+        """Where this emitter's events go (shared with the emitters of other agents' work)."""
+        return self._publisher
+
     async def emit(
         self,
         type: EventType,

@@ -13,8 +13,13 @@ WRITES = {"create_task", "update_task"}
 def step(
     n: int, who: str = "executor", deps: list[int] | None = None, tools: list[str] | None = None
 ) -> StepDraft:
-    return StepDraft(step_number=n, description=f"step {n}", assignee=who,  # type: ignore[arg-type]
-                     depends_on=deps or [], tools=tools or [])  # fmt: skip
+    return StepDraft(
+        step_number=n,
+        description=f"step {n}",
+        assignee=who,  # type: ignore[arg-type]
+        depends_on=deps or [],
+        tools=tools or [],
+    )
 
 
 def check(*steps: StepDraft) -> PlanDraft:

@@ -2,17 +2,20 @@
 
 It never pretends to be a real model. It calls a tool when one is forced, required, or plainly
 relevant to the user's words (arguments made from the tool's JSON Schema), summarises tool
-results when they come back, and otherwise explains how to configure a real model.
+results when they come back, and otherwise explains how to configure a real model. Playing
+Parley's agents, it writes plans for multi-step requests and ends steps with `complete`
+(`demo_agents`), so the local stack runs a whole complex turn offline.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from shared.llm.fake_server import demo_agents as agents
 from shared.llm.fake_server.script import RecordedRequest, Reply, ScriptedCall, reply
 
 DEMO_MODEL = "parley-demo"
@@ -32,30 +35,67 @@ def demo_reply(request: RecordedRequest) -> Reply:
     thinking = ("thinking", "reasoner")
     reasoning = f"The user wrote: {user_text[:120]!r}." if any(
         word in request.model for word in thinking) else ""  # fmt: skip
+    tools = _offered(request)
+    if last.get("role") == "user" and (plan := _plan(request, tools, user_text)) is not None:
+        call = ScriptedCall(agents.CREATE_PLAN, json.dumps(plan))
+        return reply("(demo) Writing a plan.", call, reasoning=reasoning)
     tool = _tool_to_call(request, user_text) if last.get("role") == "user" else None
     if tool is not None:
-        call = _demo_call(tool, user_text)
+        call = _demo_call(tool, agents.step_hint(user_text))
         return reply(f"(demo) Calling {call.name}.", call, reasoning=reasoning)
+    results = [str(m.get("content", "")) for m in messages[_last_turn_start(messages) :]
+               if m.get("role") == "tool"]  # fmt: skip
+    if agents.offers(tools, agents.COMPLETE) and request.body.get("tool_choice") != "none":
+        done = ScriptedCall(agents.COMPLETE, json.dumps(agents.completion(results)))
+        return reply(done, reasoning=reasoning)
     if last.get("role") == "tool":
-        results = [m for m in messages[_last_turn_start(messages) :] if m.get("role") == "tool"]
-        summary = "; ".join(_clip(str(m.get("content", "")), 200) for m in results)
+        summary = agents.summary(results)
         return reply(f"(demo) The tools returned: {summary}\n\n{NOTICE}", reasoning=reasoning)
     echo = f'You wrote: "{_clip(user_text, 200)}"\n\n' if user_text else ""
     return reply(f"{echo}{NOTICE}", reasoning=reasoning)
 
 
+def _offered(request: RecordedRequest) -> list[Mapping[str, Any]]:
+    return [t["function"] for t in request.body.get("tools") or () if isinstance(t, dict)]
+
+
+def _plan(
+    request: RecordedRequest, tools: list[Mapping[str, Any]], user_text: str
+) -> dict[str, Any] | None:
+    if request.body.get("tool_choice", "auto") != "auto" or not agents.offers(
+        tools, agents.CREATE_PLAN
+    ):
+        return None
+    return agents.demo_plan(agents.domain_tools(tools), user_text, _best_tool)
+
+
 def _tool_to_call(request: RecordedRequest, user_text: str) -> Mapping[str, Any] | None:
-    tools = [t["function"] for t in request.body.get("tools") or () if isinstance(t, dict)]
+    tools = _offered(request)
     choice = request.body.get("tool_choice", "auto")
     if not tools or choice == "none":
         return None
     if isinstance(choice, dict):
         wanted = choice.get("function", {}).get("name")
         return next((t for t in tools if t.get("name") == wanted), None)
-    words = set(re.findall(r"[a-z]{3,}", user_text.lower()))
+    if agents.is_greeting(user_text):
+        return None
+    domain = agents.domain_tools(tools)
+    if agents.offers(tools, agents.COMPLETE):  # a step agent: match its step, not its goal
+        user_text = agents.step_hint(user_text)
+    best = _best_tool(domain, user_text)
+    if best is None and choice == "required" and domain:
+        return domain[0]
+    return best
+
+
+def _best_tool(tools: Sequence[Mapping[str, Any]], text: str) -> Mapping[str, Any] | None:
+    """The tool whose name and description share the most words with `text` (None: none)."""
+    words = set(re.findall(r"[a-z]{3,}", text.lower()))
     scored = [(len(words & _words_of(tool)), i, tool) for i, tool in enumerate(tools)]
+    if not scored:
+        return None
     best_score, _, best = max(scored, key=lambda s: (s[0], -s[1]))
-    return best if best_score or choice == "required" else None
+    return best if best_score else None
 
 
 def _words_of(tool: Mapping[str, Any]) -> set[str]:

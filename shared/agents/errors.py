@@ -1,0 +1,72 @@
+"""Why an agent stops before it is done. Each carries a message that is safe to show the user.
+
+AppError
+└── AgentStopped              an agent must stop; the plan records `message`
+    ├── PlanCancelled         the user asked to cancel (the plan ends `cancelled`)
+    ├── CostCapReached        the plan spent its `PLAN_MAX_COST_USD` (the plan ends `failed`)
+    ├── PromptTooLarge        the pinned part of a prompt exceeds the agent's token budget
+    ├── PlanNotWritten        the planner kept writing invalid plans
+    └── AwaitingApproval      an approval gate holds a call or escalation for the user
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from shared.errors import AppError
+
+
+class AgentStopped(AppError):
+    """An agent cannot go on; `str(error)` is the readable reason."""
+
+    title = "Agent stopped"
+
+
+class PlanCancelled(AgentStopped):
+    """A cancel was requested for the plan; the agent that saw it stops before its next call."""
+
+    title = "Plan cancelled"
+
+    def __init__(self) -> None:
+        super().__init__("The request was cancelled.")
+
+
+class CostCapReached(AgentStopped):
+    """The plan's model calls cost what it may cost; no further call is made."""
+
+    title = "Cost cap reached"
+
+    def __init__(self, *, spent: Decimal, cap: Decimal) -> None:
+        super().__init__(
+            f"Stopped: this request has used ${spent:.4f} of model calls, reaching its cap of "
+            f"${cap:.4f} (PLAN_MAX_COST_USD). Ask a narrower question or raise the cap."
+        )
+        self.spent = spent
+        self.cap = cap
+
+
+class PromptTooLarge(AgentStopped):
+    """Even with history dropped and tool results cut, the prompt exceeds the budget."""
+
+    title = "Prompt too large"
+
+    def __init__(self, *, needed: int, budget: int) -> None:
+        super().__init__(
+            f"The prompt needs {needed} tokens even after leaving out history and shortening "
+            f"tool results, but this agent's budget is {budget} tokens. Send a shorter message "
+            "or raise the budget (PLANNER_TOKEN_BUDGET / EXECUTOR_TOKEN_BUDGET)."
+        )
+        self.needed = needed
+        self.budget = budget
+
+
+class PlanNotWritten(AgentStopped):
+    """The planner's `create_plan` calls were all invalid."""
+
+    title = "No valid plan"
+
+
+class AwaitingApproval(AgentStopped):
+    """An approval gate holds something for the user; the plan waits in `awaiting_approval`."""
+
+    title = "Awaiting approval"

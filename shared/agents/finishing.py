@@ -1,0 +1,147 @@
+"""How a `run_plan` ends: the plan's final state, the closing events, exactly one `done`.
+
+* answered → `completed`;
+* the model is not configured → the configuration notice is stored as the answer (what to
+  set), the plan `failed`;
+* a model failure, the cost cap, an unwritable plan, a prompt over budget → `failed` with a
+  readable `error` event; the user's message is always kept;
+* a cancel request → `cancelled`: open steps, threads and executions are closed, everything
+  already stored (partial results, usage) stays;
+* an approval gate waiting → `awaiting_approval`; the next `run_plan` resumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from pydantic import JsonValue
+
+from shared.agents.accounting import plan_usage, usage_json
+from shared.agents.errors import AgentStopped, AwaitingApproval, PlanCancelled
+from shared.agents.events import clip, emit_step_completed
+from shared.agents.executor import readable
+from shared.agents.outcomes import PlanOutcome
+from shared.db import chats, dialogue, executions, plans
+from shared.db.records import ChatMessage, ExecutionStatus, Plan, PlanStatus, StepStatus
+from shared.events import EventEmitter
+from shared.llm import LLMError, LLMNotConfigured
+
+if TYPE_CHECKING:
+    from shared.services import Services
+
+TERMINAL: frozenset[PlanStatus] = frozenset({"completed", "failed", "cancelled"})
+NOT_CONFIGURED = "Parley cannot answer yet: no language model is configured. "
+
+
+async def finish_plan(
+    services: Services,
+    plan: Plan,
+    emitter: EventEmitter,
+    work: Callable[[], Awaitable[ChatMessage]],
+) -> PlanOutcome:
+    """Run `work` (the planner's job) unless the plan has ended; settle the plan; emit `done`."""
+    if plan.status in TERMINAL:
+        outcome = await outcome_of(services, plan)
+    else:
+        try:
+            outcome = await _completed(services, plan, await work())
+        except LLMNotConfigured as exc:
+            outcome = await _not_configured(services, plan, emitter, exc)
+        except PlanCancelled:
+            outcome = await _close(services, plan, emitter, "cancelled", None)
+        except AwaitingApproval as exc:
+            outcome = await _awaiting(services, plan, emitter, str(exc))
+        except (AgentStopped, LLMError) as exc:
+            outcome = await _close(services, plan, emitter, "failed", readable(exc))
+    await _done(services, emitter, outcome)
+    return outcome
+
+
+async def _completed(services: Services, plan: Plan, answer: ChatMessage) -> PlanOutcome:
+    async with services.db.service() as conn:
+        await executions.close_open_executions(conn, plan_id=plan.id, status="completed")
+        done = await plans.update_plan(conn, plan_id=plan.id, status="completed")
+    return _outcome(done, answer)
+
+
+async def _close(
+    services: Services, plan: Plan, emitter: EventEmitter, status: PlanStatus, error: str | None
+) -> PlanOutcome:
+    reason = error or "the request was cancelled"
+    step_status: StepStatus = "cancelled"
+    run_status: ExecutionStatus = "cancelled" if status == "cancelled" else "failed"
+    async with services.db.service() as conn:
+        closed = await plans.close_open_steps(
+            conn, plan_id=plan.id, status=step_status, error=reason
+        )
+        await dialogue.abandon_open_threads(conn, plan_id=plan.id, error=reason)
+        await executions.close_open_executions(conn, plan_id=plan.id, status=run_status,
+                                               error=error)  # fmt: skip
+        ended = await plans.update_plan(conn, plan_id=plan.id, status=status, error=error)
+    for step in closed:
+        await emit_step_completed(emitter, step, thread_status="abandoned", agent_id=None)
+    if error is not None:
+        await emitter.emit("error", {"message": error}, plan_id=plan.id)
+    else:
+        await emitter.emit("status_update", {"status": "cancelled"}, plan_id=plan.id)
+    return _outcome(ended, None)
+
+
+async def _awaiting(services: Services, plan: Plan, emitter: EventEmitter, why: str) -> PlanOutcome:
+    async with services.db.service() as conn:
+        waiting = await plans.update_plan(conn, plan_id=plan.id, status="awaiting_approval")
+    await emitter.emit("status_update", {"status": "awaiting_approval", "message": why},
+                       plan_id=plan.id)  # fmt: skip
+    return _outcome(waiting, None)
+
+
+async def _not_configured(
+    services: Services, plan: Plan, emitter: EventEmitter, exc: LLMNotConfigured
+) -> PlanOutcome:
+    notice = NOT_CONFIGURED + str(exc)
+    async with services.db.service() as conn:
+        message = await chats.add_message(
+            conn, session_id=plan.session_id, user_id=plan.user_id, role="assistant",
+            content=notice, plan_id=plan.id, metadata={"kind": "configuration"},
+        )  # fmt: skip
+        ended = await plans.update_plan(conn, plan_id=plan.id, status="failed", error=notice)
+    await emitter.emit("error", {"message": notice, "code": "llm_not_configured",
+                                 "message_id": str(message.id)}, plan_id=plan.id)  # fmt: skip
+    return _outcome(ended, message)
+
+
+async def outcome_of(services: Services, plan: Plan) -> PlanOutcome:
+    """The outcome of a plan that has already ended (a redelivered `run_plan`)."""
+    async with services.db.service() as conn:
+        rows = await chats.list_plan_messages(conn, plan_id=plan.id)
+    kinds = ("answer", "configuration")
+    answer = next((r for r in reversed(rows) if r.role == "assistant"
+                   and r.metadata.get("kind") in kinds), None)  # fmt: skip
+    return _outcome(plan, answer)
+
+
+def _outcome(plan: Plan, answer: ChatMessage | None) -> PlanOutcome:
+    return PlanOutcome(
+        plan_id=plan.id,
+        session_id=plan.session_id,
+        status=plan.status,
+        strategy=plan.strategy,
+        answer=answer.content if answer else None,
+        message_id=answer.id if answer else None,
+        error=plan.error,
+    )
+
+
+async def _done(services: Services, emitter: EventEmitter, outcome: PlanOutcome) -> None:
+    async with services.db.service() as conn:
+        plan = await plans.get_plan(conn, plan_id=outcome.plan_id)
+    data: dict[str, JsonValue] = {
+        "status": outcome.status,
+        "strategy": outcome.strategy,
+        "answer": clip(outcome.answer),
+        "message_id": str(outcome.message_id) if outcome.message_id else None,
+        "error": outcome.error,
+        "usage": usage_json(plan_usage(plan)) if plan else None,
+    }
+    await emitter.emit("done", data, plan_id=outcome.plan_id)

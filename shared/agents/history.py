@@ -1,0 +1,187 @@
+"""An agent's conversation IS its stored rows: rebuilding model histories from the tables.
+
+* The planner's turn for one plan is its `chat_messages` with that `plan_id`: assistant rows
+  (text, `tool_calls`, `reasoning_content`) and `tool` rows answering them by `tool_call_id`.
+  Past turns are the user's messages and the final answers (`chats.list_conversation`).
+* A step's agent's conversation is its thread (`agent_chat_messages`): the `delegation` is the
+  user message; the agent's own `status` text and its call rows (`tool_call`, `question`,
+  `completion`, `error`, `escalation`, each with a `tool_call_id`) form its assistant turns
+  (a turn's first row carries the model, usage and reasoning of the call that produced it);
+  `tool_result` and `answer` rows are the tool messages answering them. `permission_denied`
+  rows are the record of a denial — the model sees the denial as that call's `tool_result`.
+
+Every call is stored before it runs and every result after, so the last turn's calls without a
+result are exactly the work a resumed agent still has to do, and a history built for the next
+model call pairs every call with its result (DeepSeek's 400s cannot happen by construction).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from shared.agents.budget import Segment
+from shared.agents.prompts import TEXT_ONLY_REMINDER
+from shared.db.records import AgentMessage, AgentMessageType, ChatMessage
+from shared.llm import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+
+CALL_TYPES: frozenset[AgentMessageType] = frozenset(
+    {"tool_call", "question", "completion", "error", "escalation"}
+)
+RESULT_TYPES: frozenset[AgentMessageType] = frozenset({"tool_result", "answer"})
+UNPARSED = "_unparsed"
+"""Key under which arguments that were not a JSON object are stored verbatim."""
+
+
+@dataclass(slots=True)
+class Turn:
+    """One assistant turn and the results that answer its calls so far."""
+
+    text: str | None = None
+    reasoning: str | None = None
+    calls: list[ToolCall] = field(default_factory=list)
+    kinds: dict[str, str] = field(default_factory=dict)
+    """Call id → how it was stored: the call row's message type in a thread; for the
+    planner, the answering row's `metadata.kind` ("tool" until it is answered)."""
+    results: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def unanswered(self) -> list[ToolCall]:
+        return [call for call in self.calls if call.id not in self.results]
+
+    def messages(self) -> list[Message]:
+        turn: list[Message] = [AssistantMessage(self.text, tuple(self.calls), self.reasoning)]
+        turn += [ToolMessage.answering(c, self.results[c.id]) for c in self.calls
+                 if c.id in self.results]  # fmt: skip
+        if not self.calls:
+            turn.append(UserMessage(TEXT_ONLY_REMINDER))
+        return turn
+
+
+def stored_arguments(call: ToolCall) -> dict[str, Any]:
+    """A call's arguments as stored in `tool_args` (verbatim text when they were not an object)."""
+    return dict(call.arguments) if call.valid else {UNPARSED: call.arguments_json}
+
+
+def wire_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    """`chat_messages.tool_calls`: the wire form, arguments exactly as the model wrote them."""
+    return [
+        {"id": c.id, "type": "function",
+         "function": {"name": c.name, "arguments": c.arguments_json}}
+        for c in calls
+    ]  # fmt: skip
+
+
+def _call_from_wire(raw: dict[str, Any]) -> ToolCall:
+    function = raw.get("function") or {}
+    return ToolCall.parse(
+        id=str(raw.get("id")),
+        name=str(function.get("name", "")),
+        arguments_json=str(function.get("arguments", "")),
+    )
+
+
+def _call_from_row(row: AgentMessage) -> ToolCall:
+    args = row.tool_args or {}
+    text = args[UNPARSED] if UNPARSED in args else json.dumps(args, ensure_ascii=False)
+    return ToolCall.parse(id=str(row.tool_call_id), name=row.tool_name or "", arguments_json=text)
+
+
+# --- the planner -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PlannerTurn:
+    """The planner's work on one plan, as stored."""
+
+    turns: list[Turn]
+    answer: ChatMessage | None
+
+    @property
+    def last(self) -> Turn | None:
+        return self.turns[-1] if self.turns else None
+
+    def messages(self) -> list[Message]:
+        return [message for turn in self.turns for message in turn.messages()]
+
+    def calls_named(self, name: str) -> list[tuple[Turn, ToolCall]]:
+        return [(turn, call) for turn in self.turns for call in turn.calls if call.name == name]
+
+
+def planner_turn(rows: Sequence[ChatMessage]) -> PlannerTurn:
+    """Read a plan's `chat_messages` (assistant and tool rows) back into turns."""
+    turns: list[Turn] = []
+    answer: ChatMessage | None = None
+    for row in rows:
+        if row.role == "assistant" and row.tool_calls:
+            calls = [_call_from_wire(raw) for raw in row.tool_calls]
+            kinds = {call.id: "tool" for call in calls}
+            turns.append(Turn(row.content or None, row.reasoning_content, calls, kinds))
+        elif row.role == "tool" and turns and row.tool_call_id is not None:
+            turns[-1].results[row.tool_call_id] = row.content
+            turns[-1].kinds[row.tool_call_id] = str(row.metadata.get("kind", "tool_result"))
+        elif row.role == "assistant" and row.metadata.get("kind") == "answer":
+            answer = row
+    return PlannerTurn(turns, answer)
+
+
+def conversation_segments(rows: Sequence[ChatMessage]) -> list[Segment]:
+    """Past turns as droppable segments: each request with the answer that followed it."""
+    segments: list[list[Message]] = []
+    for row in rows:
+        if row.role == "user" or not segments:
+            segments.append([])
+        message = UserMessage(row.content) if row.role == "user" else AssistantMessage(row.content)
+        segments[-1].append(message)
+    return [Segment(tuple(messages)) for messages in segments]
+
+
+# --- a step's thread ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadView:
+    """A step agent's thread, as stored."""
+
+    delegation: str
+    turns: list[Turn]
+
+    @property
+    def last(self) -> Turn | None:
+        return self.turns[-1] if self.turns else None
+
+    def segments(self) -> list[Segment]:
+        """The delegation and the latest turn pinned; earlier turns droppable."""
+        segments = [Segment((UserMessage(self.delegation),), pinned=True)]
+        for index, turn in enumerate(self.turns):
+            pinned = index == len(self.turns) - 1
+            segments.append(Segment(tuple(turn.messages()), pinned=pinned))
+        return segments
+
+    def tool_results(self) -> list[str]:
+        """Every result the agent has seen, oldest first (a timed-out step's partial output)."""
+        return [result for turn in self.turns for result in turn.results.values()]
+
+
+def thread_view(rows: Sequence[AgentMessage], *, agent_id: UUID) -> ThreadView:
+    """Read a thread's rows back into the agent's conversation (see the module docstring)."""
+    delegation = ""
+    turns: list[Turn] = []
+    for row in rows:
+        own = row.sender_agent_id == agent_id
+        if row.message_type == "delegation":
+            delegation = row.content
+        elif own and row.message_type == "status":
+            turns.append(Turn(row.content, row.reasoning_content))
+        elif own and row.message_type in CALL_TYPES and row.tool_call_id:
+            if row.model is not None or not turns:  # a turn's first row carries its model
+                turns.append(Turn(None, row.reasoning_content))
+            call = _call_from_row(row)
+            turns[-1].calls.append(call)
+            turns[-1].kinds[call.id] = row.message_type
+        elif row.message_type in RESULT_TYPES and row.tool_call_id and turns:
+            turns[-1].results[row.tool_call_id] = row.content
+    return ThreadView(delegation, turns)

@@ -1,0 +1,58 @@
+"""How one function reaches another: chat → planner, planner → executors.
+
+The planner never calls an executor directly: it asks an `Invoker` to run a step, which may be
+in this process (`InProcessInvoker`: tests, the local stack) or another function over HTTP or
+AWS (issue 5). Delivery is at least once, so both targets are idempotent: `run_plan` resumes a
+plan from the tables, `run_executor_step` is keyed on (step, attempt). Whatever the transport,
+the tables are the truth: the planner re-reads a step's row after its invocation returns.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+from uuid import UUID
+
+from shared.agents.outcomes import PlanOutcome, StepOutcome
+from shared.db import plans
+from shared.errors import NotFound
+from shared.events import EventEmitter, Publisher
+
+if TYPE_CHECKING:
+    from shared.services import Services
+
+
+class Invoker(Protocol):
+    """Runs a plan or a step somewhere; returns when that run has ended (or paused)."""
+
+    async def run_plan(self, *, plan_id: UUID) -> PlanOutcome:
+        """The planner's whole job for the plan (resuming it if it was begun)."""
+        ...
+
+    async def run_step(self, *, step_id: UUID, attempt: int) -> StepOutcome:
+        """One executor step attempt (resuming it if it was begun)."""
+        ...
+
+
+class InProcessInvoker:
+    """Runs plans and steps in this process; every event goes to `publisher`."""
+
+    def __init__(self, services: Services, publisher: Publisher) -> None:
+        self.services = services
+        self.publisher = publisher
+
+    async def run_plan(self, *, plan_id: UUID) -> PlanOutcome:
+        from shared.agents.planner import run_plan
+
+        async with self.services.db.service() as conn:
+            plan = await plans.get_plan(conn, plan_id=plan_id)
+        if plan is None:
+            raise NotFound(f"Plan {plan_id} not found")
+        emitter = EventEmitter(self.services.db, self.publisher, session_id=plan.session_id)
+        return await run_plan(self.services, plan_id=plan_id, emitter=emitter, invoker=self)
+
+    async def run_step(self, *, step_id: UUID, attempt: int) -> StepOutcome:
+        from shared.agents.executor import run_executor_step
+
+        return await run_executor_step(
+            self.services, step_id=step_id, attempt=attempt, publisher=self.publisher
+        )

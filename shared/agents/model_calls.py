@@ -1,0 +1,102 @@
+"""One agent's model calls: the prompt fitted to its budget, the checks before spending, tokens.
+
+An `AgentRun` is who is acting (the `agents` row), for which plan, and which `agent_executions`
+row pays. Every call goes through `call_model`, which first re-reads the plan: a cancel request
+or a reached cost cap stops the agent here, before the request is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from shared.agents.accounting import check_plan
+from shared.agents.budget import FittedPrompt, Segment, fit_prompt
+from shared.db.records import Agent, Execution, Plan
+from shared.events import EventEmitter
+from shared.llm import (
+    ChatRequest,
+    Completed,
+    Completion,
+    ModelInfo,
+    SystemMessage,
+    TextDelta,
+    ToolChoice,
+    ToolSchema,
+    UnexpectedReply,
+)
+from shared.tools import ToolDefinition
+
+if TYPE_CHECKING:
+    from shared.services import Services
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRun:
+    """An agent at work on a plan: its row, where its calls are accounted, where events go."""
+
+    services: Services
+    emitter: EventEmitter
+    plan: Plan
+    agent: Agent
+    execution: Execution
+
+    @property
+    def model(self) -> ModelInfo:
+        return self.services.models.lookup(self.agent.model)
+
+    @property
+    def budget(self) -> int:
+        """The agent's token budget, never more than its model's context window allows."""
+        return min(self.agent.token_budget, self.model.context_window)
+
+
+def tool_schemas(definitions: Sequence[ToolDefinition]) -> list[ToolSchema]:
+    """What the model is shown of the tools an agent may use."""
+    return [ToolSchema(d.name, d.description, d.parameters) for d in definitions]
+
+
+def build_request(
+    run: AgentRun,
+    *,
+    system: str,
+    segments: Sequence[Segment],
+    tools: Sequence[ToolSchema] = (),
+    tool_choice: ToolChoice = "auto",
+) -> tuple[ChatRequest, FittedPrompt]:
+    """The request for the agent's next call, its prompt kept within the agent's budget."""
+    fitted = fit_prompt(
+        system=SystemMessage(system),
+        segments=segments,
+        tools=tools,
+        budget=run.budget,
+        counter=run.services.tokens,
+        thinking=run.model.thinking,
+    )
+    request = ChatRequest(
+        run.agent.model,
+        fitted.messages,
+        tools=tuple(tools),
+        tool_choice=tool_choice if tools else "auto",
+        history="strict",
+    )
+    return request, fitted
+
+
+async def call_model(run: AgentRun, request: ChatRequest, *, stream_text: bool) -> Completion:
+    """Check the plan may go on, then call the model (text streamed as `token` events)."""
+    settings = run.services.settings
+    await check_plan(run.services.db, run.plan.id, cost_cap=settings.plan_max_cost_usd)
+    if not stream_text:
+        return await run.services.llm.complete(request)
+    completion: Completion | None = None
+    async for event in run.services.llm.stream(request):
+        if isinstance(event, TextDelta):
+            await run.emitter.token(event.text, plan_id=run.plan.id, agent_id=run.agent.id)
+        elif isinstance(event, Completed):
+            completion = event.completion
+    await run.emitter.flush_tokens()
+    if completion is None:
+        raise UnexpectedReply("the stream ended without a completion", model=request.model)
+    return completion

@@ -1,0 +1,58 @@
+"""What the entry points return (everything is also in the tables; these are conveniences)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from shared.db.records import PlanStatus, PlanStep, PlanStrategy, StepStatus
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    """A stored user message and the plan that will answer it."""
+
+    session_id: UUID
+    message_id: UUID
+    plan_id: UUID
+    planner_agent_id: UUID
+    created: bool
+    """False when `client_message_id` matched an earlier send: nothing new was stored."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOutcome:
+    """How a plan ended (or paused) after one `run_plan`."""
+
+    plan_id: UUID
+    session_id: UUID
+    status: PlanStatus
+    strategy: PlanStrategy | None
+    answer: str | None
+    """The final answer (or the configuration notice) shown to the user, if any."""
+    message_id: UUID | None
+    """The `chat_messages` row holding `answer`."""
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    """Where one step stands after one run of it."""
+
+    step_id: UUID
+    step_number: int
+    status: StepStatus
+    result: str | None
+    error: str | None
+
+    @classmethod
+    def of(cls, step: PlanStep) -> StepOutcome:
+        return cls(step.id, step.step_number, step.status, step.result, step.error)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """`run_turn`'s result: the stored message and how its plan ended."""
+
+    started: TurnStarted
+    plan: PlanOutcome

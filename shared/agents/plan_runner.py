@@ -1,0 +1,120 @@
+"""Running a plan's steps: each as soon as its dependencies are done, independent ones at once.
+
+Executor steps go through the `Invoker` (another function in production); the planner's own
+steps run here. At most `EXECUTOR_CONCURRENCY` steps run at a time. Every decision is read
+from the step rows, so a resumed run skips finished steps and re-runs unfinished ones with the
+same attempt number (which resumes them in their threads). A step whose dependency did not
+complete is `skipped`. Cancellation and the cost cap are checked whenever a step ends; running
+steps see the same flags before their next model call, and are waited for, so nothing is left
+half-written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from uuid import UUID
+
+from shared.agents.accounting import check_plan
+from shared.agents.errors import AgentStopped, AwaitingApproval
+from shared.agents.events import emit_step_completed
+from shared.agents.executor import run_planner_step
+from shared.agents.invoker import Invoker
+from shared.agents.model_calls import AgentRun
+from shared.agents.outcomes import StepOutcome
+from shared.db import plans
+from shared.db.records import PlanStep
+
+ATTEMPT = 1
+OPEN = frozenset({"pending", "running", "awaiting_approval"})
+
+
+class StepScheduler:
+    """Runs the steps of the planner's plan to their ends."""
+
+    def __init__(self, planner: AgentRun, invoker: Invoker) -> None:
+        self.planner = planner
+        self.invoker = invoker
+        self._slots = asyncio.Semaphore(planner.services.settings.executor_concurrency)
+        self._running: dict[UUID, asyncio.Task[StepOutcome]] = {}
+        self._tried: set[UUID] = set()
+
+    async def run(self) -> list[PlanStep]:
+        """Run every runnable step; return the steps as they ended. Raises when the plan must
+        stop (cancelled, cost cap) or waits for approval."""
+        try:
+            while True:
+                steps = await self._skip_blocked(await self._steps())
+                for step in self._ready(steps):
+                    self._tried.add(step.id)
+                    self._running[step.id] = asyncio.create_task(self._run_one(step))
+                if not self._running:
+                    break
+                done, _ = await asyncio.wait(
+                    self._running.values(), return_when=asyncio.FIRST_COMPLETED
+                )
+                for task in done:
+                    self._running = {k: t for k, t in self._running.items() if t is not task}
+                    task.result()
+                await self._check()
+        except AgentStopped:
+            await self._finish_running(cancel=False)  # they stop at their own next check
+            raise
+        except BaseException:
+            await self._finish_running(cancel=True)  # an unexpected error: stop like a crash
+            raise
+        steps = await self._steps()
+        if any(step.status in OPEN for step in steps):
+            raise AwaitingApproval("A step is waiting for the user's approval.")
+        return steps
+
+    async def _steps(self) -> list[PlanStep]:
+        async with self.planner.services.db.service() as conn:
+            return await plans.list_steps(conn, plan_id=self.planner.plan.id)
+
+    def _ready(self, steps: Sequence[PlanStep]) -> list[PlanStep]:
+        done = {s.step_number for s in steps if s.status == "completed"}
+        return [
+            s for s in steps
+            if s.status in OPEN and s.id not in self._tried and set(s.depends_on) <= done
+        ]  # fmt: skip
+
+    async def _skip_blocked(self, steps: list[PlanStep]) -> list[PlanStep]:
+        """Mark `skipped` every open step that depends on a step that did not complete."""
+        blocked = {s.step_number for s in steps if s.status in ("failed", "skipped", "cancelled")}
+        changed = False
+        for step in steps:
+            broken = sorted(set(step.depends_on) & blocked)
+            if step.status == "pending" and broken:
+                async with self.planner.services.db.service() as conn:
+                    skipped = await plans.update_step(
+                        conn, step_id=step.id, status="skipped",
+                        error=f"not run: step {', '.join(map(str, broken))} did not complete",
+                    )  # fmt: skip
+                await emit_step_completed(
+                    self.planner.emitter, skipped, thread_status=None, agent_id=None
+                )
+                changed = True
+        return await self._steps() if changed else steps
+
+    async def _run_one(self, step: PlanStep) -> StepOutcome:
+        async with self._slots:
+            if step.executor_required:
+                return await self.invoker.run_step(step_id=step.id, attempt=ATTEMPT)
+            return await run_planner_step(
+                self.planner.services, step_id=step.id, attempt=ATTEMPT,
+                emitter=self.planner.emitter,
+            )  # fmt: skip
+
+    async def _check(self) -> None:
+        settings = self.planner.services.settings
+        await check_plan(
+            self.planner.services.db, self.planner.plan.id, cost_cap=settings.plan_max_cost_usd
+        )
+
+    async def _finish_running(self, *, cancel: bool) -> None:
+        tasks = list(self._running.values())
+        self._running.clear()
+        for task in tasks if cancel else ():
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

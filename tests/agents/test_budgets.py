@@ -1,0 +1,107 @@
+"""Prompts stay within each agent's token budget, counted with the tokenizer that enforces it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.agents import DeepSeekTokenizer, count_prompt, prompts, run_turn, start_turn
+from shared.db import Database, chats
+from shared.events import InMemoryPublisher
+from shared.llm.fake_server import FakeModelServer, RecordedRequest, reply, tool_call
+from tests.agents.conftest import MakeServices
+from tests.agents.plans import complete_with_results, plan_call, synthesis
+from tests.agents.scripting import Script, requests_of
+from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.factories import make_user
+from tests.tools.builders import make_task
+
+PARAGRAPH = (
+    "We talked about the garden, the quarterly report, the trip to Lisbon and who feeds the "
+    "cat while we are away; then about the budget spreadsheet and the dentist. "
+) * 8
+
+
+def prompt_size(tokenizer: DeepSeekTokenizer, request: RecordedRequest) -> int:
+    tools: list[dict[str, Any]] = request.body.get("tools") or []
+    return count_prompt(tokenizer, request.messages, tools)
+
+
+async def test_a_long_history_is_trimmed_to_the_planner_budget_keeping_system_and_request(
+    db: Database,
+    make_services: MakeServices,
+    script: Script,
+    fake: FakeModelServer,
+    tokenizer: DeepSeekTokenizer,
+) -> None:
+    budget = 8_000
+    services = make_services(planner_token_budget=budget)
+    user = await make_user(db)
+    first = await start_turn(services, user_id=user, session_id=None, message="start")
+    async with db.service() as conn:
+        for n in range(30):  # ~30 earlier turns of ~300 tokens each: far over the budget
+            await chats.add_message(
+                conn,
+                session_id=first.session_id,
+                user_id=user,
+                role="user",
+                content=f"Question {n}: {PARAGRAPH}",
+            )
+            await chats.add_message(
+                conn,
+                session_id=first.session_id,
+                user_id=user,
+                role="assistant",
+                content=f"Answer {n}: {PARAGRAPH}",
+                metadata={"kind": "answer"},
+            )
+    script.planner(reply("Noted."))
+
+    await run_turn(
+        services,
+        user_id=user,
+        session_id=first.session_id,
+        message="What did we decide about Lisbon?",
+        publisher=InMemoryPublisher(),
+    )
+
+    (sent,) = fake.requests
+    history = sum(tokenizer.count(f"Question {n}: {PARAGRAPH}") * 2 for n in range(30))
+    assert history > 2 * budget
+    assert prompt_size(tokenizer, sent) <= budget
+    system, *rest = sent.messages
+    assert system["role"] == "system" and str(system["content"]).startswith(prompts.PLANNER)
+    assert "earlier messages were left out" in str(system["content"])
+    assert rest[-1] == {"role": "user", "content": "What did we decide about Lisbon?"}
+    contents = [str(m["content"]) for m in rest]
+    assert any(c.startswith("Answer 29:") for c in contents)  # the newest history is kept
+    assert not any(c.startswith("Question 0:") for c in contents)  # the oldest went first
+
+
+async def test_an_executors_large_tool_result_is_cut_to_fit_its_small_budget(
+    db: Database,
+    make_services: MakeServices,
+    script: Script,
+    fake: FakeModelServer,
+    tokenizer: DeepSeekTokenizer,
+) -> None:
+    services = make_services()  # executor budget: 1500 tokens
+    user = await make_user(db)
+    for n in range(20):
+        await make_task(db, user, title=f"Task {n} " + "detail " * 30, description=PARAGRAPH)
+    script.planner(plan_call(ONE_STEP), synthesis)
+    script.step(LOOKUP, reply(tool_call("list_tasks", limit=20)), complete_with_results("Tasks"))
+
+    await run_turn(
+        services,
+        user_id=user,
+        session_id=None,
+        message="all my tasks",
+        publisher=InMemoryPublisher(),
+    )
+
+    first, second = requests_of(fake, "executor")
+    assert prompt_size(tokenizer, first) <= 1_500 and prompt_size(tokenizer, second) <= 1_500
+    result = second.messages[-1]
+    assert result["role"] == "tool" and "[cut to fit the budget" in str(result["content"])
+    assert second.messages[0]["role"] == "system" and second.messages[1]["role"] == "user"
+    assert LOOKUP in str(second.messages[1]["content"])  # the delegation is kept whole

@@ -1,0 +1,65 @@
+"""The offline demo model plays every agent: a whole complex turn runs with no API key."""
+
+from __future__ import annotations
+
+from shared.agents import run_turn
+from shared.db import Database
+from shared.events import InMemoryPublisher
+from shared.llm.fake_server import NOTICE, FakeModelServer
+from tests.agents.builders import stored, types
+from tests.agents.conftest import MakeServices
+from tests.factories import make_user
+from tests.tools.builders import make_task
+
+DEMO = {"llm_planner_model": "parley-demo", "llm_executor_model": "parley-demo"}
+
+
+async def test_the_demo_model_plans_my_week_end_to_end(
+    db: Database, make_services: MakeServices, fake: FakeModelServer
+) -> None:
+    services = make_services(**DEMO)
+    user = await make_user(db)
+    await make_task(db, user, title="Call the plumber")
+    memory = InMemoryPublisher()
+
+    turn = await run_turn(
+        services,
+        user_id=user,
+        session_id=None,
+        publisher=memory,
+        message="plan my week: list my tasks and my calendar, then create a task",
+    )
+
+    rows = await stored(db, turn.started.plan_id)
+    assert (rows.plan.strategy, rows.plan.status) == ("complex", "completed")
+    assert [(s.executor_required, s.tools, s.status) for s in rows.steps] == [
+        (True, ["list_tasks"], "completed"),
+        (True, ["get_calendar_events"], "completed"),
+        (False, ["create_task"], "completed"),
+    ]
+    assert rows.steps[2].depends_on == [1, 2]
+    assert "Call the plumber" in (rows.steps[0].result or "")
+    said = ["delegation", "status", "tool_call", "tool_result", "completion"]  # text + call
+    assert rows.types_of(1) == said and rows.types_of(3) == said
+    async with db.service() as conn:
+        cur = await conn.execute(
+            "SELECT title FROM tasks WHERE user_id = %s ORDER BY created_at", (user,)
+        )
+        titles = [row["title"] for row in await cur.fetchall()]
+    assert titles == ["Call the plumber", "Demo task from Parley"]
+    assert (turn.plan.answer or "").startswith("(demo)") and NOTICE in (turn.plan.answer or "")
+    assert types(memory)[-1] == "done" and types(memory).count("step_completed") == 3
+
+
+async def test_the_demo_model_answers_a_greeting_directly(
+    db: Database, make_services: MakeServices, fake: FakeModelServer
+) -> None:
+    services = make_services(**DEMO)
+    user = await make_user(db)
+
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="Hello!", publisher=InMemoryPublisher()
+    )
+
+    assert len(fake.requests) == 1
+    assert turn.plan.strategy == "direct" and NOTICE in (turn.plan.answer or "")

@@ -1,0 +1,74 @@
+"""Histories rebuilt from the tables are valid for DeepSeek, thinking mode included."""
+
+from __future__ import annotations
+
+from shared.agents import run_turn
+from shared.db import Database
+from shared.events import InMemoryPublisher
+from shared.llm.fake_server import FakeModelServer, reply, tool_call
+from tests.agents.builders import stored
+from tests.agents.conftest import MakeServices
+from tests.agents.scripting import Script, requests_of
+from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.factories import make_user
+
+
+async def test_reasoning_is_stored_and_sent_back_on_tool_call_turns_of_thinking_models(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    services = make_services(llm_planner_model="test-thinker", llm_executor_model="test-thinker")
+    script.planner(
+        reply(tool_call("create_plan", **ONE_STEP), reasoning="Several lookups: plan it."),
+        reply("Done.", reasoning="Summarise."),
+    )
+    script.step(
+        LOOKUP,
+        reply(tool_call("list_tasks"), reasoning="First list the tasks."),
+        reply(tool_call("complete", result="No tasks."), reasoning="Nothing there."),
+    )
+    user = await make_user(db)
+
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="tasks?", publisher=InMemoryPublisher()
+    )
+
+    assert turn.plan.status == "completed" and script.unscripted == []
+    synthesis = requests_of(fake, "planner")[1].messages
+    assert synthesis[2]["tool_calls"][0]["function"]["name"] == "create_plan"
+    assert synthesis[2]["reasoning_content"] == "Several lookups: plan it."
+    executor = requests_of(fake, "executor")[1].messages
+    assert executor[2]["reasoning_content"] == "First list the tasks."
+    rows = await stored(db, turn.started.plan_id)
+    assert rows.messages[1].reasoning_content == "Several lookups: plan it."
+    first_call = rows.dialogue[rows.thread_of(1).id][1]
+    assert (first_call.message_type, first_call.reasoning_content) == (
+        "tool_call",
+        "First list the tasks.",
+    )
+
+
+async def test_a_later_turn_sees_earlier_requests_and_answers_but_not_their_tool_traffic(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    services = make_services()
+    script.planner(reply(tool_call("list_tasks")), reply("You have no tasks."))
+    user = await make_user(db)
+    first = await run_turn(
+        services, user_id=user, session_id=None, message="tasks?", publisher=InMemoryPublisher()
+    )
+    Script(fake).planner(reply("Still none."))
+
+    await run_turn(
+        services,
+        user_id=user,
+        session_id=first.started.session_id,
+        message="and now?",
+        publisher=InMemoryPublisher(),
+    )
+
+    later = fake.requests[-1].messages
+    assert [(m["role"], m["content"]) for m in later[1:]] == [
+        ("user", "tasks?"),
+        ("assistant", "You have no tasks."),
+        ("user", "and now?"),
+    ]
