@@ -85,10 +85,13 @@ class Services:
 
     @cached_property
     def approvals(self) -> ApprovalGate:
-        """Consulted before destructive tool calls and on escalations (default: no approvals)."""
-        from shared.agents.approvals import NoApprovals
+        """Consulted before destructive tool calls and on escalations: the user decides through
+        `agent_approvals` rows (`APPROVALS=on`, the default), or nobody is asked (`off`)."""
+        from shared.agents.approvals import DatabaseApprovals, NoApprovals
 
-        return NoApprovals()
+        if self.settings.approvals == "off":
+            return NoApprovals()
+        return DatabaseApprovals(self.db)
 
     @cached_property
     def tokens(self) -> TokenCounter:

@@ -129,6 +129,13 @@ class Settings(BaseSettings):
     """Independent plan steps run at once (per plan)."""
     plan_max_cost_usd: Decimal = Field(default=Decimal("0.50"), gt=0)
     """Cost cap of one plan (all its agents' model calls); reaching it fails the plan cleanly."""
+    approvals: Literal["on", "off"] = "on"
+    """`on`: destructive tool calls and executors' escalations wait for the user's decision
+    (`agent_approvals`); `off`: destructive calls run and escalations fail their step."""
+    run_lease_seconds: float = Field(default=30.0, ge=1, le=600)
+    """How long a plan's or step's run lease lasts unless renewed (every third of it). Another
+    invocation for the same plan or step leaves it alone while the lease is live, and takes
+    it over — resuming the work — once a dead runner's lease has expired."""
 
     tool_timeout_seconds: float = Field(default=30.0, gt=0)
     """Longest a single tool call may run before it is answered with `tool_failed`."""

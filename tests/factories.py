@@ -22,7 +22,7 @@ async def make_session(db: Database, user_id: UUID, *, title: str = "Test chat")
 
 async def make_world(db: Database, user_id: UUID) -> dict[str, UUID]:
     """One row in every user-owned table for `user_id`; returns table → row id."""
-    from shared.db import agents, dialogue, executions, plans
+    from shared.db import agents, approvals, dialogue, executions, plans
 
     ids: dict[str, UUID] = {}
     async with db.service() as conn:
@@ -53,10 +53,15 @@ async def make_world(db: Database, user_id: UUID) -> dict[str, UUID]:
             conn, user_id=user_id, session_id=session.id, plan_id=plan.id, agent_id=planner.id,
             agent_role="planner", model="deepseek-chat", step_id=step.id,
         )  # fmt: skip
+        approval, _ = await approvals.request_approval(
+            conn, plan_id=plan.id, step_id=None, agent_id=planner.id, kind="tool_call",
+            tool_call_id="call-1", tool_name="delete_note", tool_args={"note_id": "x"},
+        )  # fmt: skip
         ids.update(
             chat_sessions=session.id, chat_messages=message.id, agents=planner.id,
             agent_plans=plan.id, agent_plan_steps=step.id, agent_chat_sessions=thread.id,
             agent_chat_messages=said.id, agent_executions=execution.id,
+            agent_approvals=approval.id,
         )  # fmt: skip
         for table, sql_ in DOMAIN_INSERTS.items():
             cur = await conn.execute(sql_, {"user": user_id, **ids})

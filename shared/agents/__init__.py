@@ -11,20 +11,23 @@ Three entry points, one per function (issue 5 puts HTTP in front of each):
 `run_turn` is the first two in one call (tests, the local stack); `request_cancel` flags a plan.
 Everything is stored before it is published and every handler is idempotent: `start_turn` on
 `client_message_id`, `run_plan` by resuming from the tables, `run_executor_step` on
-(step, attempt). Executors are reached through an `Invoker` (in-process here); destructive tools
-and escalations go through the `ApprovalGate` of `services.approvals`.
+(step, attempt); a run lease in the row keeps a plan or step to one live run at a time
+(`leases`). Executors are reached through an `Invoker` (in-process here); destructive tools
+and escalations go through the `ApprovalGate` of `services.approvals` (by default the user
+decides, through `agent_approvals`; use cases in `shared.approvals`).
 
 Modules: `turns` (entry points), `planner` (the planner's loop), `plan_runner` (steps in
 dependency order, concurrently), `executor` + `step_loop` + `step_setup` (one step's agent),
 `questions` (the planner answering executors), `finishing` (how a run ends), `history`
 (histories rebuilt from rows), `budget` + `tokens` (prompts within budgets), `accounting`,
-`control_tools`, `prompts`, `approvals`, `invoker`, `events`, `errors`, `outcomes`.
+`control_tools`, `prompts`, `approvals`, `leases`, `invoker`, `events`, `errors`, `outcomes`.
 """
 
 from shared.agents.approvals import (
     ALLOW,
     WAIT,
     ApprovalGate,
+    DatabaseApprovals,
     Escalation,
     NoApprovals,
     ToolApproval,
@@ -37,6 +40,7 @@ from shared.agents.errors import (
     PlanCancelled,
     PlanNotWritten,
     PromptTooLarge,
+    TurnStillRunning,
 )
 from shared.agents.executor import run_executor_step
 from shared.agents.invoker import InProcessInvoker, Invoker
@@ -52,6 +56,7 @@ __all__ = [
     "ApprovalGate",
     "AwaitingApproval",
     "CostCapReached",
+    "DatabaseApprovals",
     "DeepSeekTokenizer",
     "Escalation",
     "InProcessInvoker",
@@ -66,6 +71,7 @@ __all__ = [
     "ToolApproval",
     "TurnOutcome",
     "TurnStarted",
+    "TurnStillRunning",
     "Verdict",
     "count_prompt",
     "request_cancel",

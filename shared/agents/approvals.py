@@ -1,8 +1,9 @@
 """The seam where the user gets a say: destructive tool calls and executor escalations.
 
 Before any agent runs a tool whose definition is `destructive`, the gate is asked; when a step's
-agent calls `escalate`, the gate is asked what to do. The default (`NoApprovals`) lets
-destructive calls run and lets escalations fail their step with the agent's reason.
+agent calls `escalate`, the gate is asked what to do. The default (`DatabaseApprovals`, with
+`APPROVALS=on`) asks the user through `agent_approvals` rows; `NoApprovals` (`APPROVALS=off`)
+lets destructive calls run and lets escalations fail their step with the agent's reason.
 
 A gate that answers `wait` stops the plan in `awaiting_approval`. Nothing is lost: the call (or
 escalation) is stored without a result, so the next `run_plan` for the plan asks the gate again
@@ -13,8 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 from uuid import UUID
+
+from shared.db import approvals
+from shared.db.records import Approval
+
+if TYPE_CHECKING:
+    from shared.db import Database
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,3 +82,54 @@ class NoApprovals:
 
     async def review_escalation(self, request: Escalation) -> Verdict:
         return Verdict("fail")
+
+
+class DatabaseApprovals:
+    """The user decides, through `agent_approvals` rows (one per call or escalation).
+
+    The first time a call or escalation is reviewed its row is stored `pending` and the plan
+    waits; `decide_approval` records the user's decision, and the next `run_plan` asks again
+    and finds it: an approved call runs, a rejected one is answered "not approved" (the tool
+    does not run), an answered escalation gives the agent the user's text as its result, and
+    a rejected escalation fails its step.
+    """
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def review_tool_call(self, request: ToolApproval) -> Verdict:
+        async with self.db.service() as conn:
+            row, _ = await approvals.request_approval(
+                conn, plan_id=request.plan_id, step_id=request.step_id,
+                agent_id=request.agent_id, kind="tool_call", tool_call_id=request.tool_call_id,
+                tool_name=request.tool_name, tool_args=request.arguments,
+            )  # fmt: skip
+        if row.status == "pending":
+            return WAIT
+        if row.status == "approved":
+            return ALLOW
+        return Verdict("deny", _rejection(row))
+
+    async def review_escalation(self, request: Escalation) -> Verdict:
+        async with self.db.service() as conn:
+            row, _ = await approvals.request_approval(
+                conn, plan_id=request.plan_id, step_id=request.step_id,
+                agent_id=request.agent_id, kind="escalation", tool_call_id=request.tool_call_id,
+                tool_name="escalate", reason=request.reason,
+            )  # fmt: skip
+        if row.status == "pending":
+            return WAIT
+        if row.status == "answered":
+            return Verdict("answer", row.response or "")
+        return Verdict("fail", row.response or "")
+
+
+def _rejection(row: Approval) -> str:
+    """What the model is told about a call the user did not approve."""
+    if row.status == "cancelled":
+        return "the request ended before the user decided; the call did not run"
+    said = f" (their reason: {row.response})" if row.response else ""
+    return (
+        f"the user rejected this {row.tool_name} call{said}. It did not run: do not call it "
+        "again for this request, and tell the user what was left undone."
+    )

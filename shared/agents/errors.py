@@ -7,13 +7,19 @@ AppError
     ├── PromptTooLarge        the pinned part of a prompt exceeds the agent's token budget
     ├── PlanNotWritten        the planner kept writing invalid plans
     └── AwaitingApproval      an approval gate holds a call or escalation for the user
+Conflict
+└── TurnStillRunning          a new message while the session's last turn is still running
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
-from shared.errors import AppError
+from shared.errors import AppError, Conflict
+
+if TYPE_CHECKING:
+    from shared.db.records import Plan
 
 
 class AgentStopped(AppError):
@@ -70,3 +76,27 @@ class AwaitingApproval(AgentStopped):
     """An approval gate holds something for the user; the plan waits in `awaiting_approval`."""
 
     title = "Awaiting approval"
+
+
+class TurnStillRunning(Conflict):
+    """A new message arrived while a turn of the same session is still running (HTTP 409).
+
+    `plan_id` is the running turn's plan; its status says whether it is working or waiting
+    for the user's decision.
+    """
+
+    title = "Turn still running"
+
+    def __init__(self, plan: Plan) -> None:
+        if plan.status == "awaiting_approval":
+            message = (
+                "A turn in this session is waiting for your decision: answer the pending "
+                f"approval first, or cancel plan {plan.id}."
+            )
+        else:
+            message = (
+                f"A turn is still running in this session: wait for it, or cancel plan {plan.id}."
+            )
+        super().__init__(message)
+        self.plan_id = plan.id
+        self.status = plan.status

@@ -13,7 +13,7 @@ from uuid import UUID
 
 from pydantic import JsonValue
 
-from shared.db.records import AgentMessage, AgentThread, Execution, PlanStep
+from shared.db.records import AgentMessage, AgentThread, Approval, Execution, PlanStep
 from shared.events import EventEmitter
 
 CLIP = 4000
@@ -93,3 +93,17 @@ async def emit_step_completed(
 
 def _json(value: Any) -> JsonValue:
     return value  # type: ignore[no-any-return]  # stored JSON is JSON
+
+
+def approval_data(approval: Approval) -> dict[str, JsonValue]:
+    """One pending approval as `status_update{awaiting_approval}` lists it."""
+    return {
+        "approval_id": str(approval.id),
+        "kind": approval.kind,
+        "step_id": _id(approval.step_id),
+        "agent_id": str(approval.agent_id),
+        "tool_call_id": approval.tool_call_id,
+        "tool_name": approval.tool_name if approval.kind == "tool_call" else None,
+        "arguments": approval.tool_args,
+        "reason": clip(approval.reason),
+    }

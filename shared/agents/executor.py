@@ -3,7 +3,9 @@ the planner's own write steps, which run the same loop with the planner's tools.
 
 Idempotent on (step, attempt): a finished step is returned as it is; an attempt that was cut
 short (a crash, a redelivery) resumes in its thread from the stored rows; a cancelled plan's
-step is closed as `cancelled` without a model call.
+step is closed as `cancelled` without a model call. One invocation works on a step at a time
+(its run lease): another one for the same step returns at once with the step as it stands and
+`running_elsewhere=True`.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from uuid import UUID
 from shared.agents import control_tools, prompts
 from shared.agents.errors import AgentStopped, AwaitingApproval, PlanCancelled
 from shared.agents.events import emit_agent_message, emit_step_completed, emit_step_started
+from shared.agents.leases import LeaseLost, holding
 from shared.agents.model_calls import AgentRun, tool_schemas
 from shared.agents.outcomes import StepOutcome
 from shared.agents.step_loop import Ending, StepWorker
-from shared.agents.step_setup import OpenedStep, open_step
+from shared.agents.step_setup import OpenedStep, StepBusy, open_step
 from shared.db import agents, dialogue, executions, plans
 from shared.db.records import ExecutionStatus, PlanStep, StepStatus, ThreadStatus
 from shared.errors import InvalidInput
@@ -41,6 +44,8 @@ async def run_executor_step(
     opened = await open_step(services, step_id=step_id, attempt=attempt)
     if isinstance(opened, PlanStep):
         return StepOutcome.of(opened)
+    if isinstance(opened, StepBusy):
+        return StepOutcome.of(opened.step, running_elsewhere=True)
     emitter = EventEmitter(services.db, publisher, session_id=opened.plan.session_id)
     return await work_step(services, opened, emitter)
 
@@ -52,11 +57,24 @@ async def run_planner_step(
     opened = await open_step(services, step_id=step_id, attempt=attempt)
     if isinstance(opened, PlanStep):
         return StepOutcome.of(opened)
+    if isinstance(opened, StepBusy):
+        return StepOutcome.of(opened.step, running_elsewhere=True)
     return await work_step(services, opened, emitter)
 
 
 async def work_step(services: Services, opened: OpenedStep, emitter: EventEmitter) -> StepOutcome:
-    """Work the opened step to its end and close it (thread, step, execution, agent)."""
+    """Work the opened step to its end and close it (thread, step, execution, agent), holding
+    its lease; a run whose lease was taken over stops and reports `running_elsewhere`."""
+    try:
+        async with holding(services.db, opened.lease):
+            return await _work(services, opened, emitter)
+    except LeaseLost:
+        async with services.db.service() as conn:
+            step = await plans.get_step(conn, step_id=opened.step.id)
+        return StepOutcome.of(step or opened.step, running_elsewhere=True)
+
+
+async def _work(services: Services, opened: OpenedStep, emitter: EventEmitter) -> StepOutcome:
     if opened.delegation is not None:
         await emit_step_started(
             emitter, opened.step, thread=opened.thread, execution=opened.execution,
@@ -86,7 +104,6 @@ def _worker(services: Services, opened: OpenedStep, emitter: EventEmitter) -> St
         named = [tool for tool in offered if tool.name in opened.step.tools]
         offered = named or offered
     controls = control_tools.step_tools(can_ask=executor)
-    started = opened.execution.started_at or opened.execution.created_at
     return StepWorker(
         run=AgentRun(services, emitter, opened.plan, opened.agent, opened.execution),
         step=opened.step,
@@ -94,7 +111,7 @@ def _worker(services: Services, opened: OpenedStep, emitter: EventEmitter) -> St
         system_prompt=prompts.EXECUTOR if executor else prompts.PLANNER_STEP,
         tools=tool_schemas(offered) + controls,
         can_ask=executor,
-        deadline=started + timedelta(seconds=services.settings.executor_timeout_seconds),
+        deadline=opened.clock_from + timedelta(seconds=services.settings.executor_timeout_seconds),
     )
 
 

@@ -6,24 +6,37 @@
 * a model failure, the cost cap, an unwritable plan, a prompt over budget → `failed` with a
   readable `error` event; the user's message is always kept;
 * a cancel request → `cancelled`: open steps, threads and executions are closed, everything
-  already stored (partial results, usage) stays;
-* an approval gate waiting → `awaiting_approval`; the next `run_plan` resumes.
+  already stored (partial results, usage) stays; undecided approvals are closed `cancelled`;
+* an approval gate waiting → `awaiting_approval` (the event lists the pending approvals); the
+  next `run_plan` resumes. If the user decided an approval while this run was working (its
+  `run_plan` found the plan busy), the run does not wait: it goes round again and uses it.
+
+Settling the plan (waiting, ending) gives its run lease back in the same write.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
+from uuid import UUID
 
 from pydantic import JsonValue
 
 from shared.agents.accounting import plan_usage, usage_json
 from shared.agents.errors import AgentStopped, AwaitingApproval, PlanCancelled
-from shared.agents.events import clip, emit_step_completed
+from shared.agents.events import approval_data, clip, emit_step_completed
 from shared.agents.executor import readable
 from shared.agents.outcomes import PlanOutcome
-from shared.db import chats, dialogue, executions, plans
-from shared.db.records import ChatMessage, ExecutionStatus, Plan, PlanStatus, StepStatus
+from shared.db import approvals, chats, dialogue, executions, plans
+from shared.db.database import Connection
+from shared.db.records import (
+    ChatMessage,
+    ExecutionStatus,
+    Plan,
+    PlanStatus,
+    PlanStep,
+    StepStatus,
+)
 from shared.events import EventEmitter
 from shared.llm import LLMError, LLMNotConfigured
 
@@ -44,23 +57,44 @@ async def finish_plan(
     if plan.status in TERMINAL:
         outcome = await outcome_of(services, plan)
     else:
-        try:
-            outcome = await _completed(services, plan, await work())
-        except LLMNotConfigured as exc:
-            outcome = await _not_configured(services, plan, emitter, exc)
-        except PlanCancelled:
-            outcome = await _close(services, plan, emitter, "cancelled", None)
-        except AwaitingApproval as exc:
-            outcome = await _awaiting(services, plan, emitter, str(exc))
-        except (AgentStopped, LLMError) as exc:
-            outcome = await _close(services, plan, emitter, "failed", readable(exc))
+        outcome = await _settle(services, plan, emitter, work)
     await _done(services, emitter, outcome)
     return outcome
+
+
+async def _settle(
+    services: Services,
+    plan: Plan,
+    emitter: EventEmitter,
+    work: Callable[[], Awaitable[ChatMessage]],
+) -> PlanOutcome:
+    while True:
+        seen = await _decisions(services, plan)
+        try:
+            return await _completed(services, plan, await work())
+        except LLMNotConfigured as exc:
+            return await _not_configured(services, plan, emitter, exc)
+        except PlanCancelled:
+            return await _close(services, plan, emitter, "cancelled", None)
+        except AwaitingApproval as exc:
+            waiting = await _awaiting(services, plan, emitter, str(exc), seen)
+            if waiting is not None:
+                return waiting
+        except (AgentStopped, LLMError) as exc:
+            return await _close(services, plan, emitter, "failed", readable(exc))
+
+
+async def _decisions(services: Services, plan: Plan) -> int:
+    """How many approvals of the plan were decided, read before the gate is asked."""
+    async with services.db.service() as conn:
+        current = await plans.get_plan(conn, plan_id=plan.id)
+    return current.decisions if current else 0
 
 
 async def _completed(services: Services, plan: Plan, answer: ChatMessage) -> PlanOutcome:
     async with services.db.service() as conn:
         await executions.close_open_executions(conn, plan_id=plan.id, status="completed")
+        await approvals.cancel_pending(conn, plan_id=plan.id)
         done = await plans.update_plan(conn, plan_id=plan.id, status="completed")
     return _outcome(done, answer)
 
@@ -68,17 +102,8 @@ async def _completed(services: Services, plan: Plan, answer: ChatMessage) -> Pla
 async def _close(
     services: Services, plan: Plan, emitter: EventEmitter, status: PlanStatus, error: str | None
 ) -> PlanOutcome:
-    reason = error or "the request was cancelled"
-    step_status: StepStatus = "cancelled"
-    run_status: ExecutionStatus = "cancelled" if status == "cancelled" else "failed"
     async with services.db.service() as conn:
-        closed = await plans.close_open_steps(
-            conn, plan_id=plan.id, status=step_status, error=reason
-        )
-        await dialogue.abandon_open_threads(conn, plan_id=plan.id, error=reason)
-        await executions.close_open_executions(conn, plan_id=plan.id, status=run_status,
-                                               error=error)  # fmt: skip
-        ended = await plans.update_plan(conn, plan_id=plan.id, status=status, error=error)
+        ended, closed = await close_plan_rows(conn, plan.id, status, error)
     for step in closed:
         await emit_step_completed(emitter, step, thread_status="abandoned", agent_id=None)
     if error is not None:
@@ -88,11 +113,37 @@ async def _close(
     return _outcome(ended, None)
 
 
-async def _awaiting(services: Services, plan: Plan, emitter: EventEmitter, why: str) -> PlanOutcome:
+async def close_plan_rows(
+    conn: Connection, plan_id: UUID, status: PlanStatus, error: str | None
+) -> tuple[Plan, list[PlanStep]]:
+    """End the plan (`cancelled` or `failed`) and everything of it still open: steps, threads,
+    executions, undecided approvals. Returns the plan and the steps closed now."""
+    reason = error or "the request was cancelled"
+    step_status: StepStatus = "cancelled"
+    run_status: ExecutionStatus = "cancelled" if status == "cancelled" else "failed"
+    closed = await plans.close_open_steps(conn, plan_id=plan_id, status=step_status, error=reason)
+    await dialogue.abandon_open_threads(conn, plan_id=plan_id, error=reason)
+    await executions.close_open_executions(conn, plan_id=plan_id, status=run_status, error=error)
+    await approvals.cancel_pending(conn, plan_id=plan_id)
+    ended = await plans.update_plan(conn, plan_id=plan_id, status=status, error=error)
+    return ended, closed
+
+
+async def _awaiting(
+    services: Services, plan: Plan, emitter: EventEmitter, why: str, seen: int
+) -> PlanOutcome | None:
+    """Settle the plan as waiting for the user, or None when a decision arrived meanwhile."""
     async with services.db.service() as conn:
-        waiting = await plans.update_plan(conn, plan_id=plan.id, status="awaiting_approval")
-    await emitter.emit("status_update", {"status": "awaiting_approval", "message": why},
-                       plan_id=plan.id)  # fmt: skip
+        waiting = await plans.settle_awaiting(conn, plan_id=plan.id, decisions_seen=seen)
+        if waiting is None:
+            return None
+        pending = await approvals.list_approvals(conn, plan_id=plan.id, status="pending")
+    data: dict[str, JsonValue] = {
+        "status": "awaiting_approval",
+        "message": why,
+        "approvals": [approval_data(a) for a in pending],
+    }
+    await emitter.emit("status_update", data, plan_id=plan.id)
     return _outcome(waiting, None)
 
 

@@ -33,6 +33,9 @@ class PlanOutcome:
     message_id: UUID | None
     """The `chat_messages` row holding `answer`."""
     error: str | None
+    running_elsewhere: bool = False
+    """True: another invocation holds the plan's lease and is working on it; this one did
+    nothing (no model call, no event) and `status` is the plan's current one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +47,15 @@ class StepOutcome:
     status: StepStatus
     result: str | None
     error: str | None
+    running_elsewhere: bool = False
+    """True: another invocation holds the step's lease and is working on it; this one did
+    nothing, and `status` is the step's current one."""
 
     @classmethod
-    def of(cls, step: PlanStep) -> StepOutcome:
-        return cls(step.id, step.step_number, step.status, step.result, step.error)
+    def of(cls, step: PlanStep, *, running_elsewhere: bool = False) -> StepOutcome:
+        return cls(
+            step.id, step.step_number, step.status, step.result, step.error, running_elsewhere
+        )
 
 
 @dataclass(frozen=True, slots=True)

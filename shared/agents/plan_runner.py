@@ -6,7 +6,9 @@ from the step rows, so a resumed run skips finished steps and re-runs unfinished
 same attempt number (which resumes them in their threads). A step whose dependency did not
 complete is `skipped`. Cancellation and the cost cap are checked whenever a step ends; running
 steps see the same flags before their next model call, and are waited for, so nothing is left
-half-written.
+half-written. A step another invocation is working on (a redelivered request still running)
+is waited for while its lease is live, then run again: that returns its outcome, or resumes it
+if that invocation died.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from shared.agents.executor import run_planner_step
 from shared.agents.invoker import Invoker
 from shared.agents.model_calls import AgentRun
 from shared.agents.outcomes import StepOutcome
-from shared.db import plans
+from shared.db import leases, plans
 from shared.db.records import PlanStep
 
 ATTEMPT = 1
@@ -99,12 +101,27 @@ class StepScheduler:
 
     async def _run_one(self, step: PlanStep) -> StepOutcome:
         async with self._slots:
-            if step.executor_required:
-                return await self.invoker.run_step(step_id=step.id, attempt=ATTEMPT)
-            return await run_planner_step(
-                self.planner.services, step_id=step.id, attempt=ATTEMPT,
-                emitter=self.planner.emitter,
-            )  # fmt: skip
+            while True:
+                outcome = await self._invoke(step)
+                if not outcome.running_elsewhere:
+                    return outcome
+                await self._wait_while_leased(step)
+
+    async def _invoke(self, step: PlanStep) -> StepOutcome:
+        if step.executor_required:
+            return await self.invoker.run_step(step_id=step.id, attempt=ATTEMPT)
+        return await run_planner_step(
+            self.planner.services, step_id=step.id, attempt=ATTEMPT, emitter=self.planner.emitter
+        )
+
+    async def _wait_while_leased(self, step: PlanStep) -> None:
+        services = self.planner.services
+        pause = services.settings.run_lease_seconds / 3
+        while True:
+            await asyncio.sleep(pause)  # polling the row: its holder may be another process
+            async with services.db.service() as conn:
+                if not await leases.lease_is_live(conn, table="agent_plan_steps", row_id=step.id):
+                    return
 
     async def _check(self) -> None:
         settings = self.planner.services.settings

@@ -15,13 +15,17 @@ Each decision is committed before it is published, so a re-invocation continues 
 last one stopped: finished steps are reused, answered calls are not repeated. Exactly one
 `done` event ends every `run_plan`, whatever happened — except an unexpected exception (a bug,
 a lost database), which propagates and leaves the plan `executing` for the next invocation
-(at-least-once delivery) to resume.
+(at-least-once delivery) to resume once its lease has expired.
+
+One invocation works on a plan at a time: it holds the plan's run lease (`leases`). Another
+`run_plan` for the plan meanwhile returns at once — no model call, no event — with the plan's
+current status and `running_elsewhere=True`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 from uuid import UUID
 
@@ -32,15 +36,16 @@ from shared.agents.accounting import account_call, emit_usage
 from shared.agents.budget import Segment
 from shared.agents.errors import PlanNotWritten
 from shared.agents.events import clip
-from shared.agents.finishing import finish_plan
+from shared.agents.finishing import TERMINAL, finish_plan, outcome_of
 from shared.agents.history import PlannerTurn, conversation_segments, planner_turn, wire_calls
 from shared.agents.invoker import InProcessInvoker, Invoker
+from shared.agents.leases import Lease, LeaseLost, holding, new_owner
 from shared.agents.model_calls import AgentRun, build_request, call_model, tool_schemas
 from shared.agents.outcomes import PlanOutcome
 from shared.agents.plan_runner import StepScheduler
 from shared.agents.plan_schema import PlanDraft
 from shared.agents.tool_runs import run_tool
-from shared.db import agents, chats, executions, plans
+from shared.db import agents, chats, executions, leases, plans
 from shared.db.database import Connection
 from shared.db.records import ChatMessage, Plan, PlanStep, PlanStrategy
 from shared.errors import NotFound
@@ -69,10 +74,35 @@ async def run_plan(
         plan = await plans.get_plan(conn, plan_id=plan_id)
     if plan is None:
         raise NotFound(f"Plan {plan_id} not found")
-    invoker = invoker or InProcessInvoker(services, emitter.publisher)
-    return await finish_plan(
-        services, plan, emitter, lambda: _answer(services, plan, emitter, invoker)
-    )
+    ways = invoker or InProcessInvoker(services, emitter.publisher)
+    if plan.status in TERMINAL:
+        return await finish_plan(
+            services, plan, emitter, lambda: _answer(services, plan, emitter, ways)
+        )
+    lease = Lease("agent_plans", plan.id, new_owner(), services.settings.run_lease_seconds)
+    async with services.db.service() as conn:
+        leased = await leases.take_plan_lease(
+            conn, plan_id=plan.id, owner=lease.owner, seconds=lease.seconds
+        )
+    if leased is None:
+        return await _elsewhere(services, plan.id)
+    try:
+        async with holding(services.db, lease):
+            return await finish_plan(
+                services, leased, emitter, lambda: _answer(services, leased, emitter, ways)
+            )
+    except LeaseLost:
+        return await _elsewhere(services, plan.id)
+
+
+async def _elsewhere(services: Services, plan_id: UUID) -> PlanOutcome:
+    """What a run that did not get (or lost) the plan's lease returns: where the plan stands."""
+    async with services.db.service() as conn:
+        plan = await plans.get_plan(conn, plan_id=plan_id)
+    if plan is None:
+        raise NotFound(f"Plan {plan_id} not found")
+    outcome = await outcome_of(services, plan)
+    return replace(outcome, running_elsewhere=plan.status not in TERMINAL)
 
 
 async def _answer(

@@ -192,7 +192,8 @@ class StepWorker:
             return None
         if verdict.decision == "wait":
             raise AwaitingApproval(f"Waiting for the user to answer: {parsed.text}")
-        return Ending("fail", f"Escalated to the user: {parsed.text}")
+        declined = f" The user declined: {verdict.text}" if verdict.text else ""
+        return Ending("fail", f"Escalated to the user: {parsed.text}{declined}")
 
     async def _question(self, call: ToolCall) -> None:
         parsed = control.parse_control(call.name, call.arguments)

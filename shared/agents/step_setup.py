@@ -2,7 +2,9 @@
 
 Everything is created in one transaction holding the step's row lock, keyed on the
 `agent_executions` unique (step_id, attempt): a second invocation for the same attempt (a
-redelivery, a resumed plan) finds the execution and works on in the thread it links to.
+redelivery, a resumed plan) finds the execution and works on in the thread it links to. The
+same transaction takes the step's run lease (`shared.agents.leases`): while another invocation
+holds it, opening answers `StepBusy` and nothing is done.
 
 * Executor steps get a fresh executor `agents` row: `read_only`, the executor model, the
   executor budget, and `allowed_tools` = the read tools the plan named for the step.
@@ -13,12 +15,14 @@ redelivery, a resumed plan) finds the execution and works on in the thread it li
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
 
 from shared.agents import prompts
+from shared.agents.leases import Lease, new_owner
 from shared.agents.tokens import TokenCounter
-from shared.db import agents, chats, dialogue, executions, plans
+from shared.db import agents, approvals, chats, dialogue, executions, plans
 from shared.db.database import Connection
 from shared.db.records import Agent, AgentMessage, AgentThread, Execution, Plan, PlanStep
 from shared.errors import InvalidInput, NotFound
@@ -41,15 +45,30 @@ class OpenedStep:
     thread: AgentThread
     execution: Execution
     delegation: AgentMessage | None
+    lease: Lease
+    """The step's run lease, held by this invocation."""
+    clock_from: datetime
+    """Where the step's wall-clock limit counts from: its start, or the user's last decision
+    for it (time spent waiting for the user does not count)."""
     started_seq: int | None = None
     """The seq reserved for `step_started`, just before the delegation's (when opened now)."""
 
 
-async def open_step(services: Services, *, step_id: UUID, attempt: int) -> OpenedStep | PlanStep:
-    """The opened attempt, or the step itself when there is nothing to do (it has finished,
-    or its plan was cancelled — then it is closed as `cancelled` here)."""
+@dataclass(frozen=True, slots=True)
+class StepBusy:
+    """Another invocation holds the step's lease (it is being worked on): nothing was done."""
+
+    step: PlanStep
+
+
+async def open_step(
+    services: Services, *, step_id: UUID, attempt: int
+) -> OpenedStep | PlanStep | StepBusy:
+    """The opened attempt; the step itself when there is nothing to do (it has finished, or
+    its plan was cancelled — then it is closed as `cancelled` here); or `StepBusy`."""
     if attempt < 1:
         raise InvalidInput("attempt must be 1 or more")
+    seconds = services.settings.run_lease_seconds
     async with services.db.service() as conn:
         step = await plans.get_step(conn, step_id=step_id, lock=True)
         plan = await plans.get_plan(conn, plan_id=step.plan_id) if step else None
@@ -57,17 +76,23 @@ async def open_step(services: Services, *, step_id: UUID, attempt: int) -> Opene
             raise NotFound(f"Plan step {step_id} not found")
         if step.status in FINISHED:
             return step
+        lease = Lease("agent_plan_steps", step.id, new_owner(), seconds)
+        if not await plans.take_step_lease(conn, step_id=step.id, owner=lease.owner,
+                                           seconds=seconds):  # fmt: skip
+            return StepBusy(step)
         if plan.cancel_requested_at is not None:
             return await plans.update_step(
                 conn, step_id=step.id, status="cancelled", error="the request was cancelled"
             )
         execution = await executions.get_step_execution(conn, step_id=step.id, attempt=attempt)
         if execution is not None and execution.agent_session_id is not None:
-            return await _reopen(conn, plan, step, execution)
-        return await _open(conn, services, plan, step, attempt)
+            return await _reopen(conn, plan, step, execution, lease)
+        return await _open(conn, services, plan, step, attempt, lease)
 
 
-async def _reopen(conn: Connection, plan: Plan, step: PlanStep, execution: Execution) -> OpenedStep:
+async def _reopen(
+    conn: Connection, plan: Plan, step: PlanStep, execution: Execution, lease: Lease
+) -> OpenedStep:
     agent = await agents.get_agent(conn, agent_id=execution.agent_id)
     thread_id = execution.agent_session_id
     thread = await dialogue.get_thread(conn, thread_id=thread_id) if thread_id else None
@@ -75,11 +100,19 @@ async def _reopen(conn: Connection, plan: Plan, step: PlanStep, execution: Execu
         raise NotFound(f"the agent or thread of step {step.id} is gone")
     if step.status == "awaiting_approval":
         step = await plans.update_step(conn, step_id=step.id, status="running")
-    return OpenedStep(plan, step, agent, thread, execution, None)
+    started = execution.started_at or execution.created_at
+    decided = await approvals.last_decision_at(conn, step_id=step.id)
+    clock_from = max(started, decided) if decided is not None else started
+    return OpenedStep(plan, step, agent, thread, execution, None, lease, clock_from)
 
 
 async def _open(
-    conn: Connection, services: Services, plan: Plan, step: PlanStep, attempt: int
+    conn: Connection,
+    services: Services,
+    plan: Plan,
+    step: PlanStep,
+    attempt: int,
+    lease: Lease,
 ) -> OpenedStep:
     agent = await _agent_for(conn, services, plan, step)
     step = await plans.update_step(
@@ -103,7 +136,8 @@ async def _open(
         conn, thread=thread, message_type="delegation", content=content,
         sender_agent_id=plan.planner_agent_id, receiver_agent_id=agent.id,
     )  # fmt: skip
-    return OpenedStep(plan, step, agent, thread, execution, message, started_seq)
+    clock_from = execution.started_at or execution.created_at
+    return OpenedStep(plan, step, agent, thread, execution, message, lease, clock_from, started_seq)
 
 
 async def _agent_for(conn: Connection, services: Services, plan: Plan, step: PlanStep) -> Agent:

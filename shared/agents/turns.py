@@ -1,8 +1,20 @@
 """A user's turn: store the message first (`start_turn`), then answer it (`run_plan`).
 
-`start_turn` makes no model call and is idempotent on `client_message_id`: a resend returns the
-same message and plan (`created=False`). Storing before answering means the user's words are
-kept whatever happens to the answer. `run_turn` is both, in this process (tests, local stack).
+`start_turn` makes no model call. Its policy for sends that overlap, enforced by Postgres row
+locks (the session's row is locked for the whole transaction that stores a message):
+
+* a resend with a `client_message_id` already used in the session returns the original
+  message and plan (`created=False`) — also while that turn is still running, and also when
+  both sends arrive at once;
+* a message sent without `session_id` creates one session per (user, `client_message_id`), so
+  its resend lands in the same session (clients must then use ids unique per user, e.g. UUIDs);
+* a new message while a turn of the session is still running → `TurnStillRunning` (409).
+  Still running = not cancelled, and: its run lease is live, or it is `pending` and younger
+  than `RUN_LEASE_SECONDS` (its run has not started yet), or it is `awaiting_approval`. A plan
+  whose runner died (lease expired) does not block the session: it stays resumable by
+  `run_plan`, and the new message is accepted beside it.
+
+`run_turn` is both steps, in this process (tests, local stack).
 """
 
 from __future__ import annotations
@@ -10,11 +22,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+from shared.agents.errors import TurnStillRunning
+from shared.agents.finishing import TERMINAL, close_plan_rows
 from shared.agents.invoker import InProcessInvoker
 from shared.agents.outcomes import TurnOutcome, TurnStarted
 from shared.agents.prompts import PLANNER
-from shared.db import agents, chats, plans
-from shared.db.records import Plan
+from shared.db import agents, chats, leases, plans
+from shared.db.database import Connection
+from shared.db.records import ChatMessage, ChatSession, Plan
 from shared.errors import InvalidInput, NotFound
 from shared.events import Publisher
 
@@ -34,36 +49,75 @@ async def start_turn(
     client_message_id: str | None = None,
 ) -> TurnStarted:
     """Store the user's message (in a new session when `session_id` is None), make sure the
-    session has its planner, and create the message's plan — one transaction, no model call."""
+    session has its planner, and create the message's plan — one transaction, no model call.
+
+    Raises `NotFound` for a session that is not the user's, `TurnStillRunning` while another
+    turn of the session runs (see the module docstring).
+    """
     text = message.strip()
     if not text:
         raise InvalidInput("The message is empty.")
     if len(text) > MAX_MESSAGE_CHARS:
         raise InvalidInput(f"The message is longer than {MAX_MESSAGE_CHARS} characters.")
-    settings = services.settings
-    budget = min(settings.planner_token_budget,
-                 services.models.lookup(settings.llm_planner_model).context_window)  # fmt: skip
     async with services.db.service() as conn:
-        if session_id is None:
-            title = " ".join(text.split())[:TITLE_CHARS]
-            session = await chats.create_session(conn, user_id=user_id, title=title)
-        else:
-            found = await chats.get_session(conn, session_id=session_id, user_id=user_id)
-            if found is None or found.status == "deleted":
-                raise NotFound(f"Chat session {session_id} not found")
-            session = found
+        session = await _locked_session(conn, user_id, session_id, text, client_message_id)
+        if client_message_id is not None:
+            earlier = await chats.find_user_message(
+                conn, session_id=session.id, client_message_id=client_message_id
+            )
+            if earlier is not None:
+                return await _turn_of(conn, services, session, earlier, created=False)
+        running = await plans.find_running_plan(
+            conn, session_id=session.id, fresh_seconds=services.settings.run_lease_seconds
+        )
+        if running is not None:
+            raise TurnStillRunning(running)
         stored, created = await chats.add_user_message(
             conn, session_id=session.id, user_id=user_id, content=text,
             client_message_id=client_message_id,
         )  # fmt: skip
-        planner = await agents.ensure_planner(
-            conn, user_id=user_id, chat_session_id=session.id, model=settings.llm_planner_model,
-            token_budget=budget, system_prompt=PLANNER,
-        )  # fmt: skip
-        plan, _ = await plans.create_plan(
-            conn, session_id=session.id, user_id=user_id, user_message_id=stored.id,
-            planner_agent_id=planner.id,
-        )  # fmt: skip
+        return await _turn_of(conn, services, session, stored, created=created)
+
+
+async def _locked_session(
+    conn: Connection,
+    user_id: UUID,
+    session_id: UUID | None,
+    text: str,
+    client_message_id: str | None,
+) -> ChatSession:
+    """The session the message goes to, its row locked until the transaction ends."""
+    title = " ".join(text.split())[:TITLE_CHARS]
+    if session_id is None and client_message_id is None:
+        return await chats.create_session(conn, user_id=user_id, title=title)
+    if session_id is None:
+        assert client_message_id is not None
+        first = await chats.session_for_first_message(
+            conn, user_id=user_id, client_message_id=client_message_id, title=title
+        )
+        session_id = first.id
+    found = await chats.get_session(conn, session_id=session_id, user_id=user_id, lock=True)
+    if found is None or found.status == "deleted":
+        raise NotFound(f"Chat session {session_id} not found")
+    return found
+
+
+async def _turn_of(
+    conn: Connection, services: Services, session: ChatSession, stored: ChatMessage, *,
+    created: bool,
+) -> TurnStarted:  # fmt: skip
+    """The session's planner and the message's plan (made now, or found)."""
+    settings = services.settings
+    budget = min(settings.planner_token_budget,
+                 services.models.lookup(settings.llm_planner_model).context_window)  # fmt: skip
+    planner = await agents.ensure_planner(
+        conn, user_id=session.user_id, chat_session_id=session.id,
+        model=settings.llm_planner_model, token_budget=budget, system_prompt=PLANNER,
+    )  # fmt: skip
+    plan, _ = await plans.create_plan(
+        conn, session_id=session.id, user_id=session.user_id, user_message_id=stored.id,
+        planner_agent_id=planner.id,
+    )  # fmt: skip
     return TurnStarted(session.id, stored.id, plan.id, planner.id, created)
 
 
@@ -87,13 +141,19 @@ async def run_turn(
 
 async def request_cancel(services: Services, *, plan_id: UUID, user_id: UUID | None = None) -> Plan:
     """Ask the agents working on the plan to stop; they do before their next model or tool
-    call, and the plan ends `cancelled`. Cancelling a finished plan changes nothing."""
+    call, and the plan ends `cancelled`. A plan nobody is running (no live lease: waiting for
+    the user, not started yet, or its runner died) is closed `cancelled` at once, undecided
+    approvals with it. Cancelling a finished plan changes nothing."""
     async with services.db.service() as conn:
-        plan = await plans.get_plan(conn, plan_id=plan_id, user_id=user_id)
+        plan = await plans.get_plan(conn, plan_id=plan_id, user_id=user_id, lock=True)
         if plan is None:
             raise NotFound(f"Plan {plan_id} not found")
-        if plan.status in ("completed", "failed", "cancelled"):
+        if plan.status in TERMINAL:
             return plan
         flagged = await plans.request_cancel(conn, plan_id=plan_id)
-    assert flagged is not None
+        assert flagged is not None
+        idle = not await leases.lease_is_live(conn, table="agent_plans", row_id=plan_id)
+        if idle:
+            closed, _ = await close_plan_rows(conn, plan_id, "cancelled", None)
+            return closed
     return flagged

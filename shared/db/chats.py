@@ -42,15 +42,44 @@ async def create_session(
 
 
 async def get_session(
-    conn: Connection, *, session_id: UUID, user_id: UUID | None = None
+    conn: Connection, *, session_id: UUID, user_id: UUID | None = None, lock: bool = False
 ) -> ChatSession | None:
-    """The session, or None if it does not exist (or is not `user_id`'s, when given)."""
+    """The session, or None if it does not exist (or is not `user_id`'s, when given); `lock`
+    holds its row until the transaction ends (one turn starts at a time in a session)."""
+    query = f"""SELECT {SESSION} FROM chat_sessions
+                WHERE id = %(id)s AND (%(user)s::uuid IS NULL OR user_id = %(user)s)"""
     return await fetch_optional(
         conn,
         ChatSession,
-        f"""SELECT {SESSION} FROM chat_sessions
-            WHERE id = %(id)s AND (%(user)s::uuid IS NULL OR user_id = %(user)s)""",
+        query + " FOR UPDATE" if lock else query,
         {"id": session_id, "user": user_id},
+    )
+
+
+async def session_for_first_message(
+    conn: Connection, *, user_id: UUID, client_message_id: str, title: str
+) -> ChatSession:
+    """The session a message sent without a session id creates — created once per
+    (user, `client_message_id`): a resend, even one arriving at the same moment, gets the same
+    session (the unique index makes the second insert wait for the first and find it)."""
+    created = await fetch_optional(
+        conn,
+        ChatSession,
+        f"""INSERT INTO chat_sessions (user_id, title, first_client_message_id)
+            VALUES (%s, %s, %s)
+            ON CONFLICT (user_id, first_client_message_id)
+                WHERE first_client_message_id IS NOT NULL DO NOTHING
+            RETURNING {SESSION}""",
+        (user_id, title, client_message_id),
+    )
+    if created is not None:
+        return created
+    return await fetch_one(
+        conn,
+        ChatSession,
+        f"""SELECT {SESSION} FROM chat_sessions
+            WHERE user_id = %s AND first_client_message_id = %s""",
+        (user_id, client_message_id),
     )
 
 
@@ -176,6 +205,19 @@ async def add_user_message(
         (session_id, client_message_id),
     )
     return existing, False
+
+
+async def find_user_message(
+    conn: Connection, *, session_id: UUID, client_message_id: str
+) -> ChatMessage | None:
+    """The session's user message sent with `client_message_id`, if any."""
+    return await fetch_optional(
+        conn,
+        ChatMessage,
+        f"""SELECT {MESSAGE} FROM chat_messages
+            WHERE session_id = %s AND client_message_id = %s""",
+        (session_id, client_message_id),
+    )
 
 
 async def get_message(conn: Connection, *, message_id: UUID) -> ChatMessage | None:

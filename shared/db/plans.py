@@ -14,6 +14,13 @@ from shared.db.records import Plan, PlanStatus, PlanStep, PlanStrategy, StepStat
 
 PLAN = columns(Plan)
 STEP = columns(PlanStep)
+_LEASE_ENDS = """lease_owner = CASE WHEN %(status)s IN ('awaiting_approval', 'completed', 'failed',
+                                                      'skipped', 'cancelled')
+                               THEN NULL ELSE lease_owner END,
+                lease_expires_at = CASE WHEN %(status)s IN ('awaiting_approval', 'completed',
+                                                           'failed', 'skipped', 'cancelled')
+                                    THEN NULL ELSE lease_expires_at END"""
+"""A run that settles its plan or step (waits, ends) gives the lease back in the same write."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,14 +62,15 @@ async def create_plan(
     return existing, False
 
 
-async def get_plan(conn: Connection, *, plan_id: UUID, user_id: UUID | None = None) -> Plan | None:
-    """The plan, or None if it does not exist (or is not `user_id`'s, when given)."""
+async def get_plan(
+    conn: Connection, *, plan_id: UUID, user_id: UUID | None = None, lock: bool = False
+) -> Plan | None:
+    """The plan, or None if it does not exist (or is not `user_id`'s, when given); `lock`
+    holds its row until the transaction ends."""
+    query = f"""SELECT {PLAN} FROM agent_plans
+                WHERE id = %(id)s AND (%(user)s::uuid IS NULL OR user_id = %(user)s)"""
     return await fetch_optional(
-        conn,
-        Plan,
-        f"""SELECT {PLAN} FROM agent_plans
-            WHERE id = %(id)s AND (%(user)s::uuid IS NULL OR user_id = %(user)s)""",
-        {"id": plan_id, "user": user_id},
+        conn, Plan, query + " FOR UPDATE" if lock else query, {"id": plan_id, "user": user_id}
     )
 
 
@@ -87,9 +95,47 @@ async def update_plan(
                 started_at = CASE WHEN %(status)s = 'executing'
                                   THEN coalesce(started_at, now()) ELSE started_at END,
                 completed_at = CASE WHEN %(status)s IN ('completed', 'failed', 'cancelled')
-                                    THEN now() ELSE completed_at END
+                                    THEN now() ELSE completed_at END,
+                {_LEASE_ENDS}
             WHERE id = %(id)s RETURNING {PLAN}""",
         {"status": status, "strategy": strategy, "goal": goal, "error": error, "id": plan_id},
+    )
+
+
+async def settle_awaiting(conn: Connection, *, plan_id: UUID, decisions_seen: int) -> Plan | None:
+    """Put the plan in `awaiting_approval` (giving its lease back) — unless an approval was
+    decided since its run counted `decisions_seen`: then None, and the run goes on."""
+    return await fetch_optional(
+        conn,
+        Plan,
+        f"""UPDATE agent_plans SET status = 'awaiting_approval',
+                   lease_owner = NULL, lease_expires_at = NULL
+            WHERE id = %s AND decisions = %s RETURNING {PLAN}""",
+        (plan_id, decisions_seen),
+    )
+
+
+async def find_running_plan(
+    conn: Connection, *, session_id: UUID, fresh_seconds: float
+) -> Plan | None:
+    """A plan of the session that is still running, if any (the oldest).
+
+    Running means, for a plan nobody asked to cancel: someone holds its lease; or it is
+    `pending`, unleased and younger than `fresh_seconds` (its first run has not started yet);
+    or it waits for the user. A plan whose runner died (lease expired) is not running: it
+    stays resumable, and does not hold up the session.
+    """
+    return await fetch_optional(
+        conn,
+        Plan,
+        f"""SELECT {PLAN} FROM agent_plans
+            WHERE session_id = %(session)s AND cancel_requested_at IS NULL AND (
+                (status IN ('pending', 'executing') AND lease_expires_at > now())
+                OR (status = 'pending' AND lease_owner IS NULL
+                    AND created_at > now() - make_interval(secs => %(fresh)s))
+                OR status = 'awaiting_approval')
+            ORDER BY created_at LIMIT 1""",
+        {"session": session_id, "fresh": fresh_seconds},
     )
 
 
@@ -164,7 +210,8 @@ async def update_step(
                                   THEN coalesce(started_at, now()) ELSE started_at END,
                 completed_at = CASE WHEN %(status)s IN ('completed', 'failed', 'skipped',
                                                         'cancelled')
-                                    THEN now() ELSE completed_at END
+                                    THEN now() ELSE completed_at END,
+                {_LEASE_ENDS}
             WHERE id = %(id)s RETURNING {STEP}""",
         {"status": status, "result": result, "error": error, "agent": assigned_agent_id,
          "id": step_id},
@@ -198,8 +245,22 @@ async def close_open_steps(
         conn,
         PlanStep,
         f"""UPDATE agent_plan_steps SET status = %s, error = coalesce(error, %s),
-                   completed_at = now()
+                   completed_at = now(), lease_owner = NULL, lease_expires_at = NULL
             WHERE plan_id = %s AND status IN ('pending', 'running', 'awaiting_approval')
             RETURNING {STEP}""",
         (status, error, plan_id),
     )
+
+
+async def take_step_lease(conn: Connection, *, step_id: UUID, owner: str, seconds: float) -> bool:
+    """Lease the step to `owner` unless another owner holds it (call with the row locked)."""
+    cur = await conn.execute(
+        """UPDATE agent_plan_steps
+           SET lease_owner = %(owner)s,
+               lease_expires_at = now() + make_interval(secs => %(seconds)s)
+           WHERE id = %(id)s AND (lease_owner IS NULL OR lease_expires_at <= now()
+                                  OR lease_owner = %(owner)s)
+           RETURNING id""",
+        {"id": step_id, "owner": owner, "seconds": seconds},
+    )
+    return await cur.fetchone() is not None

@@ -37,6 +37,8 @@ AgentMessageType = Literal[
     "permission_denied",
 ]
 ExecutionStatus = Literal["pending", "running", "completed", "failed", "timeout", "cancelled"]
+ApprovalKind = Literal["tool_call", "escalation"]
+ApprovalStatus = Literal["pending", "approved", "rejected", "answered", "cancelled"]
 
 
 def columns(record: type[Any]) -> str:
@@ -78,6 +80,8 @@ class ChatSession:
     last_message_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    first_client_message_id: str | None
+    """The `client_message_id` of the message that created the session (sent without one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +149,11 @@ class Plan:
     updated_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
+    lease_owner: str | None
+    """The invocation running the plan now, while `lease_expires_at` is in the future."""
+    lease_expires_at: datetime | None
+    decisions: int
+    """Approvals decided so far (a run that saw fewer goes on instead of waiting)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +174,9 @@ class PlanStep:
     updated_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
+    lease_owner: str | None
+    """The invocation running the step now, while `lease_expires_at` is in the future."""
+    lease_expires_at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,5 +253,31 @@ class Execution:
     finished_at: datetime | None
     duration_ms: int | None
     error: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """An `agent_approvals` row: a destructive call or an escalation waiting for the user."""
+
+    id: UUID
+    plan_id: UUID
+    session_id: UUID
+    user_id: UUID
+    step_id: UUID | None
+    """None for the planner's own tool loop."""
+    agent_id: UUID
+    kind: ApprovalKind
+    tool_call_id: str
+    tool_name: str | None
+    """The destructive tool (`tool_call`; `escalate` for an escalation)."""
+    tool_args: dict[str, Any] | None
+    reason: str | None
+    """What the agent asks the user (`escalation`)."""
+    status: ApprovalStatus
+    response: str | None
+    """The user's answer to an escalation, or their reason for a rejection."""
+    decided_at: datetime | None
     created_at: datetime
     updated_at: datetime

@@ -95,11 +95,11 @@ async def make_services(
     tokenizer: DeepSeekTokenizer,
     database_url: str,
 ) -> AsyncIterator[MakeServices]:
-    """`make_services(approvals=None, **settings)`: services on the test database and the fake
+    """`make_services(gate=None, **settings)`: services on the test database and the fake
     model (a client that never retries, so scripted failures show at once)."""
     clients: list[OpenAIClient] = []
 
-    def make(approvals: ApprovalGate | None = None, **overrides: Any) -> Services:
+    def make(gate: ApprovalGate | None = None, **overrides: Any) -> Services:
         values: dict[str, Any] = {
             "database_url": database_url,
             "llm_base_url": fake.base_url,
@@ -117,7 +117,7 @@ async def make_services(
             registry=load_registry(models_file),
         )
         clients.append(client)
-        return Services(settings, db=db, llm=client, tokens=tokenizer, approvals=approvals)
+        return Services(settings, db=db, llm=client, tokens=tokenizer, approvals=gate)
 
     yield make
     for client in clients:

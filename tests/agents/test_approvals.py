@@ -47,7 +47,7 @@ async def test_a_destructive_call_waits_for_approval_then_runs_once_on_resume(
     db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
 ) -> None:
     gate = Gate(tool=WAIT)
-    services = make_services(approvals=gate)
+    services = make_services(gate=gate)
     user = await make_user(db)
     event = await make_event(db, user, datetime.now(UTC) + timedelta(days=1), title="Dentist")
     script.planner(
@@ -81,7 +81,7 @@ async def test_a_destructive_call_waits_for_approval_then_runs_once_on_resume(
 async def test_a_denied_destructive_call_is_answered_as_not_approved(
     db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
 ) -> None:
-    services = make_services(approvals=Gate(tool=Verdict("deny", "keep my appointments")))
+    services = make_services(gate=Gate(tool=Verdict("deny", "keep my appointments")))
     user = await make_user(db)
     event = await make_event(db, user, datetime.now(UTC) + timedelta(days=1), title="Dentist")
     script.planner(
@@ -102,7 +102,7 @@ async def test_a_denied_destructive_call_is_answered_as_not_approved(
     assert (await fetch_row(db, "calendar_events", event))["deleted_at"] is None
 
 
-async def test_an_escalation_fails_its_step_by_default_or_is_answered_by_a_gate(
+async def test_an_escalation_fails_its_step_without_approvals_or_is_answered_by_a_gate(
     db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
 ) -> None:
     user = await make_user(db)
@@ -113,7 +113,7 @@ async def test_an_escalation_fails_its_step_by_default_or_is_answered_by_a_gate(
         reply(tool_call("complete", result="Tasks of project Apollo")),
     )
 
-    default = make_services()
+    default = make_services(approvals="off")
     assert isinstance(default.approvals, NoApprovals)
     failed = await run_turn(
         default, user_id=user, session_id=None, message="tasks?", publisher=InMemoryPublisher()
@@ -124,7 +124,7 @@ async def test_an_escalation_fails_its_step_by_default_or_is_answered_by_a_gate(
     assert rows.types_of(1) == ["delegation", "escalation"]
     assert failed.plan.status == "completed"  # the plan goes on and reports the failure
 
-    answering = make_services(approvals=Gate(escalation=Verdict("answer", "Project Apollo.")))
+    answering = make_services(gate=Gate(escalation=Verdict("answer", "Project Apollo.")))
     answered = await run_turn(
         answering, user_id=user, session_id=None, message="tasks?", publisher=InMemoryPublisher()
     )

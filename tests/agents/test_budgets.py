@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.agents import DeepSeekTokenizer, count_prompt, prompts, run_turn, start_turn
+from shared.agents import DeepSeekTokenizer, count_prompt, prompts, run_turn
 from shared.db import Database, chats
 from shared.events import InMemoryPublisher
 from shared.llm.fake_server import FakeModelServer, RecordedRequest, reply, tool_call
@@ -12,7 +12,7 @@ from tests.agents.conftest import MakeServices
 from tests.agents.plans import complete_with_results, plan_call, synthesis
 from tests.agents.scripting import Script, requests_of
 from tests.agents.test_limits import LOOKUP, ONE_STEP
-from tests.factories import make_user
+from tests.factories import make_session, make_user
 from tests.tools.builders import make_task
 
 PARAGRAPH = (
@@ -36,19 +36,19 @@ async def test_a_long_history_is_trimmed_to_the_planner_budget_keeping_system_an
     budget = 8_000
     services = make_services(planner_token_budget=budget)
     user = await make_user(db)
-    first = await start_turn(services, user_id=user, session_id=None, message="start")
+    first = await make_session(db, user)
     async with db.service() as conn:
         for n in range(30):  # ~30 earlier turns of ~300 tokens each: far over the budget
             await chats.add_message(
                 conn,
-                session_id=first.session_id,
+                session_id=first.id,
                 user_id=user,
                 role="user",
                 content=f"Question {n}: {PARAGRAPH}",
             )
             await chats.add_message(
                 conn,
-                session_id=first.session_id,
+                session_id=first.id,
                 user_id=user,
                 role="assistant",
                 content=f"Answer {n}: {PARAGRAPH}",
@@ -59,7 +59,7 @@ async def test_a_long_history_is_trimmed_to_the_planner_budget_keeping_system_an
     await run_turn(
         services,
         user_id=user,
-        session_id=first.session_id,
+        session_id=first.id,
         message="What did we decide about Lisbon?",
         publisher=InMemoryPublisher(),
     )

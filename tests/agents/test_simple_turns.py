@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from shared.agents import run_turn, start_turn
+import pytest
+
+from shared.agents import TurnStillRunning, request_cancel, run_turn, start_turn
 from shared.db import Database
 from shared.events import InMemoryPublisher
 from shared.llm.fake_server import FakeModelServer, reply, tool_call
@@ -105,5 +107,9 @@ async def test_start_turn_stores_the_message_once_per_client_message_id(
     )
     assert first.created and not again.created
     assert (again.message_id, again.plan_id) == (first.message_id, first.plan_id)
+    with pytest.raises(TurnStillRunning):  # the first turn has not run yet
+        await start_turn(services, user_id=user, session_id=first.session_id, message="more")
+    cancelled = await request_cancel(services, plan_id=first.plan_id, user_id=user)
+    assert cancelled.status == "cancelled"  # nobody was running it: closed at once
     other = await start_turn(services, user_id=user, session_id=first.session_id, message="more")
     assert other.planner_agent_id == first.planner_agent_id and other.plan_id != first.plan_id

@@ -12,12 +12,13 @@ from tests import databases
 
 USER_TABLES = {
     "chat_sessions", "chat_messages", "agents", "agent_plans", "agent_plan_steps",
-    "agent_chat_sessions", "agent_chat_messages", "agent_executions",
+    "agent_chat_sessions", "agent_chat_messages", "agent_executions", "agent_approvals",
     "projects", "tasks", "notes", "brain_dumps", "calendar_events",
 }  # fmt: skip
 VIEWS = {"execution_stats_daily", "plan_outcomes_daily", "permission_denials_daily",
          "session_timeline"}  # fmt: skip
-PUBLISHED = {"chat_messages", "agent_chat_messages", "agent_plans", "agent_plan_steps"}
+PUBLISHED = {"chat_messages", "agent_chat_messages", "agent_plans", "agent_plan_steps",
+             "agent_approvals"}  # fmt: skip
 
 
 @pytest.fixture

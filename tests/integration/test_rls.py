@@ -13,7 +13,7 @@ from tests.factories import make_user, make_world
 
 TABLES = [
     "chat_sessions", "chat_messages", "agents", "agent_plans", "agent_plan_steps",
-    "agent_chat_sessions", "agent_chat_messages", "agent_executions",
+    "agent_chat_sessions", "agent_chat_messages", "agent_executions", "agent_approvals",
     "projects", "tasks", "notes", "brain_dumps", "calendar_events",
 ]  # fmt: skip
 DOMAIN = ["projects", "tasks", "notes", "brain_dumps", "calendar_events"]
