@@ -132,7 +132,8 @@ async def close_plan_rows(
 async def _awaiting(
     services: Services, plan: Plan, emitter: EventEmitter, why: str, seen: int
 ) -> PlanOutcome | None:
-    """Settle the plan as waiting for the user, or None when a decision arrived meanwhile."""
+    """Settle the plan as waiting for the user, or None when a decision (or a cancel request)
+    arrived meanwhile: the caller goes round again, and uses it."""
     async with services.db.service() as conn:
         waiting = await plans.settle_awaiting(conn, plan_id=plan.id, decisions_seen=seen)
         if waiting is None:

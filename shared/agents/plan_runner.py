@@ -29,6 +29,7 @@ from shared.db.records import PlanStep
 
 ATTEMPT = 1
 OPEN = frozenset({"pending", "running", "awaiting_approval"})
+UNSETTLED = frozenset({"pending", "running"})
 
 
 class StepScheduler:
@@ -103,7 +104,9 @@ class StepScheduler:
         async with self._slots:
             while True:
                 outcome = await self._invoke(step)
-                if not outcome.running_elsewhere:
+                # A run that did its part leaves the step settled; `running`/`pending` means it
+                # is being worked on elsewhere (even from a transport that drops the flag).
+                if not outcome.running_elsewhere and outcome.status not in UNSETTLED:
                     return outcome
                 await self._wait_while_leased(step)
 

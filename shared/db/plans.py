@@ -104,13 +104,15 @@ async def update_plan(
 
 async def settle_awaiting(conn: Connection, *, plan_id: UUID, decisions_seen: int) -> Plan | None:
     """Put the plan in `awaiting_approval` (giving its lease back) — unless an approval was
-    decided since its run counted `decisions_seen`: then None, and the run goes on."""
+    decided since its run counted `decisions_seen`, or a cancel was asked for: then None, and
+    the run goes on (to use the decision, or to stop)."""
     return await fetch_optional(
         conn,
         Plan,
         f"""UPDATE agent_plans SET status = 'awaiting_approval',
                    lease_owner = NULL, lease_expires_at = NULL
-            WHERE id = %s AND decisions = %s RETURNING {PLAN}""",
+            WHERE id = %s AND decisions = %s AND cancel_requested_at IS NULL
+            RETURNING {PLAN}""",
         (plan_id, decisions_seen),
     )
 

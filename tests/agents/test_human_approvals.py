@@ -4,13 +4,14 @@ gate), and a decision resumes the plan in a new `run_plan` — once, whoever inv
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 import pytest
 
-from shared.agents import InProcessInvoker, request_cancel, run_turn
+from shared.agents import InProcessInvoker, TurnOutcome, request_cancel, run_turn
 from shared.agents.approvals import DatabaseApprovals, Escalation, Verdict
 from shared.approvals import decide_approval, list_approvals
 from shared.db import Database
@@ -271,9 +272,21 @@ class Signalling(DatabaseApprovals):
         return verdict
 
 
-async def test_a_decision_made_while_the_plan_still_runs_is_used_by_the_running_invocation(
+@dataclass
+class TwoSteps:
+    """Step 1 escalates (and waits) while step 2 is held mid-call: the plan is still running."""
+
+    services: Services
+    user: UUID
+    hold: Hold
+    turn: asyncio.Task[TurnOutcome]
+    plan_id: UUID
+    approval_id: UUID
+
+
+async def two_steps_one_waiting(
     db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
-) -> None:
+) -> TwoSteps:
     gate = Signalling(db)
     services = make_services(gate=gate)
     user = await make_user(db)
@@ -291,7 +304,7 @@ async def test_a_decision_made_while_the_plan_still_runs_is_used_by_the_running_
     )
     notes = reply(tool_call("search_notes", query="Apollo"))
     script.step(other, hold(notes), reply(tool_call("complete", result="0 notes")))
-    started = asyncio.create_task(
+    turn = asyncio.create_task(
         run_turn(services, user_id=user, session_id=None, message="tasks and notes?",
                  publisher=InMemoryPublisher())
     )  # fmt: skip
@@ -302,18 +315,41 @@ async def test_a_decision_made_while_the_plan_still_runs_is_used_by_the_running_
         )
         row = await cur.fetchone()
     assert row is not None
-    plan_id = row["plan_id"]
-    await decide_approval(services, as_user(user), plan_id=plan_id, approval_id=row["id"],
-                          decision="answer", text="Project Apollo.")  # fmt: skip
+    return TwoSteps(services, user, hold, turn, row["plan_id"], row["id"])
+
+
+async def test_a_decision_made_while_the_plan_still_runs_is_used_by_the_running_invocation(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    running = await two_steps_one_waiting(db, make_services, script, fake)
+    services, plan_id = running.services, running.plan_id
+    await decide_approval(services, as_user(running.user), plan_id=plan_id,
+                          approval_id=running.approval_id, decision="answer",
+                          text="Project Apollo.")  # fmt: skip
     busy = await InProcessInvoker(services, InMemoryPublisher()).run_plan(plan_id=plan_id)
     assert busy.running_elsewhere  # what the HTTP layer's re-invocation finds
-    hold.release()
-    turn = await started
+    running.hold.release()
+    turn = await running.turn
 
     assert turn.plan.status == "completed"  # it did not stop to wait for a decided approval
     rows = await stored(db, plan_id)
     assert [s.status for s in rows.steps] == ["completed", "completed"]
     assert rows.steps[0].result == "Tasks of project Apollo"
+
+
+async def test_a_cancel_asked_while_the_plan_still_runs_ends_it_instead_of_waiting(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    running = await two_steps_one_waiting(db, make_services, script, fake)
+    flagged = await request_cancel(running.services, plan_id=running.plan_id, user_id=running.user)
+    assert flagged.status == "executing"  # it is running: only flagged
+    running.hold.release()
+    turn = await running.turn
+
+    assert turn.plan.status == "cancelled"
+    (approval,) = await list_approvals(running.services, as_user(running.user), running.plan_id)
+    assert approval.status == "cancelled"
+    assert len(requests_of(fake, "executor", LOOKUP)) == 1  # the waiting step never went on
 
 
 async def test_cancelling_a_waiting_plan_closes_it_and_its_approvals_at_once(
