@@ -9,6 +9,7 @@ starts without those settings. Tests and the local stack pass ready-made parts i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from shared.agents.tokens import TokenCounter
     from shared.auth import TokenVerifier
     from shared.db import Database
+    from shared.events import Publisher
     from shared.llm import LLMClient, ModelRegistry
     from shared.tools import ToolExecutor, ToolRegistry
 
@@ -35,8 +37,11 @@ class Services:
         tools: ToolRegistry | None = None,
         approvals: ApprovalGate | None = None,
         tokens: TokenCounter | None = None,
+        event_sinks: Sequence[Publisher] = (),
     ) -> None:
         self.settings = settings
+        self.event_sinks = tuple(event_sinks)
+        """Publishers every invocation's events also go to (tests, the local stack)."""
         given = {"db": db, "llm": llm, "tools": tools, "approvals": approvals, "tokens": tokens}
         # A given part takes the cached_property's place (it reads the instance dict first).
         self.__dict__.update({name: part for name, part in given.items() if part is not None})
