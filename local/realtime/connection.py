@@ -1,8 +1,10 @@
-"""One websocket: reading frames in order, writing through an outbox, routing to channels.
+"""One websocket: reading frames, routing them to channels, writing through an outbox.
 
-Like a Phoenix socket process, a connection handles its frames one at a time (a join, with its
-database checks, completes before the next frame is read). Writes go through a queue drained by
-one task, so fan-out never waits on a slow client.
+Frames for one topic are handled strictly in order (a join, with its database checks, completes
+before the next frame for that topic), like a Phoenix channel process; different topics proceed
+independently and heartbeats are answered at once, so a slow join never delays a heartbeat
+reply (realtime-js drops the socket when one is late). Writes go through a queue drained by one
+task, so fan-out never waits on a slow client.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class Connection:
         self._websocket = websocket
         self._outbox: asyncio.Queue[str | bytes] = asyncio.Queue()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._topic_locks: dict[str, asyncio.Lock] = {}
 
     async def run(self) -> None:
         """Serve the socket until the client leaves, idles out or the server stops."""
@@ -82,6 +85,16 @@ class Connection:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def _in_order(self, frame: Frame) -> None:
+        # asyncio.Lock wakes waiters first-come first-served, and tasks start in creation order,
+        # so frames of one topic are handled in the order they arrived.
+        lock = self._topic_locks.setdefault(frame.topic, asyncio.Lock())
+        async with lock:
+            try:
+                await self.handle(frame)
+            except Exception:  # a bug handling one frame must not take the socket down
+                log.exception("realtime: failed to handle %r on %s", frame.event, frame.topic)
+
     async def handle(self, frame: Frame) -> None:
         """Route one decoded frame."""
         if frame.topic == "phoenix" and frame.event == "heartbeat":
@@ -118,7 +131,10 @@ class Connection:
             except MalformedFrame as exc:
                 log.warning("realtime: MalformedWebSocketMessage: %s", exc)
                 continue
-            await self.handle(frame)
+            if frame.topic == "phoenix":
+                await self.handle(frame)
+            else:
+                self.spawn(self._in_order(frame))
 
     async def _write(self) -> None:
         while True:

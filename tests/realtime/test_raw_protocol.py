@@ -8,6 +8,7 @@ import struct
 
 import jwt
 import pytest
+from realtime import AsyncRealtimeClient
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
@@ -97,7 +98,9 @@ async def test_unknown_topics_and_empty_topic_names(realtime: RealtimeServer) ->
 
 async def test_leave_replies_then_closes(realtime: RealtimeServer) -> None:
     sock = await RawSocket.open(realtime.realtime_url, anon_key())
-    await sock.join("realtime:leaving", ref="9")
+    joined = await sock.join("realtime:leaving", ref="9")
+    assert joined["payload"] == {"status": "ok", "response": {"postgres_changes": []}}
+    assert set(joined) == {"topic", "event", "payload", "ref"}
     await sock.send("realtime:leaving", "phx_leave", {}, "10", "9")
     reply, close = await sock.recv_json(), await sock.recv_json()
     assert (reply["event"], reply["ref"], reply["payload"]) == ("phx_reply", "10", OK_EMPTY)
@@ -276,3 +279,12 @@ async def test_malformed_frames_are_dropped_and_the_socket_stays(realtime: Realt
     await sock.send("phoenix", "heartbeat", {}, "after")
     assert (await sock.recv_json())["ref"] == "after"
     await sock.close()
+
+
+async def test_python_client_gives_up_on_a_refused_key(realtime: RealtimeServer) -> None:
+    client = AsyncRealtimeClient(
+        realtime.realtime_url, "not-a-jwt", max_retries=2, initial_backoff=0.01
+    )
+    with pytest.raises(InvalidStatus) as refused:
+        await client.connect()
+    assert refused.value.response.status_code == 401
