@@ -12,7 +12,7 @@
 CREATE OR REPLACE FUNCTION parley_realtime.check_equality_op(
     op text, type_ regtype, val_1 text, val_2 text, negate boolean
 ) RETURNS boolean
-LANGUAGE plpgsql STABLE SET search_path = '' AS $fn$
+LANGUAGE plpgsql STABLE AS $fn$
 DECLARE
     op_symbol text;
     res boolean;
@@ -46,7 +46,7 @@ $fn$;
 CREATE OR REPLACE FUNCTION parley_realtime.is_visible_through_filters(
     entity regclass, row_ jsonb, filters jsonb
 ) RETURNS boolean
-LANGUAGE plpgsql STABLE SET search_path = '' AS $fn$
+LANGUAGE plpgsql STABLE AS $fn$
 DECLARE
     f jsonb;
     col_type regtype;
@@ -74,7 +74,7 @@ $fn$;
 CREATE OR REPLACE FUNCTION parley_realtime.check_subscription(
     entity regclass, role_name text, filters jsonb, selected_columns text[]
 ) RETURNS void
-LANGUAGE plpgsql STABLE SET search_path = '' AS $fn$
+LANGUAGE plpgsql STABLE AS $fn$
 DECLARE
     col_names text[];
     f jsonb;
@@ -140,31 +140,38 @@ BEGIN
 END
 $fn$;
 
--- Column names, types and flags of a table, in attnum order.
-CREATE OR REPLACE FUNCTION parley_realtime.table_columns(entity regclass)
-RETURNS TABLE (name text, type_name text, is_pkey boolean, is_bytea boolean)
-LANGUAGE sql STABLE SET search_path = '' AS $fn$
-    SELECT a.attname::text, t.typname::text,
-           EXISTS (SELECT 1 FROM pg_catalog.pg_index i
-                    WHERE i.indrelid = entity AND i.indisprimary AND a.attnum = ANY (i.indkey)),
-           a.atttypid = 'bytea'::regtype
-      FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
-     WHERE a.attrelid = entity AND a.attnum > 0 AND NOT a.attisdropped
-     ORDER BY a.attnum
-$fn$;
-
--- The replica identity columns of a table (what wal2json reports as "identity").
-CREATE OR REPLACE FUNCTION parley_realtime.identity_columns(entity regclass) RETURNS text[]
-LANGUAGE sql STABLE SET search_path = '' AS $fn$
-    SELECT CASE c.relreplident
-        WHEN 'f' THEN ARRAY(SELECT name FROM parley_realtime.table_columns(entity))
-        WHEN 'd' THEN ARRAY(SELECT name FROM parley_realtime.table_columns(entity) WHERE is_pkey)
-        WHEN 'i' THEN ARRAY(
-            SELECT a.attname::text FROM pg_catalog.pg_index i
-              JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
-             WHERE i.indrelid = entity AND i.indisreplident)
-        ELSE '{}'::text[] END
-      FROM pg_catalog.pg_class c WHERE c.oid = entity
+-- What routing needs to know about a table: its schema and name, whether RLS is on, and its
+-- columns in attnum order ({"name", "type", "pk", "bytea"}) with the replica identity ones
+-- (what wal2json reports as "identity"). plpgsql, so the catalog queries' plans are cached.
+CREATE OR REPLACE FUNCTION parley_realtime.table_meta(entity regclass) RETURNS jsonb
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+    meta jsonb;
+    replident "char";
+BEGIN
+    SELECT jsonb_build_object('schema', n.nspname, 'table', c.relname, 'rls', c.relrowsecurity),
+           c.relreplident
+      INTO meta, replident
+      FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+     WHERE c.oid = entity;
+    meta := meta || jsonb_build_object('columns', (
+        SELECT jsonb_agg(jsonb_build_object(
+                   'name', a.attname, 'type', t.typname,
+                   'pk', coalesce(a.attnum = ANY (pk.indkey), false),
+                   'bytea', a.atttypid = 'bytea'::regtype,
+                   'identity', CASE replident
+                       WHEN 'f' THEN true
+                       WHEN 'd' THEN coalesce(a.attnum = ANY (pk.indkey), false)
+                       WHEN 'i' THEN coalesce(a.attnum = ANY (ri.indkey), false)
+                       ELSE false END)
+                 ORDER BY a.attnum)
+          FROM pg_catalog.pg_attribute a
+          JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+          LEFT JOIN pg_catalog.pg_index pk ON pk.indrelid = entity AND pk.indisprimary
+          LEFT JOIN pg_catalog.pg_index ri ON ri.indrelid = entity AND ri.indisreplident
+         WHERE a.attrelid = entity AND a.attnum > 0 AND NOT a.attisdropped));
+    RETURN meta;
+END
 $fn$;
 
 -- One captured change as the payload `data` of each subscriber group that may see it.
@@ -173,12 +180,13 @@ $fn$;
 CREATE OR REPLACE FUNCTION parley_realtime.apply_rls(
     change_id bigint, subscriptions jsonb, max_record_bytes integer DEFAULT 1048576
 ) RETURNS TABLE (data jsonb, subscription_ids text[])
-LANGUAGE plpgsql SET search_path = '' AS $fn$
+LANGUAGE plpgsql AS $fn$
 DECLARE
     ch record;
     entity regclass;
     action text;
     is_rls boolean;
+    meta jsonb;
     pkey text[];
     new_row jsonb;
     old_row jsonb;
@@ -202,26 +210,26 @@ BEGIN
     END IF;
     entity := ch.relid::regclass;
     action := CASE ch.action WHEN 'I' THEN 'INSERT' WHEN 'U' THEN 'UPDATE' ELSE 'DELETE' END;
-    SELECT c.relrowsecurity INTO is_rls FROM pg_catalog.pg_class c WHERE c.oid = entity;
-    pkey := ARRAY(SELECT name FROM parley_realtime.table_columns(entity) WHERE is_pkey);
+    meta := parley_realtime.table_meta(entity);
+    is_rls := (meta ->> 'rls')::boolean;
+    pkey := ARRAY(SELECT m ->> 'name' FROM jsonb_array_elements(meta -> 'columns') m
+                   WHERE (m ->> 'pk')::boolean);
     new_row := ch.record;
     old_row := (SELECT jsonb_object_agg(e.key, e.value) FROM jsonb_each(ch.old_record) e
-                 WHERE e.key = ANY (parley_realtime.identity_columns(entity)));
+                 WHERE e.key IN (SELECT m ->> 'name' FROM jsonb_array_elements(meta -> 'columns') m
+                                  WHERE (m ->> 'identity')::boolean));
     too_big := octet_length(coalesce(new_row::text, '') || coalesce(old_row::text, ''))
                > max_record_bytes;
-    header := jsonb_build_object(
-        'schema', (SELECT n.nspname FROM pg_catalog.pg_class c
-                     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = entity),
-        'table', (SELECT c.relname FROM pg_catalog.pg_class c WHERE c.oid = entity),
-        'type', action);
+    header := jsonb_build_object('schema', meta -> 'schema', 'table', meta -> 'table', 'type', action);
 
     FOR role_name IN
         SELECT DISTINCT s ->> 'role' FROM jsonb_array_elements(subscriptions) s ORDER BY 1
     LOOP
         role_subs := ARRAY(SELECT s FROM jsonb_array_elements(subscriptions) s
                             WHERE s ->> 'role' = role_name);
-        selectable := ARRAY(SELECT name FROM parley_realtime.table_columns(entity)
-                             WHERE pg_catalog.has_column_privilege(role_name, entity, name, 'SELECT'));
+        selectable := ARRAY(SELECT m ->> 'name' FROM jsonb_array_elements(meta -> 'columns') m
+                             WHERE pg_catalog.has_column_privilege(role_name, entity, m ->> 'name',
+                                                                   'SELECT'));
 
         IF action <> 'DELETE' AND (cardinality(pkey) = 0 OR NOT pkey <@ selectable) THEN
             FOR grp IN SELECT DISTINCT s -> 'select' FROM unnest(role_subs) s LOOP
@@ -266,7 +274,7 @@ BEGIN
             sel := CASE WHEN jsonb_typeof(grp) = 'array'
                         THEN ARRAY(SELECT jsonb_array_elements_text(grp)) END;
             data := parley_realtime.change_data(
-                entity, action, header, new_row, old_row, selectable, sel, is_rls, too_big,
+                meta -> 'columns', action, header, new_row, old_row, selectable, sel, is_rls, too_big,
                 to_char(parley_realtime.commit_time(ch.xid, ch.captured_at) AT TIME ZONE 'utc',
                         'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'));
             subscription_ids := ids;
@@ -278,7 +286,7 @@ $fn$;
 
 -- The commit time when Postgres tracks it, else the moment the row was captured.
 CREATE OR REPLACE FUNCTION parley_realtime.commit_time(xid xid, captured_at timestamptz)
-RETURNS timestamptz LANGUAGE plpgsql STABLE SET search_path = '' AS $fn$
+RETURNS timestamptz LANGUAGE plpgsql STABLE AS $fn$
 BEGIN
     IF current_setting('track_commit_timestamp') = 'on' THEN
         RETURN coalesce(pg_catalog.pg_xact_commit_timestamp(xid), captured_at);
@@ -289,13 +297,17 @@ $fn$;
 
 -- The `data` object of a postgres_changes message for one role and column selection.
 CREATE OR REPLACE FUNCTION parley_realtime.change_data(
-    entity regclass, action text, header jsonb, new_row jsonb, old_row jsonb,
+    meta jsonb, action text, header jsonb, new_row jsonb, old_row jsonb,
     selectable text[], sel text[], is_rls boolean, too_big boolean, commit_timestamp text
 ) RETURNS jsonb
-LANGUAGE sql STABLE SET search_path = '' AS $fn$
-    WITH cols AS (
-        SELECT c.* FROM parley_realtime.table_columns(entity) WITH ORDINALITY c
-         WHERE c.name = ANY (selectable) AND (sel IS NULL OR c.name = ANY (sel) OR c.is_pkey)
+LANGUAGE plpgsql STABLE AS $fn$
+BEGIN
+    RETURN (WITH cols AS (
+        SELECT m ->> 'name' AS name, m ->> 'type' AS type_name, (m ->> 'pk')::boolean AS is_pkey,
+               (m ->> 'bytea')::boolean AS is_bytea, n
+          FROM jsonb_array_elements(meta) WITH ORDINALITY AS c(m, n)
+         WHERE m ->> 'name' = ANY (selectable)
+           AND (sel IS NULL OR m ->> 'name' = ANY (sel) OR (m ->> 'pk')::boolean)
     ), vals AS (
         -- wal2json renders bytea as bare hex (no \x); to_jsonb() keeps the prefix.
         SELECT c.name, c.is_pkey, src.which,
@@ -310,7 +322,7 @@ LANGUAGE sql STABLE SET search_path = '' AS $fn$
     SELECT header || jsonb_build_object(
         'commit_timestamp', commit_timestamp,
         'columns', coalesce((SELECT jsonb_agg(jsonb_build_object('name', name, 'type', type_name)
-                                                   ORDER BY ordinality) FROM cols), '[]'),
+                                                   ORDER BY n) FROM cols), '[]'),
         'errors', CASE WHEN too_big THEN '["Error 413: Payload Too Large"]'::jsonb END)
     || CASE WHEN action IN ('INSERT', 'UPDATE') THEN jsonb_build_object('record', coalesce(
            (SELECT jsonb_object_agg(name, value) FROM vals WHERE which = 'new'), '{}'))
@@ -318,7 +330,8 @@ LANGUAGE sql STABLE SET search_path = '' AS $fn$
     || CASE WHEN action IN ('UPDATE', 'DELETE') THEN jsonb_build_object('old_record', coalesce(
            (SELECT jsonb_object_agg(name, value) FROM vals
              WHERE which = 'old' AND (action = 'UPDATE' OR NOT is_rls OR is_pkey)), '{}'))
-       ELSE '{}' END
+       ELSE '{}' END);
+END
 $fn$;
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA parley_realtime FROM PUBLIC;
