@@ -17,6 +17,7 @@ import uvicorn
 from local.realtime.app import create_app
 from local.realtime.changes import capture
 from local.realtime.config import RealtimeConfig
+from local.realtime.engine import check_database
 from local.realtime.logs import redact_uvicorn_logs
 from shared.errors import ConfigurationError
 from shared.settings import get_settings
@@ -65,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         config = build_config(args)
+        asyncio.run(check_database(config.database_url))
     except ConfigurationError as exc:
         print(f"local.realtime: {exc}", file=sys.stderr)
         return 2

@@ -17,6 +17,7 @@ from local.realtime.changes.router import ChangeRouter, Pool
 from local.realtime.config import RealtimeConfig
 from local.realtime.hub import Hub
 from local.realtime.presence import PresenceRegistry
+from shared.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class Realtime:
 
     async def start(self) -> None:
         """Connect, install the change capture, LISTEN, start the upkeep loops."""
+        await check_database(self.config.database_url)
         await self.pool.open(wait=True, timeout=15)
         try:
             async with self.pool.connection() as conn:
@@ -76,6 +78,18 @@ class Realtime:
     async def _prune(self) -> None:
         async with self.pool.connection() as conn:
             await capture.prune(conn, self.config.change_retention)
+
+
+async def check_database(url: str) -> None:
+    """Connect once, failing fast with a clear `ConfigurationError` rather than a pool timeout."""
+    try:
+        conn = await psycopg.AsyncConnection.connect(url, connect_timeout=10)
+    except psycopg.OperationalError as exc:
+        raise ConfigurationError(
+            f"The local Realtime server cannot reach its database ({exc}). Check DATABASE_URL "
+            "(or --database-url) and that Postgres is running."
+        ) from exc
+    await conn.close()
 
 
 def _every(seconds: float, job: Callable[[], Awaitable[None]], name: str) -> asyncio.Task[None]:

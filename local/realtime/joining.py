@@ -108,7 +108,7 @@ def _announce(channel: Channel, frame: Frame) -> None:
     ]
     channel.reply(frame.ref, "ok", {"postgres_changes": echoed})
     channel.watch_token()
-    if request.presence_enabled:
+    if request.presence_enabled and channel.accepts("presence_diff"):
         channel.push("presence_state", engine.presence.state(channel.tenant_topic))
     if request.postgres_changes:
         error = channel.subscription_error

@@ -6,10 +6,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 from uuid import UUID, uuid4
 
+import psycopg
 import pytest
 from realtime import AsyncRealtimeChannel, RealtimePostgresChangesListenEvent
 
 from local.realtime import RealtimeServer
+from local.realtime.changes import capture
 from shared.db import Database, chats, dialogue
 from shared.db.records import AgentThread
 from tests.factories import make_session, make_thread, make_user
@@ -237,3 +239,42 @@ async def test_legacy_topic_api(realtime: RealtimeServer, db: Database, items: s
     await sock.close()
     assert frame[:4] == [None, None, f"realtime:public:{items}:id=eq.7", "INSERT"]
     assert frame[4]["record"]["id"] == 7 and "ids" not in frame[4]
+
+
+async def test_capture_follows_the_publication(
+    realtime: RealtimeServer, db: Database, database_url: str
+) -> None:
+    assert realtime.engine is not None
+    router = realtime.engine.router
+    async with db.service() as conn:
+        await conn.execute("CREATE TABLE public.rt_passing (id int PRIMARY KEY)")
+        await conn.execute("ALTER PUBLICATION supabase_realtime ADD TABLE public.rt_passing")
+        relid = await scalar(conn, "SELECT 'public.rt_passing'::regclass::oid")
+    await router.sync()
+    assert relid in router.captured
+    async with db.service() as conn:
+        await conn.execute("ALTER PUBLICATION supabase_realtime DROP TABLE public.rt_passing")
+    await router.sync()
+    assert relid not in router.captured
+    async with db.service() as conn:
+        assert await scalar(conn, "SELECT count(*) FROM pg_trigger WHERE tgrelid = %s", relid) == 0
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        again = await capture.install(conn, "supabase_realtime")  # idempotent
+    assert again == router.captured
+
+
+async def test_old_changes_are_pruned(realtime: RealtimeServer, db: Database) -> None:
+    async with db.service() as conn:
+        await conn.execute(
+            "INSERT INTO parley_realtime.changes (relid, action, captured_at) "
+            "VALUES (1, 'I', now() - interval '1 hour'), (1, 'I', now())"
+        )
+        pruned = await capture.prune(conn, 60)
+        left = await scalar(conn, "SELECT count(*) FROM parley_realtime.changes WHERE relid = 1")
+    assert (pruned, left) == (1, 1)
+
+
+async def scalar(conn: Any, query: str, *params: Any) -> Any:
+    cur = await conn.execute(query, params or None)
+    row = await cur.fetchone()
+    return next(iter(row.values())) if isinstance(row, dict) else row[0]

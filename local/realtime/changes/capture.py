@@ -9,6 +9,7 @@ idempotent and serialised with an advisory lock, so several servers may share a 
 from __future__ import annotations
 
 from importlib import resources
+from typing import Any
 
 from psycopg import AsyncConnection
 
@@ -21,7 +22,7 @@ def _sql(name: str) -> str:
     return resources.files(__package__).joinpath("sql", name).read_text()
 
 
-async def install(conn: AsyncConnection[tuple[object, ...]], publication: str) -> frozenset[int]:
+async def install(conn: AsyncConnection[Any], publication: str) -> frozenset[int]:
     """Create or update the capture schema and triggers; the oids of the captured tables."""
     async with conn.transaction():
         await conn.execute(_LOCK)
@@ -31,9 +32,7 @@ async def install(conn: AsyncConnection[tuple[object, ...]], publication: str) -
     return await sync_triggers(conn, publication)
 
 
-async def sync_triggers(
-    conn: AsyncConnection[tuple[object, ...]], publication: str
-) -> frozenset[int]:
+async def sync_triggers(conn: AsyncConnection[Any], publication: str) -> frozenset[int]:
     """Capture exactly the publication's tables; the oids of the captured tables."""
     async with conn.transaction():
         await conn.execute(_LOCK)
@@ -43,7 +42,7 @@ async def sync_triggers(
     return frozenset(int(str(oid)) for oid in oids) if isinstance(oids, list) else frozenset()
 
 
-async def prune(conn: AsyncConnection[tuple[object, ...]], retention_seconds: float) -> int:
+async def prune(conn: AsyncConnection[Any], retention_seconds: float) -> int:
     """Drop captured changes older than the retention; how many were dropped."""
     cur = await conn.execute(
         "DELETE FROM parley_realtime.changes WHERE captured_at < now() - make_interval(secs => %s)",
@@ -52,7 +51,7 @@ async def prune(conn: AsyncConnection[tuple[object, ...]], retention_seconds: fl
     return cur.rowcount
 
 
-async def uninstall(conn: AsyncConnection[tuple[object, ...]]) -> None:
+async def uninstall(conn: AsyncConnection[Any]) -> None:
     """Remove the capture schema, its triggers included (the `realtime` schema stays)."""
     async with conn.transaction():
         await conn.execute(_LOCK)
