@@ -25,7 +25,7 @@ from local.realtime.frames import (
     dumps,
 )
 from local.realtime.hub import tenant_topic
-from local.realtime.join import JoinRequest
+from local.realtime.join_request import JoinRequest
 from local.realtime.policies import Access, PolicyError, read_access, write_access
 
 if TYPE_CHECKING:

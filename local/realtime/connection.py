@@ -18,7 +18,7 @@ from starlette.websockets import WebSocket
 
 from local.realtime.auth import Claims
 from local.realtime.frames import Frame, JsonObject, MalformedFrame, Serializer
-from local.realtime.joining import join
+from local.realtime.joins import join
 
 if TYPE_CHECKING:
     from local.realtime.channel import Channel

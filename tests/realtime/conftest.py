@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 from uuid import UUID
 
@@ -10,9 +10,7 @@ import pytest
 from realtime import AsyncRealtimeClient
 
 from local.realtime import RealtimeServer
-from tests.realtime.helpers import anon_key, config, user_token
-
-ClientFactory = Callable[..., Awaitable[AsyncRealtimeClient]]
+from tests.realtime.helpers import ClientFactory, anon_key, config, user_token
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
+from realtime import AsyncRealtimeClient
 from websockets.asyncio.client import ClientConnection, connect
 
 from local.realtime import RealtimeConfig
@@ -15,6 +17,9 @@ from shared.settings import LOCAL_JWT_SECRET
 
 T = TypeVar("T")
 TIMEOUT = 10.0
+
+ClientFactory = Callable[..., Awaitable[AsyncRealtimeClient]]
+"""The `clients` fixture: `await clients(user_id | None, **client_options)`."""
 
 
 def config(database_url: str, **overrides: Any) -> RealtimeConfig:

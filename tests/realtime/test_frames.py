@@ -17,7 +17,7 @@ from local.realtime.frames import (
     encode_user_broadcast,
     serializer_for,
 )
-from local.realtime.join import parse_join
+from local.realtime.join_request import parse_join
 
 
 def test_v1_frames_hold_exactly_topic_event_payload_ref() -> None:

@@ -13,8 +13,7 @@ import pytest
 from local.realtime import RealtimeServer
 from shared.db import Database, dialogue
 from tests.factories import make_thread, make_user
-from tests.realtime.conftest import ClientFactory
-from tests.realtime.helpers import Inbox, anon_key, config, service_key, user_token
+from tests.realtime.helpers import ClientFactory, Inbox, anon_key, config, service_key, user_token
 from tests.realtime.node import NodeFlow, node_project
 
 

@@ -10,8 +10,7 @@ from realtime import AsyncRealtimeClient, RealtimeSubscribeStates
 from realtime.types import RealtimeChannelOptions, RealtimeChannelPresenceConfig
 
 from local.realtime import RealtimeServer
-from tests.realtime.conftest import ClientFactory
-from tests.realtime.helpers import Inbox, anon_key, config, service_key
+from tests.realtime.helpers import ClientFactory, Inbox, anon_key, config, service_key
 
 
 async def broadcast(server: RealtimeServer, topic: str, payload: dict[str, Any]) -> None:

@@ -15,8 +15,15 @@ from local.realtime.changes import capture
 from shared.db import Database, chats, dialogue
 from shared.db.records import AgentThread
 from tests.factories import make_session, make_thread, make_user
-from tests.realtime.conftest import ClientFactory
-from tests.realtime.helpers import Inbox, RawSocket, anon_key, config, service_key, user_token
+from tests.realtime.helpers import (
+    ClientFactory,
+    Inbox,
+    RawSocket,
+    anon_key,
+    config,
+    service_key,
+    user_token,
+)
 
 ALL = RealtimePostgresChangesListenEvent.All
 Change = dict[str, Any]

@@ -15,8 +15,7 @@ from realtime.types import RealtimeChannelOptions
 from local.realtime import RealtimeServer
 from shared.db import Database
 from tests.factories import make_user
-from tests.realtime.conftest import ClientFactory
-from tests.realtime.helpers import Inbox, service_key, user_token
+from tests.realtime.helpers import ClientFactory, Inbox, service_key, user_token
 
 POLICIES = """
 CREATE POLICY user_topic_read ON realtime.messages FOR SELECT TO authenticated

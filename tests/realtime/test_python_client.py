@@ -27,8 +27,15 @@ from local.realtime import RealtimeServer
 from shared.db import Database, dialogue
 from shared.db.records import AgentThread
 from tests.factories import make_thread, make_user
-from tests.realtime.conftest import ClientFactory
-from tests.realtime.helpers import TIMEOUT, Inbox, RawSocket, anon_key, config, service_key
+from tests.realtime.helpers import (
+    TIMEOUT,
+    ClientFactory,
+    Inbox,
+    RawSocket,
+    anon_key,
+    config,
+    service_key,
+)
 
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 

@@ -16,7 +16,7 @@ from local.realtime.bindings import binding_ids
 from local.realtime.changes.router import SubscriptionFailed
 from local.realtime.channel import Channel
 from local.realtime.frames import Frame
-from local.realtime.join import JoinRequest, parse_join
+from local.realtime.join_request import JoinRequest, parse_join
 from local.realtime.policies import Access, PolicyError, read_access
 
 if TYPE_CHECKING:
