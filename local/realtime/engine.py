@@ -43,7 +43,7 @@ class Realtime:
         self.router = ChangeRouter(
             self.pool, publication=config.publication, max_record_bytes=config.max_record_bytes
         )
-        self._listener = ChangeListener(config.database_url, self.router)
+        self.listener = ChangeListener(config.database_url, self.router)
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -54,7 +54,7 @@ class Realtime:
             async with self.pool.connection() as conn:
                 self.router.captured = await capture.install(conn, self.config.publication)
                 await capture.prune(conn, self.config.change_retention)
-            await self._listener.start()
+            await self.listener.start()
         except BaseException:
             await self.pool.close()
             raise
@@ -72,7 +72,7 @@ class Realtime:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
-        await self._listener.stop()
+        await self.listener.stop()
         await self.pool.close()
 
     async def _prune(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 from uuid import UUID, uuid4
@@ -285,3 +286,26 @@ async def scalar(conn: Any, query: str, *params: Any) -> Any:
     cur = await conn.execute(query, params or None)
     row = await cur.fetchone()
     return next(iter(row.values())) if isinstance(row, dict) else row[0]
+
+
+async def test_the_listener_survives_a_dropped_connection(
+    realtime: RealtimeServer, db: Database, items: str, clients: ClientFactory
+) -> None:
+    assert realtime.engine is not None
+    listener = realtime.engine.listener
+    client = await clients()
+    await client.set_auth(service_key())
+    inbox: Inbox[Change] = Inbox()
+    channel = client.channel("after-drop")
+    await watch(channel, inbox, table=items, filter="id=gte.1000")
+    await subscribed(channel)
+    listener.reconnected.clear()
+    async with db.service() as conn:
+        await conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND query = 'LISTEN parley_realtime'"
+        )
+    await asyncio.wait_for(listener.reconnected.wait(), 10)
+    async with db.service() as conn:
+        await conn.execute("INSERT INTO rt_items (id) VALUES (1000)")
+    assert (await inbox.get())["data"]["record"]["id"] == 1000

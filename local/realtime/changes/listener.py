@@ -30,6 +30,8 @@ class ChangeListener:
         self._router = router
         self._queue: asyncio.Queue[ChangeNotice] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
+        self.reconnected = asyncio.Event()
+        """Set each time LISTEN is re-established after the connection was lost."""
 
     async def start(self) -> None:
         """Connect and LISTEN before returning, so no change committed afterwards is missed."""
@@ -63,6 +65,7 @@ class ChangeListener:
             except psycopg.OperationalError as exc:
                 log.warning("realtime: change listener lost its connection (%s); reconnecting", exc)
             conn = await self._reconnect(backoff)
+            self.reconnected.set()
             backoff = min(backoff * 2, _MAX_BACKOFF)
 
     async def _reconnect(self, backoff: float) -> psycopg.AsyncConnection[tuple[object, ...]]:
