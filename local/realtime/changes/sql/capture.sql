@@ -42,12 +42,20 @@ $fn$;
 REVOKE ALL ON FUNCTION parley_realtime.capture() FROM PUBLIC;
 
 -- Give every published table the capture trigger and take it off tables that left the
--- publication. Returns the oids of the captured tables.
+-- publication. Returns the oids of the captured tables. The trigger is a deferred constraint
+-- trigger: it fires as the transaction commits, so `captured_at` is (within microseconds) the
+-- commit time the real server reports, and a rolled-back transaction logs nothing.
 CREATE OR REPLACE FUNCTION parley_realtime.sync_triggers(publication name) RETURNS oid[]
 LANGUAGE plpgsql SET search_path = '' AS $fn$
 DECLARE
     t record;
 BEGIN
+    FOR t IN  -- triggers of an older install fired immediately: replace them
+        SELECT g.tgrelid::regclass AS entity FROM pg_catalog.pg_trigger g
+         WHERE g.tgname = 'parley_realtime_capture' AND NOT g.tginitdeferred
+    LOOP
+        EXECUTE format('DROP TRIGGER parley_realtime_capture ON %s', t.entity);
+    END LOOP;
     FOR t IN
         SELECT format('%I.%I', p.schemaname, p.tablename)::regclass AS entity
           FROM pg_catalog.pg_publication_tables p
@@ -57,8 +65,9 @@ BEGIN
                 WHERE g.tgrelid = format('%I.%I', p.schemaname, p.tablename)::regclass
                   AND g.tgname = 'parley_realtime_capture')
     LOOP
-        EXECUTE format('CREATE TRIGGER parley_realtime_capture AFTER INSERT OR UPDATE OR DELETE '
-                       'ON %s FOR EACH ROW EXECUTE FUNCTION parley_realtime.capture()', t.entity);
+        EXECUTE format('CREATE CONSTRAINT TRIGGER parley_realtime_capture '
+                       'AFTER INSERT OR UPDATE OR DELETE ON %s DEFERRABLE INITIALLY DEFERRED '
+                       'FOR EACH ROW EXECUTE FUNCTION parley_realtime.capture()', t.entity);
     END LOOP;
     FOR t IN
         SELECT g.tgrelid::regclass AS entity
