@@ -36,7 +36,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         return
     token = websocket.headers.get("x-api-key") or websocket.query_params.get("apikey")
     try:
-        claims = await engine.auth.claims(token)
+        await engine.auth.claims(token)
     except TokenRejected as exc:
         await asyncio.sleep(engine.config.connect_error_delay)
         response = JSONResponse({"error": exc.connect_message}, status_code=401)
@@ -44,7 +44,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         return
     await websocket.accept()
     assert token is not None  # claims() refuses a missing token
-    await Connection(engine, websocket, serializer, token=token, claims=claims).run()
+    await Connection(engine, websocket, serializer, token=token).run()
 
 
 def routes() -> list[BaseRoute]:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.websockets import WebSocket
 
-from local.realtime.auth import Claims
 from local.realtime.frames import Frame, JsonObject, MalformedFrame, Serializer
 from local.realtime.joins import join
 
@@ -31,14 +30,12 @@ class Connection:
     """A connected client socket and its channels."""
 
     def __init__(
-        self, engine: Realtime, websocket: WebSocket, serializer: Serializer, *, token: str,
-        claims: Claims,
-    ) -> None:  # fmt: skip
+        self, engine: Realtime, websocket: WebSocket, serializer: Serializer, *, token: str
+    ) -> None:
         self.engine = engine
         self.serializer = serializer
         self.token = token
-        """The connect token (apikey), used by joins that bring no access_token."""
-        self.claims = claims
+        """The connect token (apikey, already verified), used by joins without access_token."""
         self.channels: dict[str, Channel] = {}
         self._websocket = websocket
         self._outbox: asyncio.Queue[str | bytes] = asyncio.Queue()

@@ -38,7 +38,7 @@ async def test_supabase_js_subscribes_broadcasts_and_follows_changes(
     topic = f"session:{thread.session_id}"
     flow = await NodeFlow.start(project, {
         "url": realtime.url, "anonKey": anon_key(), "userToken": user_token(user), "topic": topic,
-        "sessionId": str(thread.session_id), "vsn": vsn, "heartbeatMs": 300,
+        "sessionId": str(thread.session_id), "vsn": vsn, "heartbeatMs": 750,
     })  # fmt: skip
     try:
         assert (await flow.next("status"))["status"] == "SUBSCRIBED"

@@ -19,7 +19,7 @@ _LOCK = "SELECT pg_advisory_xact_lock(hashtext('parley_realtime install'))"
 
 
 def _sql(name: str) -> str:
-    return resources.files(__package__).joinpath("sql", name).read_text()
+    return resources.files(__package__).joinpath(name).read_text()
 
 
 async def install(conn: AsyncConnection[Any], publication: str) -> frozenset[int]:
