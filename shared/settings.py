@@ -148,6 +148,17 @@ class Settings(BaseSettings):
     executor_function_url: str | None = None
     """The executor function's URL, for `invoker_transport=http` (set by infra/serverless.yml)."""
 
+    realtime_host: str = "127.0.0.1"
+    """Interface the local Realtime server listens on (`python -m local.realtime`)."""
+    realtime_port: int = Field(default=4000, ge=0, le=65535)
+    """Port of the local Realtime server (4000, like Supabase Realtime); 0 picks a free one."""
+    realtime_connect_error_delay_ms: int = Field(default=2000, ge=0)
+    """Local Realtime: delay before refusing a websocket upgrade (Supabase waits 2 s)."""
+    realtime_join_error_delay_ms: int = Field(default=5000, ge=0)
+    """Local Realtime: delay before a channel join error reply (Supabase waits 5 s)."""
+    realtime_change_retention_seconds: int = Field(default=300, ge=1)
+    """Local Realtime: how long captured row changes stay in `parley_realtime.changes`."""
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Python logging level."""
 
