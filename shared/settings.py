@@ -137,9 +137,9 @@ class Settings(BaseSettings):
     `[{"name": "files", "command": "npx", "args": ["-y", "@mcp/fs", "/data"],
     "read_only_tools": ["read_file"]}]`. Undeclared tools are write tools."""
 
-    realtime_private_channels: bool = False
-    """Broadcast on private Realtime channels (subscribers need a `realtime.messages` policy
-    allowing `session:<id>` topics) instead of public ones named by the session's UUID."""
+    realtime_private_channels: bool = True
+    """Broadcast on private Realtime channels, readable only by the session's owner (the
+    migrations' policy on `realtime.messages`); false: public channels named by the UUID."""
     invoker_transport: Literal["in_process", "http"] = "in_process"
     """How chat reaches the planner and the planner its executors: in this process, or over
     HTTP to the other functions' URLs (AWS)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
@@ -20,13 +19,6 @@ from tests.realtime.node import NodeFlow, node_project
 @pytest.fixture(scope="module")
 def project() -> Path:
     return node_project()
-
-
-@pytest.fixture(scope="module", autouse=True)
-async def full_identity(db: Database) -> AsyncIterator[None]:
-    async with db.service() as conn:  # so a DELETE can match a session_id filter
-        await conn.execute("ALTER TABLE agent_chat_messages REPLICA IDENTITY FULL")
-    yield
 
 
 @pytest.mark.parametrize("vsn", ["2.0.0", "1.0.0"])

@@ -164,6 +164,8 @@ async def test_default_replica_identity_delete_and_update(
     user = await make_user(db)
     session = await make_session(db, user)
     async with db.service() as conn:
+        # The migrations make the message tables REPLICA IDENTITY FULL; this is about the default.
+        await conn.execute("ALTER TABLE chat_messages REPLICA IDENTITY DEFAULT")
         message = await chats.add_message(
             conn, session_id=session.id, user_id=user, role="user", content="before"
         )
@@ -198,6 +200,8 @@ async def test_default_replica_identity_delete_and_update(
     assert delete["ids"] == [delete_id] and filtered_delete_id not in delete["ids"]
     assert delete["data"]["old_record"] == {"id": str(message.id)}
     assert inbox.pending() == []
+    async with db.service() as conn:
+        await conn.execute("ALTER TABLE chat_messages REPLICA IDENTITY FULL")
 
 
 async def test_set_auth_moves_the_subscription_to_the_new_user(

@@ -130,8 +130,8 @@ async def test_no_self_no_ack(clients: ClientFactory) -> None:
 async def test_postgres_changes_on_agent_dialogue(db: Database, clients: ClientFactory) -> None:
     user = await make_user(db)
     thread, other = await make_thread(db, user), await make_thread(db, user)
-    async with db.service() as conn:  # DELETEs match a session filter only with the full old row
-        await conn.execute("ALTER TABLE agent_chat_messages REPLICA IDENTITY FULL")
+    # The migrations make agent_chat_messages REPLICA IDENTITY FULL, so a DELETE carries the
+    # whole old row and can match a session_id filter.
     client = await clients(user)
     channel = client.channel(f"session:{thread.session_id}", room())
     changes: Inbox[dict[str, Any]] = Inbox()
