@@ -34,6 +34,7 @@ def open_publisher(services: Services, *extra: Publisher) -> Publisher:
                 supabase_url=settings.supabase_url,
                 service_key=key.get_secret_value(),
                 private=settings.realtime_private_channels,
+                client=services.http,
             )
         )
     return FanoutPublisher(*sinks)
@@ -54,6 +55,9 @@ def invoker_for(services: Services, publisher: Publisher) -> Invoker:
         planner_url=settings.planner_function_url,
         executor_url=settings.executor_function_url,
         service_key=key.get_secret_value(),
+        attempts=settings.invoker_attempts,
+        retry_delay_seconds=settings.invoker_retry_delay_seconds,
+        client=services.http,
     )
 
 

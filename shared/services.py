@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from shared.settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    import httpx
+
     from shared.agents.approvals import ApprovalGate
     from shared.agents.tokens import TokenCounter
     from shared.auth import TokenVerifier
@@ -62,6 +64,13 @@ class Services:
         )
 
     @cached_property
+    def http(self) -> httpx.AsyncClient:
+        """One HTTP client for calls to other functions and to Realtime (pooled connections)."""
+        import httpx
+
+        return httpx.AsyncClient(timeout=httpx.Timeout(900.0, connect=10.0))
+
+    @cached_property
     def models(self) -> ModelRegistry:
         """Prices, context windows and capabilities by model name (`LLM_MODELS_FILE` applied)."""
         from shared.llm import load_registry
@@ -106,6 +115,8 @@ class Services:
         """Release pooled connections and the model client (tests and the local stack)."""
         if "db" in self.__dict__:
             await self.db.close()
+        if "http" in self.__dict__:
+            await self.http.aclose()
         closer = getattr(self.__dict__.get("llm"), "aclose", None)
         if closer is not None:
             await closer()

@@ -143,6 +143,10 @@ class Settings(BaseSettings):
     invoker_transport: Literal["in_process", "http"] = "in_process"
     """How chat reaches the planner and the planner its executors: in this process, or over
     HTTP to the other functions' URLs (AWS)."""
+    invoker_attempts: int = Field(default=3, ge=1, le=10)
+    """Tries of a function-to-function call that fails to connect or gets a 5xx/429."""
+    invoker_retry_delay_seconds: float = Field(default=1.0, ge=0)
+    """Wait before the second try of such a call (doubling for each further one)."""
     planner_function_url: str | None = None
     """The planner function's URL, for `invoker_transport=http` (set by infra/serverless.yml)."""
     executor_function_url: str | None = None

@@ -46,8 +46,9 @@ class HttpInvoker:
         self._headers = {"Authorization": f"Bearer {service_key}"}
         self._attempts = attempts
         self._retry_delay = retry_delay_seconds
-        timeout = httpx.Timeout(timeout_seconds, connect=10.0)
-        self._client = client or httpx.AsyncClient(timeout=timeout)
+        self._client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout_seconds, connect=10.0)
+        )
 
     async def run_plan(self, *, plan_id: UUID) -> PlanOutcome:
         body = await self._post(self._url("planner", self._planner_url, f"/plans/{plan_id}/run"))
@@ -81,9 +82,6 @@ class HttpInvoker:
             async for chunk in response.aiter_text():
                 yield chunk
 
-    async def aclose(self) -> None:
-        await self._client.aclose()
-
     def _url(self, function: str, base: str | None, path: str) -> str:
         if base is None:
             setting = f"{function.upper()}_FUNCTION_URL"
@@ -108,7 +106,7 @@ class HttpInvoker:
                     raise _answered(response) from None
             log.warning("call to %s failed (%s), attempt %d", url, failure, attempt)
             if attempt < self._attempts:
-                await asyncio.sleep(self._retry_delay * attempt)
+                await asyncio.sleep(self._retry_delay * 2 ** (attempt - 1))
         raise UpstreamUnavailable(f"{url} could not be run: {failure}")
 
 
