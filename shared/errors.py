@@ -52,3 +52,9 @@ class PermissionDenied(AppError):
     """The caller is known but not allowed to perform the action."""
 
     title = "Permission denied"
+
+
+class UpstreamUnavailable(AppError):
+    """A service this one depends on could not be reached or kept failing."""
+
+    title = "Upstream unavailable"

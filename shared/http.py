@@ -6,6 +6,7 @@ here, once, so routes stay free of try/except and `shared/` stays free of HTTP.
 
 from __future__ import annotations
 
+import hmac
 import logging
 from collections.abc import Sequence
 from http import HTTPStatus
@@ -27,6 +28,7 @@ from shared.errors import (
     NotFound,
     PermissionDenied,
     Unauthenticated,
+    UpstreamUnavailable,
 )
 from shared.llm.errors import LLMError, LLMRateLimited, LLMTimeout
 from shared.services import Services, get_services
@@ -42,6 +44,7 @@ STATUS_OF: dict[type[AppError], int] = {
     Unauthenticated: 401,
     PermissionDenied: 403,
     ConfigurationError: 503,
+    UpstreamUnavailable: 502,
     LLMRateLimited: 503,
     LLMTimeout: 504,
     LLMError: 502,
@@ -133,9 +136,16 @@ async def current_user(services: ServicesDep, credentials: Credentials) -> User:
 
 
 async def service_caller(services: ServicesDep, credentials: Credentials) -> Identity:
-    """A caller holding the service-role key (function-to-function calls)."""
+    """A caller holding the service-role key (function-to-function calls).
+
+    The key is accepted as configured (new `sb_secret_…` keys are not JWTs) or as any JWT
+    signed for the project with role `service_role`.
+    """
     if credentials is None:
         raise Unauthenticated("Missing bearer token: internal routes need the service-role key")
+    key = services.settings.supabase_service_role_key
+    if key and hmac.compare_digest(credentials.credentials, key.get_secret_value()):
+        return Identity(role="service_role", user_id=None, claims={"role": "service_role"})
     identity = services.verifier.identity(credentials.credentials)
     if not identity.is_service:
         raise PermissionDenied("This route is internal: it needs the service-role key")

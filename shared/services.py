@@ -9,16 +9,20 @@ starts without those settings. Tests and the local stack pass ready-made parts i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from shared.settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    import httpx
+
     from shared.agents.approvals import ApprovalGate
     from shared.agents.tokens import TokenCounter
     from shared.auth import TokenVerifier
     from shared.db import Database
+    from shared.events import Publisher
     from shared.llm import LLMClient, ModelRegistry
     from shared.tools import ToolExecutor, ToolRegistry
 
@@ -35,8 +39,11 @@ class Services:
         tools: ToolRegistry | None = None,
         approvals: ApprovalGate | None = None,
         tokens: TokenCounter | None = None,
+        event_sinks: Sequence[Publisher] = (),
     ) -> None:
         self.settings = settings
+        self.event_sinks = tuple(event_sinks)
+        """Publishers every invocation's events also go to (tests, the local stack)."""
         given = {"db": db, "llm": llm, "tools": tools, "approvals": approvals, "tokens": tokens}
         # A given part takes the cached_property's place (it reads the instance dict first).
         self.__dict__.update({name: part for name, part in given.items() if part is not None})
@@ -55,6 +62,13 @@ class Services:
         return TokenVerifier(
             secret=secret.get_secret_value() if secret else None, jwks_url=self.settings.jwks_url
         )
+
+    @cached_property
+    def http(self) -> httpx.AsyncClient:
+        """One HTTP client for calls to other functions and to Realtime (pooled connections)."""
+        import httpx
+
+        return httpx.AsyncClient(timeout=httpx.Timeout(900.0, connect=10.0))
 
     @cached_property
     def models(self) -> ModelRegistry:
@@ -104,6 +118,8 @@ class Services:
         """Release pooled connections and the model client (tests and the local stack)."""
         if "db" in self.__dict__:
             await self.db.close()
+        if "http" in self.__dict__:
+            await self.http.aclose()
         closer = getattr(self.__dict__.get("llm"), "aclose", None)
         if closer is not None:
             await closer()

@@ -144,13 +144,31 @@ class Settings(BaseSettings):
     `[{"name": "files", "command": "npx", "args": ["-y", "@mcp/fs", "/data"],
     "read_only_tools": ["read_file"]}]`. Undeclared tools are write tools."""
 
+    realtime_private_channels: bool = True
+    """Broadcast on private Realtime channels, readable only by the session's owner (the
+    migrations' policy on `realtime.messages`); false: public channels named by the UUID."""
     invoker_transport: Literal["in_process", "http"] = "in_process"
     """How chat reaches the planner and the planner its executors: in this process, or over
     HTTP to the other functions' URLs (AWS)."""
+    invoker_attempts: int = Field(default=3, ge=1, le=10)
+    """Tries of a function-to-function call that fails to connect or gets a 5xx/429."""
+    invoker_retry_delay_seconds: float = Field(default=1.0, ge=0)
+    """Wait before the second try of such a call (doubling for each further one)."""
     planner_function_url: str | None = None
     """The planner function's URL, for `invoker_transport=http` (set by infra/serverless.yml)."""
     executor_function_url: str | None = None
     """The executor function's URL, for `invoker_transport=http` (set by infra/serverless.yml)."""
+
+    realtime_host: str = "127.0.0.1"
+    """Interface the local Realtime server listens on (`python -m local.realtime`)."""
+    realtime_port: int = Field(default=4000, ge=0, le=65535)
+    """Port of the local Realtime server (4000, like Supabase Realtime); 0 picks a free one."""
+    realtime_connect_error_delay_ms: int = Field(default=2000, ge=0)
+    """Local Realtime: delay before refusing a websocket upgrade (Supabase waits 2 s)."""
+    realtime_join_error_delay_ms: int = Field(default=5000, ge=0)
+    """Local Realtime: delay before a channel join error reply (Supabase waits 5 s)."""
+    realtime_change_retention_seconds: int = Field(default=300, ge=1)
+    """Local Realtime: how long captured row changes stay in `parley_realtime.changes`."""
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Python logging level."""

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
+from shared.agents import DeepSeekTokenizer
 from shared.db import Database
 from tests import databases
+from tests.models import MODELS
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +37,17 @@ def database_url(server_url: str, template_name: str) -> Iterator[str]:
 async def db(database_url: str) -> AsyncIterator[Database]:
     async with Database(database_url, max_size=4) as database:
         yield database
+
+
+@pytest.fixture(scope="session")
+def models_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model registry with the test models' prices and context windows."""
+    path = tmp_path_factory.mktemp("models") / "models.toml"
+    path.write_text(MODELS)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tokenizer() -> DeepSeekTokenizer:
+    """One tokenizer for the session: loading it takes about half a second."""
+    return DeepSeekTokenizer()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from functions.agent_executor import steps
 from shared.http import create_base_app
 
 
@@ -12,6 +13,7 @@ def create_app() -> FastAPI:
     return create_base_app(
         title="agent_executor",
         description="Read-only executor agents: one plan step per invocation.",
+        routers=[steps.router],
     )
 
 

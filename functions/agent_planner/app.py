@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from functions.agent_planner import plans
 from shared.http import create_base_app
 
 
@@ -11,7 +12,8 @@ def create_app() -> FastAPI:
     """Build the `agent_planner` app."""
     return create_base_app(
         title="agent_planner",
-        description="The planner agent: plans, delegation, synthesis and approvals.",
+        description="The planner agent: runs and resumes plans, delegates steps, approvals.",
+        routers=[plans.router],
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from functions.chat import sessions
+from functions.chat import sessions, turns
 from shared.http import create_base_app
 
 
@@ -13,7 +13,7 @@ def create_app() -> FastAPI:
     return create_base_app(
         title="chat",
         description="User-facing chat: sessions, messages, the timeline and turns.",
-        routers=[sessions.router],
+        routers=[turns.router, sessions.router],
     )
 
 

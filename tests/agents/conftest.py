@@ -16,29 +16,7 @@ from shared.services import Services
 from shared.settings import Settings
 from tests import databases
 from tests.agents.scripting import Script
-
-PLANNER_MODEL = "test-planner"
-EXECUTOR_MODEL = "test-executor"
-MODELS = """
-[[model]]
-match = "test-planner.*"
-family = "test"
-context_window = 64000
-price = { cache_hit = "0.1", cache_miss = "1", output = "2" }
-
-[[model]]
-match = "test-executor.*"
-family = "test"
-context_window = 16000
-price = { cache_hit = "0.05", cache_miss = "0.5", output = "1" }
-
-[[model]]
-match = "test-thinker.*"
-family = "test"
-thinking = true
-context_window = 64000
-price = { cache_hit = "0.1", cache_miss = "1", output = "2" }
-"""
+from tests.models import EXECUTOR_MODEL, PLANNER_MODEL
 
 MakeServices = Callable[..., Services]
 
@@ -67,19 +45,6 @@ def fake() -> Iterator[FakeModelServer]:
 @pytest.fixture(autouse=True)
 def _fresh_fake(fake: FakeModelServer) -> None:
     fake.reset()
-
-
-@pytest.fixture(scope="session")
-def models_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("agents") / "models.toml"
-    path.write_text(MODELS)
-    return path
-
-
-@pytest.fixture(scope="session")
-def tokenizer() -> DeepSeekTokenizer:
-    """One tokenizer for the session: loading it takes about half a second."""
-    return DeepSeekTokenizer()
 
 
 @pytest.fixture

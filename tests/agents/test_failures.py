@@ -11,11 +11,11 @@ from shared.llm.fake_server import FakeModelServer, error
 from shared.services import Services
 from shared.settings import Settings
 from tests.agents.builders import of_type, stored, types
-from tests.agents.conftest import MODELS
 from tests.agents.plans import plan_call
 from tests.agents.scripting import Script
 from tests.agents.test_limits import LOOKUP, ONE_STEP
 from tests.factories import make_user
+from tests.models import MODELS
 
 
 async def test_a_model_that_keeps_failing_mid_plan_fails_it_readably_and_keeps_the_message(

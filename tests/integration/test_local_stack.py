@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,18 +25,24 @@ def empty_database(server_url: str) -> Iterator[str]:
     databases.drop_database(server_url, url)
 
 
-def test_run_command_is_repeatable(empty_database: str) -> None:
+def test_run_command_serves_the_stack_and_a_demo_turn_twice(empty_database: str) -> None:
     env = {**os.environ, "DATABASE_URL": empty_database}
+    env.pop("DEEPSEEK_API_KEY", None), env.pop("LLM_API_KEY", None)
+    command = [sys.executable, "-m", "local", "--once", "--port", "0", "--realtime-port", "0"]
     outputs = [
-        subprocess.run(
-            [sys.executable, "-m", "local"], env=env, capture_output=True, text=True, check=True
-        ).stdout
+        subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
         for _ in range(2)
     ]
-    assert outputs[0] == outputs[1]
-    assert "3 projects · 7 tasks · 3 notes · 2 brain dumps · 4 calendar events" in outputs[0]
     head = ScriptDirectory.from_config(alembic_config(empty_database)).get_current_head()
-    assert f"schema      {head} on PostgreSQL" in outputs[0]
+    assert "3 projects · 7 tasks · 3 notes · 2 brain dumps" in outputs[0]
+    assert "3 projects · 8 tasks · 3 notes" in outputs[1]  # seeding again adds nothing; the
+    for output in outputs:  # first demo turn's plan created one task
+        assert f"schema      {head} on PostgreSQL" in output
+        assert "OFFLINE DEMO MODEL" in output
+        assert "Answer (completed, complex" in output
+        arrived = re.search(r"(\d+) events arrived over Realtime", output)
+        assert arrived is not None and int(arrived.group(1)) >= 20
+        assert "plan_created" in output and "done           status=completed" in output
 
 
 async def test_seed_is_idempotent(server_url: str, template_name: str) -> None:

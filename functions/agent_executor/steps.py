@@ -1,0 +1,26 @@
+"""The executor's route: run one attempt of one plan step (internal)."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from fastapi import APIRouter
+
+from shared.http import ServiceCaller, ServicesDep, problems
+from shared.models.turns import RunStepRequest, StepOutcomeOut
+from shared.runs import run_step_here
+
+router = APIRouter(tags=["steps"])
+
+
+@router.post("/steps/{step_id}/run", responses=problems(403, 404, 409))
+async def run_step(
+    step_id: UUID, body: RunStepRequest, _: ServiceCaller, services: ServicesDep
+) -> StepOutcomeOut:
+    """Run one executor step attempt, or resume it (internal: service-role key).
+
+    Idempotent on (step, attempt): a redelivered attempt that finished makes no model call and
+    returns the step as it stands.
+    """
+    outcome = await run_step_here(services, step_id=step_id, attempt=body.attempt)
+    return StepOutcomeOut.model_validate(outcome)

@@ -1,0 +1,58 @@
+"""The planner's routes: run or resume a plan (internal), read it, cancel it."""
+
+from __future__ import annotations
+
+import asyncio
+from uuid import UUID
+
+from fastapi import APIRouter, status
+from fastapi.responses import StreamingResponse
+
+from shared.agents import request_cancel
+from shared.events.sse import SSEPublisher
+from shared.http import CurrentUser, ServiceCaller, ServicesDep, problems
+from shared.models.turns import CancelReply, PlanDetail, PlanOutcomeOut
+from shared.plan_views import plan_detail
+from shared.runs import run_plan_here
+
+router = APIRouter(tags=["plans"])
+STREAM = {"text/event-stream": {"schema": {"type": "string", "description": "SSE of events"}}}
+_running: set[asyncio.Task[object]] = set()
+
+
+@router.post(
+    "/plans/{plan_id}/run",
+    response_model=PlanOutcomeOut,
+    responses={200: {"content": STREAM}, **problems(403, 404, 409)},
+)
+async def run_plan(
+    plan_id: UUID, _: ServiceCaller, services: ServicesDep, stream: bool = False
+) -> PlanOutcomeOut | StreamingResponse:
+    """Run the plan, or resume it from the tables (internal: service-role key).
+
+    Idempotent: a finished plan is returned as it is; one that died mid-way continues without
+    redoing finished steps or answered tool calls. `?stream=true` answers with its events.
+    """
+    if not stream:
+        return PlanOutcomeOut.model_validate(await run_plan_here(services, plan_id=plan_id))
+    sse = SSEPublisher()
+    task = asyncio.create_task(run_plan_here(services, plan_id=plan_id, extra=sse))
+    _running.add(task)
+    task.add_done_callback(_running.discard)
+    return StreamingResponse(sse.stream(), media_type="text/event-stream")
+
+
+@router.get("/plans/{plan_id}", responses=problems(404))
+async def get_plan(plan_id: UUID, user: CurrentUser, services: ServicesDep) -> PlanDetail:
+    """The plan with its steps, agent threads and executions (tokens, cost, durations)."""
+    return await plan_detail(services.db, user, plan_id)
+
+
+@router.post(
+    "/plans/{plan_id}/cancel", status_code=status.HTTP_202_ACCEPTED, responses=problems(404)
+)
+async def cancel_plan(plan_id: UUID, user: CurrentUser, services: ServicesDep) -> CancelReply:
+    """Ask the agents to stop: they do before their next model or tool call, and the plan
+    ends `cancelled` with its partial output and usage kept. A finished plan is unchanged."""
+    plan = await request_cancel(services, plan_id=plan_id, user_id=user.id)
+    return CancelReply(plan_id=plan.id, status=plan.status)

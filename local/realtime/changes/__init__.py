@@ -1,0 +1,1 @@
+"""Change capture (postgres_changes): install, LISTEN, route."""

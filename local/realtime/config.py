@@ -1,0 +1,80 @@
+"""How the local Realtime server is set up: one frozen value, built from `Settings` or by hand."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from shared.errors import ConfigurationError
+from shared.settings import LOCAL_JWT_SECRET, Settings
+
+
+@dataclass(frozen=True, slots=True)
+class RealtimeConfig:
+    """Everything the server needs; the defaults are the hosted server's."""
+
+    database_url: str
+    """Postgres the server captures changes from and checks RLS against."""
+    jwt_secret: str | None = LOCAL_JWT_SECRET
+    """HS256 secret API keys and user tokens are signed with."""
+    jwks_url: str | None = None
+    """JWKS for asymmetrically signed tokens (either this or `jwt_secret`, or both)."""
+    api_keys: Mapping[str, str] = field(default_factory=dict)
+    """Opaque keys (`sb_publishable_…`, `sb_secret_…`) accepted as apikey, mapped to a role."""
+    host: str = "127.0.0.1"
+    port: int = 4000
+    connect_error_delay: float = 2.0
+    """Seconds before a refused websocket upgrade is answered (hosted: 2 s)."""
+    join_error_delay: float = 5.0
+    """Seconds before a join error reply (hosted: 5 s)."""
+    publication: str = "supabase_realtime"
+    change_retention: float = 300.0
+    """Seconds a captured change stays in the change log."""
+    prune_interval: float = 60.0
+    publication_poll_interval: float = 10.0
+    """How often the capture triggers are re-synced with the publication's tables."""
+    max_record_bytes: int = 1024 * 1024
+    """Changes larger than this arrive with `Error 413` and only their small fields."""
+    max_payload_bytes: int = 3000 * 1000
+    """Largest broadcast or presence payload (hosted default: 3000 kB)."""
+    max_frame_bytes: int = 5 * 1024 * 1024
+    idle_timeout: float = 60.0
+    """A socket that sends nothing (not even heartbeats) for this long is closed."""
+    token_check_interval: float = 300.0
+    """Channel tokens are re-checked this often (and when they expire)."""
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> RealtimeConfig:
+        """The configuration `python -m local.realtime` uses, from environment settings."""
+        if not settings.database_url and "database_url" not in overrides:
+            raise ConfigurationError(
+                "The local Realtime server needs a database: set DATABASE_URL "
+                "or pass --database-url postgresql://…"
+            )
+        secret = settings.supabase_jwt_secret
+        config = cls(
+            database_url=settings.database_url or "",
+            jwt_secret=secret.get_secret_value() if secret else LOCAL_JWT_SECRET,
+            jwks_url=settings.supabase_jwks_url,
+            api_keys=_opaque_keys(settings),
+            host=settings.realtime_host,
+            port=settings.realtime_port,
+            connect_error_delay=settings.realtime_connect_error_delay_ms / 1000,
+            join_error_delay=settings.realtime_join_error_delay_ms / 1000,
+            change_retention=float(settings.realtime_change_retention_seconds),
+        )
+        return replace(config, **overrides)
+
+
+def _opaque_keys(settings: Settings) -> dict[str, str]:
+    # The hosted gateway swaps new-style keys for JWTs before Realtime sees them; locally the
+    # server does that itself, for the keys this project is configured with.
+    keys: dict[str, str] = {}
+    for secret, role in (
+        (settings.supabase_anon_key, "anon"),
+        (settings.supabase_service_role_key, "service_role"),
+    ):
+        if secret and secret.get_secret_value().startswith("sb_"):
+            keys[secret.get_secret_value()] = role
+    return keys

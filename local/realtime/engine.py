@@ -1,0 +1,104 @@
+"""The server's shared state and its lifecycle: the one composition root of `local.realtime`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from local.realtime.auth import Authenticator
+from local.realtime.changes import capture
+from local.realtime.changes.listener import ChangeListener
+from local.realtime.changes.router import ChangeRouter, Pool
+from local.realtime.config import RealtimeConfig
+from local.realtime.hub import Hub
+from local.realtime.presence import PresenceRegistry
+from shared.errors import ConfigurationError
+
+log = logging.getLogger(__name__)
+
+
+class Realtime:
+    """Authentication, fan-out, presence and change routing of one server, and its database."""
+
+    def __init__(self, config: RealtimeConfig) -> None:
+        self.config = config
+        self.auth = Authenticator.create(
+            secret=config.jwt_secret, jwks_url=config.jwks_url, api_keys=config.api_keys
+        )
+        self.hub = Hub()
+        self.presence = PresenceRegistry()
+        self.pool: Pool = AsyncConnectionPool(
+            config.database_url,
+            min_size=1,
+            max_size=4,
+            open=False,
+            kwargs={"autocommit": True},
+            name="realtime",
+        )
+        self.router = ChangeRouter(
+            self.pool, publication=config.publication, max_record_bytes=config.max_record_bytes
+        )
+        self.listener = ChangeListener(config.database_url, self.router)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        """Connect, install the change capture, LISTEN, start the upkeep loops."""
+        await check_database(self.config.database_url)
+        await self.pool.open(wait=True, timeout=15)
+        try:
+            async with self.pool.connection() as conn:
+                self.router.captured = await capture.install(conn, self.config.publication)
+                await capture.prune(conn, self.config.change_retention)
+            await self.listener.start()
+        except BaseException:
+            await self.pool.close()
+            raise
+        self._tasks = [
+            _every(self.config.prune_interval, self._prune, "prune"),
+            _every(self.config.publication_poll_interval, self.router.sync, "publication sync"),
+        ]
+        log.info("realtime: capturing %d published tables", len(self.router.captured))
+
+    async def stop(self) -> None:
+        """Stop the loops and the listener, close the pool."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        await self.listener.stop()
+        await self.pool.close()
+
+    async def _prune(self) -> None:
+        async with self.pool.connection() as conn:
+            await capture.prune(conn, self.config.change_retention)
+
+
+async def check_database(url: str) -> None:
+    """Connect once, failing fast with a clear `ConfigurationError` rather than a pool timeout."""
+    try:
+        conn = await psycopg.AsyncConnection.connect(url, connect_timeout=10)
+    except psycopg.OperationalError as exc:
+        raise ConfigurationError(
+            f"The local Realtime server cannot reach its database ({exc}). Check DATABASE_URL "
+            "(or --database-url) and that Postgres is running."
+        ) from exc
+    await conn.close()
+
+
+def _every(seconds: float, job: Callable[[], Awaitable[None]], name: str) -> asyncio.Task[None]:
+    async def loop() -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                await job()
+            except psycopg.Error as exc:
+                log.warning("realtime: %s failed: %s", name, exc)
+
+    return asyncio.create_task(loop(), name=f"realtime-{name}")

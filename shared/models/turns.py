@@ -1,0 +1,159 @@
+"""Wire models of turns: sending a message, and what a plan or step run returns."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.models.sessions import _Out
+
+
+class ChatTurnRequest(BaseModel):
+    """Send the user's message to the planner."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: UUID | None = Field(default=None, description="Omit to start a new session.")
+    message: str = Field(min_length=1, max_length=32_000)
+    client_message_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Your id for this send: a retry with the same id returns the original turn "
+        "instead of storing the message twice.",
+    )
+    stream: bool = Field(
+        default=False, description="Answer with server-sent events instead of one JSON body."
+    )
+
+
+class ChatTurnReply(BaseModel):
+    """Where the turn ended (or paused); everything is also in the session's tables."""
+
+    session_id: UUID
+    message_id: UUID = Field(description="The stored user message.")
+    plan_id: UUID
+    created: bool = Field(description="False when `client_message_id` matched an earlier send.")
+    status: str = Field(description="The plan's status: completed, failed, cancelled, …")
+    strategy: str | None
+    answer: str | None
+    answer_message_id: UUID | None
+    error: str | None
+
+
+class PlanOutcomeOut(_Out):
+    """How one run of a plan ended (or paused)."""
+
+    plan_id: UUID
+    session_id: UUID
+    status: str
+    strategy: str | None
+    answer: str | None
+    message_id: UUID | None
+    error: str | None
+
+
+class RunStepRequest(BaseModel):
+    """Run one attempt of an executor step (idempotent on step and attempt)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempt: int = Field(default=1, ge=1, le=20)
+
+
+class StepOutcomeOut(_Out):
+    """Where a step stands after one run of it."""
+
+    step_id: UUID
+    step_number: int
+    status: str
+    result: str | None
+    error: str | None
+
+
+class StepOut(_Out):
+    id: UUID
+    step_number: int
+    description: str
+    executor_required: bool
+    depends_on: list[int]
+    tools: list[str]
+    assigned_agent_id: UUID | None
+    status: str
+    result: str | None
+    error: str | None
+    started_at: datetime | None
+    completed_at: datetime | None
+
+
+class ThreadOut(_Out):
+    """One planner↔executor conversation (an `agent_chat_sessions` row)."""
+
+    id: UUID
+    step_id: UUID | None
+    parent_agent_id: UUID
+    child_agent_id: UUID
+    status: str
+    turn_count: int
+    max_turns: int
+    result: str | None
+    error: str | None
+    created_at: datetime
+    completed_at: datetime | None
+
+
+class ExecutionOut(_Out):
+    """One agent run with its accounting."""
+
+    id: UUID
+    step_id: UUID | None
+    agent_id: UUID
+    agent_session_id: UUID | None
+    agent_role: str
+    model: str
+    attempt: int
+    status: str
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cache_hit_tokens: int
+    cost_usd: Decimal
+    tool_call_count: int
+    permission_denials: int
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_ms: int | None
+    error: str | None
+
+
+class PlanDetail(_Out):
+    """A plan with its steps, threads and executions."""
+
+    id: UUID
+    session_id: UUID
+    user_message_id: UUID
+    strategy: str | None
+    status: str
+    goal: str | None
+    error: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cache_hit_tokens: int
+    cost_usd: Decimal
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+    steps: list[StepOut]
+    threads: list[ThreadOut]
+    executions: list[ExecutionOut]
+    approvals: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class CancelReply(BaseModel):
+    plan_id: UUID
+    status: str
+    cancel_requested: Literal[True] = True

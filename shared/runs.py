@@ -1,0 +1,90 @@
+"""How a function runs agents for one request: where its events go and how it reaches others.
+
+Every invocation gets its own publisher — Supabase Realtime broadcast when `SUPABASE_URL` and
+the service-role key are set, plus any sinks the services carry (tests, the local stack) and
+any the caller adds (an SSE response) — and an invoker for the next hop: in this process, or
+over HTTP to the other functions (`INVOKER_TRANSPORT=http`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from shared.agents import InProcessInvoker, Invoker, PlanOutcome, StepOutcome, run_plan
+from shared.agents.executor import run_executor_step
+from shared.agents.http_invoker import HttpInvoker
+from shared.db import plans
+from shared.errors import ConfigurationError, NotFound
+from shared.events import EventEmitter, FanoutPublisher, Publisher
+from shared.events.realtime import SupabaseRealtimePublisher
+
+if TYPE_CHECKING:
+    from shared.services import Services
+
+
+def open_publisher(services: Services, *extra: Publisher) -> Publisher:
+    """A publisher for one invocation (close it with `aclose()` when the run ends)."""
+    settings = services.settings
+    sinks: list[Publisher] = [*services.event_sinks, *extra]
+    key = settings.supabase_service_role_key
+    if settings.supabase_url and key:
+        sinks.append(
+            SupabaseRealtimePublisher(
+                supabase_url=settings.supabase_url,
+                service_key=key.get_secret_value(),
+                private=settings.realtime_private_channels,
+                client=services.http,
+            )
+        )
+    return FanoutPublisher(*sinks)
+
+
+def invoker_for(services: Services, publisher: Publisher) -> Invoker:
+    """The way to the next function, per `INVOKER_TRANSPORT`."""
+    settings = services.settings
+    if settings.invoker_transport == "in_process":
+        return InProcessInvoker(services, publisher)
+    key = settings.supabase_service_role_key
+    if key is None:
+        raise ConfigurationError(
+            "INVOKER_TRANSPORT=http needs SUPABASE_SERVICE_ROLE_KEY: functions authenticate "
+            "to each other with it"
+        )
+    return HttpInvoker(
+        planner_url=settings.planner_function_url,
+        executor_url=settings.executor_function_url,
+        service_key=key.get_secret_value(),
+        attempts=settings.invoker_attempts,
+        retry_delay_seconds=settings.invoker_retry_delay_seconds,
+        client=services.http,
+    )
+
+
+async def run_plan_here(
+    services: Services, *, plan_id: UUID, extra: Publisher | None = None
+) -> PlanOutcome:
+    """Run (or resume) a plan in this process; its executor steps go through the invoker."""
+    async with services.db.service() as conn:
+        plan = await plans.get_plan(conn, plan_id=plan_id)
+    if plan is None:
+        raise NotFound(f"Plan {plan_id} not found")
+    publisher = open_publisher(services, *([extra] if extra else []))
+    try:
+        emitter = EventEmitter(services.db, publisher, session_id=plan.session_id)
+        return await run_plan(
+            services, plan_id=plan_id, emitter=emitter, invoker=invoker_for(services, publisher)
+        )
+    finally:
+        await publisher.aclose()
+
+
+async def run_step_here(services: Services, *, step_id: UUID, attempt: int) -> StepOutcome:
+    """Run (or resume) one executor step in this process."""
+    publisher = open_publisher(services)
+    try:
+        return await run_executor_step(
+            services, step_id=step_id, attempt=attempt, publisher=publisher
+        )
+    finally:
+        await publisher.aclose()

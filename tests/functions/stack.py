@@ -1,0 +1,100 @@
+"""The three functions served over HTTP, wired to the test database and the fake model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.types import Receive, Scope, Send
+
+from functions.agent_executor.app import create_app as executor_app
+from functions.agent_planner.app import create_app as planner_app
+from functions.chat.app import create_app as chat_app
+from shared.agents import DeepSeekTokenizer
+from shared.events import Publisher
+from shared.llm.fake_server import FakeModelServer
+from shared.services import Services, get_services
+from shared.serving import BackgroundServer
+from shared.settings import Settings
+from tests.functions.conftest import SECRET
+from tests.models import EXECUTOR_MODEL, PLANNER_MODEL
+
+SERVICE_KEY = "sb_secret_functions-test-service-key"
+Fault = Callable[[Scope], bool]
+
+
+class FaultInjector:
+    """ASGI middleware: answers 503 to requests `fault(scope)` picks, passes the rest on."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+        self.fault: Fault | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.fault is not None and self.fault(scope):
+            await send({"type": "http.response.start", "status": 503, "headers": []})
+            await send({"type": "http.response.body", "body": b"injected fault"})
+            return
+        await self.app(scope, receive, send)
+
+
+class Stack:
+    """chat → planner → executor, in process (`in_process`) or over HTTP (`http`)."""
+
+    def __init__(
+        self,
+        *,
+        database_url: str,
+        fake: FakeModelServer,
+        models_file: Path,
+        tokenizer: DeepSeekTokenizer,
+        transport: str = "in_process",
+        sinks: Sequence[Publisher] = (),
+        **settings: Any,
+    ) -> None:
+        self._base = {
+            "database_url": database_url,
+            "supabase_jwt_secret": SECRET,
+            "supabase_service_role_key": SERVICE_KEY,
+            "llm_base_url": fake.base_url,
+            "llm_api_key": "test",
+            "llm_planner_model": PLANNER_MODEL,
+            "llm_executor_model": EXECUTOR_MODEL,
+            "llm_models_file": models_file,
+            "llm_max_retries": 0,
+            "invoker_transport": transport,
+            "invoker_attempts": 1,
+            "invoker_retry_delay_seconds": 0,
+            **settings,
+        }
+        self._tokenizer, self._sinks = tokenizer, sinks
+        self.services: dict[str, Services] = {}
+        self.servers: dict[str, BackgroundServer] = {}
+        self.executor_faults = FaultInjector(executor_app())
+
+    def start(self) -> Stack:
+        self._serve("agent_executor", self.executor_faults)
+        self._serve(
+            "agent_planner", planner_app(), executor_function_url=self.url("agent_executor")
+        )
+        self._serve("chat", chat_app(), planner_function_url=self.url("agent_planner"))
+        return self
+
+    def stop(self) -> None:
+        for server in reversed(list(self.servers.values())):
+            server.stop()
+
+    def url(self, function: str) -> str:
+        return self.servers[function].url
+
+    def _serve(self, name: str, app: Any, **settings: Any) -> None:
+        services = Services(
+            Settings(**{**self._base, **settings}), tokens=self._tokenizer, event_sinks=self._sinks
+        )
+        self.services[name] = services
+        fastapi_app = app.app if isinstance(app, FaultInjector) else app
+        fastapi_app.dependency_overrides[get_services] = lambda: services
+        server = BackgroundServer(app, name=name, on_shutdown=services.aclose)
+        self.servers[name] = server.start()

@@ -1,0 +1,338 @@
+"""Turns over HTTP: POST /chat (JSON and SSE), the planner's and the executor's routes, both
+transports, at-least-once redelivery after a crash, and cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Callable, Iterator, MutableMapping
+from pathlib import Path
+from typing import Any
+from uuid import UUID, uuid4
+
+import httpx
+import pytest
+
+from shared.agents import DeepSeekTokenizer
+from shared.db import Database
+from shared.events import InMemoryPublisher
+from shared.llm.fake_server import FakeModelServer, reply, tool_call
+from tests.agents.plans import (
+    CALENDAR_STEP,
+    TASKS_STEP,
+    complete_with_results,
+    synthesis,
+    week_script,
+)
+from tests.agents.scripting import Script, requests_of
+from tests.factories import make_user
+from tests.functions.stack import SERVICE_KEY, Stack
+from tests.functions.test_chat_sessions import problem
+
+Auth = Callable[[UUID], dict[str, str]]
+SERVICE = {"Authorization": f"Bearer {SERVICE_KEY}"}
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeModelServer]:
+    with FakeModelServer() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def script(fake: FakeModelServer) -> Script:
+    fake.reset()
+    return Script(fake)
+
+
+@pytest.fixture(scope="module")
+def memory() -> InMemoryPublisher:
+    return InMemoryPublisher()
+
+
+@pytest.fixture(scope="module")
+def stack(
+    database_url: str,
+    fake: FakeModelServer,
+    models_file: Path,
+    tokenizer: DeepSeekTokenizer,
+    memory: InMemoryPublisher,
+) -> Iterator[Stack]:
+    running = Stack(
+        database_url=database_url, fake=fake, models_file=models_file, tokenizer=tokenizer,
+        sinks=[memory],
+    ).start()  # fmt: skip
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def http_stack(
+    database_url: str, fake: FakeModelServer, models_file: Path, tokenizer: DeepSeekTokenizer
+) -> Iterator[Stack]:
+    running = Stack(
+        database_url=database_url, fake=fake, models_file=models_file, tokenizer=tokenizer,
+        transport="http",
+    ).start()  # fmt: skip
+    yield running
+    running.stop()
+
+
+async def count(db: Database, query: str, *params: object) -> int:
+    async with db.service() as conn:
+        cur = await conn.execute(query, params)
+        row = await cur.fetchone()
+    assert row is not None
+    return int(next(iter(row.values())))
+
+
+def parse_sse(text: str) -> list[dict[str, Any]]:
+    events = []
+    for block in text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines())
+        event = json.loads(fields["data"])
+        assert (int(fields["id"]), fields["event"]) == (event["seq"], event["type"])
+        events.append(event)
+    return events
+
+
+def week_plan_with_dependency(script: Script) -> None:
+    """Two executor steps, the second after the first, then the answer."""
+    plan = {
+        "goal": "Look things up",
+        "steps": [
+            {"step_number": 1, "description": TASKS_STEP, "assignee": "executor",
+             "tools": ["list_tasks"]},
+            {"step_number": 2, "description": CALENDAR_STEP, "assignee": "executor",
+             "tools": ["get_calendar_events"], "depends_on": [1]},
+        ],
+    }  # fmt: skip
+    script.planner(reply(tool_call("create_plan", **plan)), synthesis)
+    # Step 2's delegation quotes step 1, so its rule must come first to be told apart.
+    script.step(
+        CALENDAR_STEP, reply(tool_call("get_calendar_events")), complete_with_results("Events")
+    )
+    script.step(TASKS_STEP, reply(tool_call("list_tasks")), complete_with_results("Open tasks"))
+
+
+async def test_a_direct_turn_answers_in_json(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script
+) -> None:
+    user = as_user(await make_user(db))
+    script.planner(reply("Hello! How can I help?"))
+    sent = await http.post(f"{stack.url('chat')}/chat", json={"message": "Hi"}, headers=user)
+    assert sent.status_code == 200, sent.text
+    body = sent.json()
+    assert (body["status"], body["strategy"], body["answer"]) == (
+        "completed", "direct", "Hello! How can I help?")  # fmt: skip
+    assert body["created"] is True
+    listed = await http.get(
+        f"{stack.url('chat')}/sessions/{body['session_id']}/messages", headers=user
+    )
+    roles = [(m["role"], m["content"]) for m in listed.json()["messages"]]
+    assert roles == [("user", "Hi"), ("assistant", "Hello! How can I help?")]
+
+
+async def test_sse_of_a_complex_turn_matches_what_the_publishers_saw(
+    stack: Stack,
+    http: httpx.AsyncClient,
+    db: Database,
+    as_user: Auth,
+    script: Script,
+    fake: FakeModelServer,
+    memory: InMemoryPublisher,
+) -> None:
+    user = as_user(await make_user(db))
+    week_script(script, fake)
+    body = {"message": "Plan my week", "stream": True}
+    async with http.stream("POST", f"{stack.url('chat')}/chat", json=body, headers=user) as sent:
+        assert sent.status_code == 200
+        assert sent.headers["content-type"].startswith("text/event-stream")
+        session_id = sent.headers["x-parley-session-id"]
+        text = "".join([chunk async for chunk in sent.aiter_text()])
+    streamed = parse_sse(text)
+    seen = [e.wire() for e in memory.events if str(e.session_id) == session_id]
+    assert [(e["type"], e["seq"]) for e in streamed] == [(e["type"], e["seq"]) for e in seen]
+    types = [e["type"] for e in streamed]
+    assert types.count("done") == 1 and types[-1] == "done"
+    assert {"plan_created", "step_started", "agent_message", "step_completed"} <= set(types)
+    assert streamed[-1]["data"]["status"] == "completed"
+
+
+async def test_functions_reach_each_other_over_http(
+    http_stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    fake: FakeModelServer,
+) -> None:  # fmt: skip
+    user = as_user(await make_user(db))
+    week_plan_with_dependency(script)
+    sent = await http.post(
+        f"{http_stack.url('chat')}/chat", json={"message": "What is on?"}, headers=user
+    )
+    assert sent.status_code == 200, sent.text
+    assert sent.json()["status"] == "completed"
+    assert sent.json()["answer"].startswith("Your week.")
+    # The chat function only stored the message and called the planner: it never used a model.
+    assert "llm" not in http_stack.services["chat"].__dict__
+    assert "llm" not in http_stack.services["agent_planner"].__dict__ or requests_of(
+        fake, "executor"
+    )
+    plan = (await http.get(
+        f"{http_stack.url('agent_planner')}/plans/{sent.json()['plan_id']}", headers=user
+    )).json()  # fmt: skip
+    assert [s["status"] for s in plan["steps"]] == ["completed", "completed"]
+    roles = sorted(e["agent_role"] for e in plan["executions"])
+    assert roles == ["executor", "executor", "planner"]
+    assert all(e["prompt_tokens"] > 0 and float(e["cost_usd"]) > 0 for e in plan["executions"])
+
+
+async def test_a_planner_that_died_mid_plan_resumes_without_redoing_step_one(
+    http_stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    fake: FakeModelServer,
+) -> None:  # fmt: skip
+    user_id = await make_user(db)
+    user = as_user(user_id)
+    week_plan_with_dependency(script)
+    steps_run: list[str] = []
+
+    def step_two_unreachable(scope: MutableMapping[str, Any]) -> bool:
+        steps_run.append(scope["path"])
+        return len(steps_run) == 2  # the executor function is down when step 2 is sent
+
+    http_stack.executor_faults.fault = step_two_unreachable
+    body = {"message": "What is on?", "client_message_id": "resume-1"}
+    try:
+        first = await http.post(f"{http_stack.url('chat')}/chat", json=body, headers=user)
+    finally:
+        http_stack.executor_faults.fault = None
+    problem(first, 502)
+    tasks_calls = len(requests_of(fake, "executor", TASKS_STEP))
+    assert tasks_calls == 2 and requests_of(fake, "executor", CALENDAR_STEP) == []
+
+    again = await http.post(f"{http_stack.url('chat')}/chat", json=body, headers=user)
+    assert again.status_code == 200, again.text
+    assert (again.json()["created"], again.json()["status"]) == (False, "completed")
+    assert len(requests_of(fake, "executor", TASKS_STEP)) == tasks_calls  # step 1 not redone
+    assert len(requests_of(fake, "executor", CALENDAR_STEP)) == 2
+    assert await count(db, "SELECT count(*) FROM chat_messages WHERE user_id = %s AND role = "
+                       "'user'", user_id) == 1  # fmt: skip
+
+
+async def test_cancel_mid_plan_stops_the_model_calls(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    fake: FakeModelServer,
+) -> None:  # fmt: skip
+    user_id = await make_user(db)
+    user = as_user(user_id)
+    arrived = threading.Event()
+
+    def hold(request: Any) -> Any:
+        arrived.set()
+        return reply(tool_call("list_tasks")).stalled(after=0)
+
+    script.planner(
+        reply(tool_call("create_plan", goal="g", steps=[
+            {"step_number": 1, "description": TASKS_STEP, "assignee": "executor",
+             "tools": ["list_tasks"]}])),
+    )  # fmt: skip
+    script.step(TASKS_STEP, hold)
+    chat = asyncio.create_task(
+        http.post(f"{stack.url('chat')}/chat", json={"message": "Go"}, headers=user)
+    )
+    assert await asyncio.to_thread(arrived.wait, 10)  # the executor's call is being held
+    plan_id = await latest_plan(db, user_id)
+    cancelled = await http.post(
+        f"{stack.url('agent_planner')}/plans/{plan_id}/cancel", headers=user
+    )
+    assert cancelled.status_code == 202 and cancelled.json()["cancel_requested"] is True
+    calls_at_flag = len(fake.requests)
+    fake.release()
+    result = (await chat).json()
+    assert result["status"] == "cancelled"
+    assert len(fake.requests) == calls_at_flag  # nothing asked of the model after the flag
+
+
+async def latest_plan(db: Database, user_id: UUID) -> UUID:
+    async with db.service() as conn:
+        cur = await conn.execute(
+            "SELECT id FROM agent_plans WHERE user_id = %s ORDER BY created_at DESC LIMIT 1",
+            (user_id,),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return UUID(str(row["id"]))
+
+
+async def test_chat_refuses_bad_requests(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth
+) -> None:
+    url = f"{stack.url('chat')}/chat"
+    user = as_user(await make_user(db))
+    problem(await http.post(url, json={"message": "Hi"}), 401)
+    problem(await http.post(url, json={"message": ""}, headers=user), 422)
+    problem(await http.post(url, json={"message": "Hi", "mode": "x"}, headers=user), 422)
+    problem(await http.post(url, json={"message": "x" * 32_001}, headers=user), 422)
+    stranger = {"message": "Hi", "session_id": str(uuid4())}
+    problem(await http.post(url, json=stranger, headers=user), 404)
+
+
+async def test_internal_routes_need_the_service_key(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth
+) -> None:
+    user = as_user(await make_user(db))
+    run = f"{stack.url('agent_planner')}/plans/{uuid4()}/run"
+    step = f"{stack.url('agent_executor')}/steps/{uuid4()}/run"
+    for url in (run, step):
+        problem(await http.post(url, json={}), 401)
+        problem(await http.post(url, json={}, headers=user), 403)
+        problem(await http.post(url, json={}, headers=SERVICE), 404)
+    problem(await http.post(step, json={"attempt": 0}, headers=SERVICE), 422)
+
+
+async def test_finished_plans_and_steps_are_redelivered_without_model_calls(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    fake: FakeModelServer,
+) -> None:  # fmt: skip
+    user = as_user(await make_user(db))
+    week_plan_with_dependency(script)
+    sent = await http.post(f"{stack.url('chat')}/chat", json={"message": "?"}, headers=user)
+    plan_id = sent.json()["plan_id"]
+    detail = (await http.get(f"{stack.url('agent_planner')}/plans/{plan_id}", headers=user)).json()
+    before = len(fake.requests)
+    rerun = await http.post(f"{stack.url('agent_planner')}/plans/{plan_id}/run", headers=SERVICE)
+    assert rerun.status_code == 200 and rerun.json()["status"] == "completed"
+    assert rerun.json()["answer"] == sent.json()["answer"]
+    step_id = detail["steps"][0]["id"]
+    again = await http.post(
+        f"{stack.url('agent_executor')}/steps/{step_id}/run", json={"attempt": 1}, headers=SERVICE
+    )
+    assert again.status_code == 200 and again.json()["status"] == "completed"
+    assert len(fake.requests) == before
+
+
+async def test_plans_are_private(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script
+) -> None:
+    owner = as_user(await make_user(db))
+    script.planner(reply("Hi"))
+    plan_id = (await http.post(f"{stack.url('chat')}/chat", json={"message": "Hi"},
+                               headers=owner)).json()["plan_id"]  # fmt: skip
+    intruder = as_user(await make_user(db))
+    planner = stack.url("agent_planner")
+    problem(await http.get(f"{planner}/plans/{plan_id}", headers=intruder), 404)
+    problem(await http.post(f"{planner}/plans/{plan_id}/cancel", headers=intruder), 404)
+    problem(await http.get(f"{planner}/plans/{plan_id}"), 401)
+    mine = await http.get(f"{planner}/plans/{plan_id}", headers=owner)
+    assert mine.json()["strategy"] == "direct"
+
+
+async def test_openapi_is_served_by_every_function(stack: Stack, http: httpx.AsyncClient) -> None:
+    expected = {
+        "chat": "/chat",
+        "agent_planner": "/plans/{plan_id}/run",
+        "agent_executor": "/steps/{step_id}/run",
+    }
+    for function, path in expected.items():
+        spec = (await http.get(f"{stack.url(function)}/openapi.json")).json()
+        assert spec["info"]["title"] == function
+        assert path in spec["paths"]

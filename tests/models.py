@@ -1,0 +1,24 @@
+"""Model names and registry entries the agent and function tests use."""
+
+PLANNER_MODEL = "test-planner"
+EXECUTOR_MODEL = "test-executor"
+MODELS = """
+[[model]]
+match = "test-planner.*"
+family = "test"
+context_window = 64000
+price = { cache_hit = "0.1", cache_miss = "1", output = "2" }
+
+[[model]]
+match = "test-executor.*"
+family = "test"
+context_window = 16000
+price = { cache_hit = "0.05", cache_miss = "0.5", output = "1" }
+
+[[model]]
+match = "test-thinker.*"
+family = "test"
+thinking = true
+context_window = 64000
+price = { cache_hit = "0.1", cache_miss = "1", output = "2" }
+"""

@@ -1,0 +1,48 @@
+"""Parley's session channels: the functions' publisher broadcasts a session's events on the
+private channel `session:<id>`, which only the session's owner may join (migration policy)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from realtime import RealtimeSubscribeStates
+
+from local.realtime import RealtimeServer
+from shared.db import Database
+from shared.events import Event
+from shared.events.realtime import SupabaseRealtimePublisher, session_topic
+from tests.factories import make_session, make_user
+from tests.realtime.helpers import ClientFactory, Inbox, service_key
+from tests.realtime.test_private import join, private
+
+
+async def test_only_the_owner_hears_a_sessions_events(
+    realtime: RealtimeServer, db: Database, clients: ClientFactory
+) -> None:
+    alice, bob = await make_user(db), await make_user(db)
+    session = await make_session(db, alice)
+    topic = session_topic(session.id)
+
+    owner = (await clients(alice)).channel(topic, private())
+    heard: Inbox[dict[str, Any]] = Inbox()
+    owner.on_broadcast("done", lambda message: heard.put(message["payload"]))
+    assert (await join(owner))[0] == RealtimeSubscribeStates.SUBSCRIBED
+    intruder_state, _ = await join((await clients(bob)).channel(topic, private()))
+    assert intruder_state == RealtimeSubscribeStates.CHANNEL_ERROR
+
+    publisher = SupabaseRealtimePublisher(
+        supabase_url=realtime.url, service_key=service_key(), private=True
+    )
+    done = Event(type="done", session_id=session.id, seq=7, ts=datetime.now(UTC),
+                 data={"status": "completed"})  # fmt: skip
+    await publisher.publish([done])
+    await publisher.aclose()
+
+    received = await heard.get()
+    assert (received["type"], received["seq"], received["data"]) == (
+        "done",
+        7,
+        {"status": "completed"},
+    )
+    assert received["session_id"] == str(session.id)
