@@ -16,7 +16,7 @@
   creating a second one, even when both arrive at once (the unique index decides).
 
 Revision ID: 3f8a9c2d0301
-Revises: 7c3d4f1a0201
+Revises: 8d4e5a2b0301
 Create Date: 2026-11-24 09:00:00
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "3f8a9c2d0301"
-down_revision: str | None = "7c3d4f1a0201"
+down_revision: str | None = "8d4e5a2b0301"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
