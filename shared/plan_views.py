@@ -5,11 +5,11 @@ from __future__ import annotations
 from uuid import UUID
 
 from shared.auth import User
-from shared.db import Database, dialogue, plans
+from shared.db import Database, approvals, dialogue, plans
 from shared.db._rows import fetch_all
 from shared.db.records import Execution, columns
 from shared.errors import NotFound
-from shared.models.turns import ExecutionOut, PlanDetail, StepOut, ThreadOut
+from shared.models.turns import ApprovalOut, ExecutionOut, PlanDetail, StepOut, ThreadOut
 
 
 async def plan_detail(db: Database, user: User, plan_id: UUID) -> PlanDetail:
@@ -20,6 +20,7 @@ async def plan_detail(db: Database, user: User, plan_id: UUID) -> PlanDetail:
             raise NotFound(f"Plan {plan_id} not found")
         steps = await plans.list_steps(conn, plan_id=plan_id)
         threads = await dialogue.list_threads(conn, plan_id=plan_id)
+        waiting = await approvals.list_approvals(conn, plan_id=plan_id)
         runs = await fetch_all(
             conn,
             Execution,
@@ -35,5 +36,6 @@ async def plan_detail(db: Database, user: User, plan_id: UUID) -> PlanDetail:
             "steps": [StepOut.model_validate(s) for s in steps],
             "threads": [ThreadOut.model_validate(t) for t in threads],
             "executions": [ExecutionOut.model_validate(e) for e in runs],
+            "approvals": [ApprovalOut.model_validate(a) for a in waiting],
         }
     )

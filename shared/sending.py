@@ -88,4 +88,5 @@ def reply(started: TurnStarted, outcome: PlanOutcome) -> ChatTurnReply:
         answer=outcome.answer,
         answer_message_id=outcome.message_id,
         error=outcome.error,
+        running_elsewhere=outcome.running_elsewhere,
     )

@@ -8,10 +8,19 @@ from uuid import UUID
 from fastapi import APIRouter, status
 from fastapi.responses import StreamingResponse
 
+from shared import approvals
 from shared.agents import request_cancel
 from shared.events.sse import SSEPublisher
 from shared.http import CurrentUser, ServiceCaller, ServicesDep, problems
-from shared.models.turns import CancelReply, PlanDetail, PlanOutcomeOut
+from shared.models.turns import (
+    ApprovalList,
+    ApprovalOut,
+    CancelReply,
+    DecisionReply,
+    DecisionRequest,
+    PlanDetail,
+    PlanOutcomeOut,
+)
 from shared.plan_views import plan_detail
 from shared.runs import run_plan_here
 
@@ -46,6 +55,33 @@ async def run_plan(
 async def get_plan(plan_id: UUID, user: CurrentUser, services: ServicesDep) -> PlanDetail:
     """The plan with its steps, agent threads and executions (tokens, cost, durations)."""
     return await plan_detail(services.db, user, plan_id)
+
+
+@router.get("/plans/{plan_id}/approvals", responses=problems(404))
+async def list_approvals(plan_id: UUID, user: CurrentUser, services: ServicesDep) -> ApprovalList:
+    """The plan's approvals: destructive calls and escalations waiting for (or given) a decision."""
+    found = await approvals.list_approvals(services, user, plan_id)
+    return ApprovalList(approvals=[ApprovalOut.model_validate(a) for a in found])
+
+
+@router.post("/plans/{plan_id}/approvals/{approval_id}", responses=problems(404, 409, 502, 503))
+async def decide_approval(
+    plan_id: UUID,
+    approval_id: UUID,
+    body: DecisionRequest,
+    user: CurrentUser,
+    services: ServicesDep,
+) -> DecisionReply:
+    """Approve or reject a destructive call, or answer or reject an escalation — then resume
+    the plan in this invocation and answer where it got to (its events stream as usual)."""
+    decided = await approvals.decide_approval(
+        services, user, plan_id=plan_id, approval_id=approval_id, decision=body.decision,
+        text=body.text,
+    )  # fmt: skip
+    resumed = await run_plan_here(services, plan_id=plan_id)
+    return DecisionReply(
+        approval=ApprovalOut.model_validate(decided), plan=PlanOutcomeOut.model_validate(resumed)
+    )
 
 
 @router.post(

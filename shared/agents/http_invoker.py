@@ -60,6 +60,7 @@ class HttpInvoker:
             answer=body["answer"],
             message_id=UUID(body["message_id"]) if body["message_id"] else None,
             error=body["error"],
+            running_elsewhere=body.get("running_elsewhere", False),
         )
 
     async def run_step(self, *, step_id: UUID, attempt: int) -> StepOutcome:
@@ -71,6 +72,7 @@ class HttpInvoker:
             status=body["status"],
             result=body["result"],
             error=body["error"],
+            running_elsewhere=body.get("running_elsewhere", False),
         )
 
     async def stream_plan(self, *, plan_id: UUID) -> AsyncIterator[str]:

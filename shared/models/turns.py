@@ -43,6 +43,10 @@ class ChatTurnReply(BaseModel):
     answer: str | None
     answer_message_id: UUID | None
     error: str | None
+    running_elsewhere: bool = Field(
+        default=False,
+        description="The turn is still being worked on by another invocation (a resend).",
+    )
 
 
 class PlanOutcomeOut(_Out):
@@ -55,6 +59,10 @@ class PlanOutcomeOut(_Out):
     answer: str | None
     message_id: UUID | None
     error: str | None
+    running_elsewhere: bool = Field(
+        default=False,
+        description="Another invocation holds the plan's lease: this one did nothing.",
+    )
 
 
 class RunStepRequest(BaseModel):
@@ -73,6 +81,7 @@ class StepOutcomeOut(_Out):
     status: str
     result: str | None
     error: str | None
+    running_elsewhere: bool = False
 
 
 class StepOut(_Out):
@@ -150,7 +159,48 @@ class PlanDetail(_Out):
     steps: list[StepOut]
     threads: list[ThreadOut]
     executions: list[ExecutionOut]
-    approvals: list[dict[str, Any]] = Field(default_factory=list)
+    approvals: list[ApprovalOut]
+
+
+class ApprovalOut(_Out):
+    """A destructive tool call or an executor's escalation that waits for (or got) the user's
+    decision."""
+
+    id: UUID
+    plan_id: UUID
+    step_id: UUID | None
+    agent_id: UUID
+    kind: Literal["tool_call", "escalation"]
+    tool_call_id: str
+    tool_name: str | None
+    tool_args: dict[str, Any] | None
+    reason: str | None
+    status: str
+    response: str | None
+    decided_at: datetime | None
+    created_at: datetime
+
+
+class ApprovalList(BaseModel):
+    approvals: list[ApprovalOut]
+
+
+class DecisionRequest(BaseModel):
+    """The user's decision: `approve`/`reject` a tool call; `answer`/`reject` an escalation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["approve", "reject", "answer"]
+    text: str | None = Field(
+        default=None, max_length=4000, description="The answer, or why the call is rejected."
+    )
+
+
+class DecisionReply(BaseModel):
+    """The decided approval, and where the plan got to when it resumed."""
+
+    approval: ApprovalOut
+    plan: PlanOutcomeOut
 
 
 class CancelReply(BaseModel):

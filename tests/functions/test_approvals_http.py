@@ -1,0 +1,176 @@
+"""Approvals and double submits over HTTP: a destructive write waits for the user; a second
+message while a turn runs is refused with 409."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import httpx
+import pytest
+
+from shared.agents import DeepSeekTokenizer
+from shared.db import Database
+from shared.llm.fake_server import FakeModelServer, RecordedRequest, reply, tool_call
+from tests.agents.scripting import Script, tool_results
+from tests.factories import make_user
+from tests.functions.stack import Stack
+from tests.functions.test_chat_sessions import problem
+from tests.tools.builders import fetch_row, make_event
+
+Auth = Callable[[UUID], dict[str, str]]
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeModelServer]:
+    with FakeModelServer() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def script(fake: FakeModelServer) -> Script:
+    fake.reset()
+    return Script(fake)
+
+
+@pytest.fixture(scope="module")
+def stack(
+    database_url: str, fake: FakeModelServer, models_file: Path, tokenizer: DeepSeekTokenizer
+) -> Iterator[Stack]:
+    running = Stack(
+        database_url=database_url, fake=fake, models_file=models_file, tokenizer=tokenizer
+    ).start()
+    yield running
+    running.stop()
+
+
+def report(request: RecordedRequest) -> Any:
+    return reply(f"Outcome: {tool_results(request)[-1][:300]}")
+
+
+async def ask_to_delete(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script
+) -> tuple[dict[str, str], UUID, dict[str, Any]]:
+    user_id = await make_user(db)
+    event = await make_event(db, user_id, datetime.now(UTC) + timedelta(days=1), title="Dentist")
+    script.planner(reply(tool_call("delete_calendar_event", event_id=str(event))), report)
+    user = as_user(user_id)
+    sent = await http.post(f"{stack.url('chat')}/chat", json={"message": "Cancel the dentist"},
+                           headers=user)  # fmt: skip
+    assert sent.status_code == 200, sent.text
+    return user, event, sent.json()
+
+
+async def test_a_destructive_write_waits_and_a_rejection_keeps_the_data(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script
+) -> None:
+    user, event, turn = await ask_to_delete(stack, http, db, as_user, script)
+    assert turn["status"] == "awaiting_approval"
+    planner = stack.url("agent_planner")
+    (waiting,) = (await http.get(f"{planner}/plans/{turn['plan_id']}/approvals",
+                                 headers=user)).json()["approvals"]  # fmt: skip
+    assert (waiting["kind"], waiting["tool_name"], waiting["status"]) == (
+        "tool_call", "delete_calendar_event", "pending")  # fmt: skip
+    assert waiting["tool_args"] == {"event_id": str(event)}
+
+    decided = await http.post(
+        f"{planner}/plans/{turn['plan_id']}/approvals/{waiting['id']}",
+        json={"decision": "reject", "text": "keep it"}, headers=user,
+    )  # fmt: skip
+    assert decided.status_code == 200, decided.text
+    assert decided.json()["approval"]["status"] == "rejected"
+    assert decided.json()["plan"]["status"] == "completed"
+    assert "Not approved" in decided.json()["plan"]["answer"]
+    row = await fetch_row(db, "calendar_events", event)
+    assert row is not None and row["deleted_at"] is None  # not written
+
+    again = await http.post(
+        f"{planner}/plans/{turn['plan_id']}/approvals/{waiting['id']}",
+        json={"decision": "approve"}, headers=user,
+    )  # fmt: skip
+    problem(again, 409)
+
+
+async def test_an_approved_destructive_write_runs_once(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script
+) -> None:
+    user, event, turn = await ask_to_delete(stack, http, db, as_user, script)
+    planner = stack.url("agent_planner")
+    detail = (await http.get(f"{planner}/plans/{turn['plan_id']}", headers=user)).json()
+    (waiting,) = detail["approvals"]
+    decided = await http.post(
+        f"{planner}/plans/{turn['plan_id']}/approvals/{waiting['id']}",
+        json={"decision": "approve"}, headers=user,
+    )  # fmt: skip
+    assert decided.json()["plan"]["status"] == "completed"
+    row = await fetch_row(db, "calendar_events", event)
+    assert row is not None and row["deleted_at"] is not None  # written
+    rerun = await http.post(f"{stack.url('chat')}/chat", headers=user, json={
+        "session_id": turn["session_id"], "message": "Cancel the dentist",
+        "client_message_id": None})  # fmt: skip
+    assert rerun.status_code == 200  # the session is free again
+    async with db.service() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM chat_messages WHERE plan_id = %s AND role = 'tool' "
+            "AND tool_name = 'delete_calendar_event'", (UUID(turn["plan_id"]),),
+        )  # fmt: skip
+        assert await cur.fetchone() == {"n": 1}  # the delete ran exactly once
+
+
+async def test_deciding_needs_the_owner_and_a_valid_decision(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script
+) -> None:
+    user, _, turn = await ask_to_delete(stack, http, db, as_user, script)
+    planner = stack.url("agent_planner")
+    (waiting,) = (await http.get(f"{planner}/plans/{turn['plan_id']}/approvals",
+                                 headers=user)).json()["approvals"]  # fmt: skip
+    url = f"{planner}/plans/{turn['plan_id']}/approvals/{waiting['id']}"
+    intruder = as_user(await make_user(db))
+    problem(await http.post(url, json={"decision": "approve"}, headers=intruder), 404)
+    problem(await http.post(url, json={"decision": "maybe"}, headers=user), 422)
+    problem(await http.post(url, json={"decision": "answer", "text": "x"}, headers=user), 422)
+    problem(await http.get(f"{planner}/plans/{turn['plan_id']}/approvals", headers=intruder), 404)
+    # A new message while the turn waits for the decision is refused.
+    hello = {"session_id": turn["session_id"], "message": "Hello?"}
+    busy = await http.post(f"{stack.url('chat')}/chat", headers=user, json=hello)
+    assert "pending approval" in str(problem(busy, 409)["detail"])
+
+
+async def test_a_second_message_while_a_turn_runs_gets_409(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    fake: FakeModelServer,
+) -> None:  # fmt: skip
+    user = as_user(await make_user(db))
+    arrived = threading.Event()
+
+    def hold(request: RecordedRequest) -> Any:
+        arrived.set()
+        return reply("Done thinking.").stalled(after=0)
+
+    script.planner(hold)
+    session = (await http.post(f"{stack.url('chat')}/sessions", json={}, headers=user)).json()
+    first = asyncio.create_task(http.post(
+        f"{stack.url('chat')}/chat", headers=user,
+        json={"session_id": session["id"], "message": "Think hard", "client_message_id": "a"},
+    ))  # fmt: skip
+    assert await asyncio.to_thread(arrived.wait, 10)
+    other = {"session_id": session["id"], "message": "Another thing"}
+    second = await http.post(f"{stack.url('chat')}/chat", headers=user, json=other)
+    assert "still running" in str(problem(second, 409)["detail"])
+    resend = await http.post(f"{stack.url('chat')}/chat", headers=user,
+                             json={"session_id": session["id"], "message": "Think hard",
+                                   "client_message_id": "a"})  # fmt: skip
+    assert resend.status_code == 200 and resend.json()["running_elsewhere"] is True
+    fake.release()
+    assert (await first).json()["answer"] == "Done thinking."
+    async with db.service() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM chat_messages WHERE session_id = %s AND role = 'user'",
+            (UUID(session["id"]),),
+        )
+        assert await cur.fetchone() == {"n": 1}
