@@ -69,6 +69,7 @@ async def run_plan_here(
         plan = await plans.get_plan(conn, plan_id=plan_id)
     if plan is None:
         raise NotFound(f"Plan {plan_id} not found")
+    await services.load_mcp_tools()
     publisher = open_publisher(services, *([extra] if extra else []))
     try:
         emitter = EventEmitter(services.db, publisher, session_id=plan.session_id)
@@ -81,6 +82,7 @@ async def run_plan_here(
 
 async def run_step_here(services: Services, *, step_id: UUID, attempt: int) -> StepOutcome:
     """Run (or resume) one executor step in this process."""
+    await services.load_mcp_tools()
     publisher = open_publisher(services)
     try:
         return await run_executor_step(

@@ -67,6 +67,7 @@ async def send_streaming(
 
 
 async def _start(services: Services, user: User, request: ChatTurnRequest) -> TurnStarted:
+    await services.load_mcp_tools()  # the planner may run in this process
     return await start_turn(
         services,
         user_id=user.id,

@@ -9,6 +9,7 @@ starts without those settings. Tests and the local stack pass ready-made parts i
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
@@ -91,6 +92,24 @@ class Services:
 
         return builtin_registry()
 
+    async def load_mcp_tools(self) -> None:
+        """Connect the `MCP_SERVERS` once per process and add their tools to `tools`.
+
+        Called before agents run (the connection lives in this process's event loop). A server
+        that cannot be reached is logged and left out; the built-in tools work regardless.
+        """
+        if not self.settings.mcp_servers or "_mcp" in self.__dict__:
+            return
+        async with self.__dict__.setdefault("_mcp_lock", asyncio.Lock()):
+            if "_mcp" in self.__dict__:
+                return
+            from shared.tools.mcp_source import McpSource
+
+            source = McpSource(self.settings.mcp_servers)
+            for tool in await source.open():
+                self.tools.add(tool)
+            self.__dict__["_mcp"] = source
+
     @cached_property
     def tool_executor(self) -> ToolExecutor:
         from shared.tools import ToolExecutor
@@ -118,6 +137,8 @@ class Services:
         """Release pooled connections and the model client (tests and the local stack)."""
         if "db" in self.__dict__:
             await self.db.close()
+        if "_mcp" in self.__dict__:
+            await self.__dict__.pop("_mcp").close()
         if "http" in self.__dict__:
             await self.http.aclose()
         closer = getattr(self.__dict__.get("llm"), "aclose", None)

@@ -11,6 +11,7 @@ import pytest
 
 from shared.db import Database, dialogue
 from shared.errors import ConfigurationError
+from shared.services import Services
 from shared.settings import McpServerConfig, load_settings
 from shared.tools import ToolExecutor, ToolRegistry, builtin_registry, offered_tools
 from shared.tools.mcp_source import McpSource
@@ -125,3 +126,16 @@ def test_bad_server_entries_are_configuration_errors(
     monkeypatch.setenv("MCP_SERVERS", json.dumps([server]))
     with pytest.raises(ConfigurationError, match="MCP_SERVERS"):
         load_settings()
+
+
+async def test_services_load_configured_servers_into_their_registry(database_url: str) -> None:
+    services = Services(load_settings(database_url=database_url, mcp_servers=[echo_config()]))
+    assert services.tools.get("echo_echo") is None
+    try:
+        await services.load_mcp_tools()
+        await services.load_mcp_tools()  # once per process: no second connection, no clash
+        echo = services.tools.get("echo_echo")
+        assert echo is not None and echo.access == "read"
+        assert services.tools.get("list_tasks") is not None  # the built-ins are still there
+    finally:
+        await services.aclose()
