@@ -60,7 +60,7 @@ class CrashAfterStep:
         self.inner = inner
 
     async def run_plan(self, *, plan_id: UUID) -> Any:
-        raise NotImplementedError
+        return await self.inner.run_plan(plan_id=plan_id)
 
     async def run_step(self, *, step_id: UUID, attempt: int) -> StepOutcome:
         await self.inner.run_step(step_id=step_id, attempt=attempt)
