@@ -106,7 +106,14 @@ def run(cmd: list[str], *, check: bool = False) -> int:
     # Bytecode caching roughly triples import speed of the heavy dependencies; some sandboxes
     # disable it globally, so turn it back on for our own processes.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    code = subprocess.call(cmd, cwd=ROOT, env=env)
+    child = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    while True:
+        try:
+            code = child.wait()
+            break
+        except KeyboardInterrupt:
+            continue  # Ctrl-C reached the child too: let it shut down cleanly and say how
+
     if check and code:
         sys.exit(f"dev.py: command failed ({code}): {' '.join(cmd)}")
     return code

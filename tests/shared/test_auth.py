@@ -47,7 +47,7 @@ def test_service_key_has_no_user() -> None:
          "signature"),
         ("not.a.jwt", MalformedToken, "not a valid JWT"),
         (jwt.encode({"sub": "x"}, SECRET, algorithm="HS256"), InvalidClaims, "exp"),
-        (jwt.encode({"exp": time.time() + 60, "aud": "authenticated"}, SECRET, algorithm="HS256"),
+        (jwt.encode({"exp": time.time() + 3600, "aud": "authenticated"}, SECRET, algorithm="HS256"),
          InvalidClaims, "role"),
         (mint_token(SECRET, role="anon"), InvalidClaims, "aud"),
         (mint_token(SECRET, sub="not-a-uuid"), InvalidClaims, "UUID"),
