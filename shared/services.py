@@ -48,6 +48,7 @@ class Services:
         given = {"db": db, "llm": llm, "tools": tools, "approvals": approvals, "tokens": tokens}
         # A given part takes the cached_property's place (it reads the instance dict first).
         self.__dict__.update({name: part for name, part in given.items() if part is not None})
+        self._given = frozenset(name for name, part in given.items() if part is not None)
 
     @cached_property
     def db(self) -> Database:
@@ -134,16 +135,19 @@ class Services:
         return DeepSeekTokenizer()
 
     async def aclose(self) -> None:
-        """Release pooled connections and the model client (tests and the local stack)."""
-        if "db" in self.__dict__:
-            await self.db.close()
-        if "_mcp" in self.__dict__:
-            await self.__dict__.pop("_mcp").close()
-        if "http" in self.__dict__:
-            await self.http.aclose()
-        closer = getattr(self.__dict__.get("llm"), "aclose", None)
-        if closer is not None:
-            await closer()
+        """Close the clients these services built (not the ones they were given); they are
+        built afresh on next use (tests and the local stack; a Lambda just freezes)."""
+        built = {name: self.__dict__.pop(name) for name in ("db", "http", "llm", "_mcp")
+                 if name in self.__dict__ and name not in self._given}  # fmt: skip
+        if "_mcp" in built:
+            self.__dict__.pop("tools", None)  # its MCP tools belonged to the closed connection
+            await built["_mcp"].close()
+        for name in ("db", "http", "llm"):
+            closer = getattr(built.get(name), "aclose", None) or getattr(
+                built.get(name), "close", None
+            )
+            if closer is not None:
+                await closer()
 
 
 def build_services(settings: Settings | None = None) -> Services:

@@ -11,13 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import pytest
 
 from shared.db import Database
 from shared.services import Services, get_services
-from tests.factories import make_user
+from tests.factories import make_user, make_world
 from tests.functions.conftest import token
 
 EVENTS = Path(__file__).resolve().parents[1] / "lambda_events"
@@ -37,10 +37,12 @@ class LambdaContext:
         return 30_000
 
 
-def load_event(name: str, user_id: UUID | None = None) -> dict[str, Any]:
+def load_event(name: str, user_id: UUID | None = None, **values: str) -> dict[str, Any]:
     text = (EVENTS / name).read_text()
     if user_id is not None:
         text = text.replace("{{TOKEN}}", token(user_id))
+    for key, value in values.items():
+        text = text.replace("{{" + key.upper() + "}}", value)
     event: dict[str, Any] = json.loads(text)
     return event
 
@@ -93,3 +95,25 @@ def test_chat_handler_refuses_anonymous_callers(invoke) -> None:
     body = response["body"]
     text = base64.b64decode(body).decode() if response["isBase64Encoded"] else body
     assert "Missing bearer token" in json.loads(text)["detail"]
+
+
+async def test_planner_handler_serves_a_plan_to_its_owner(invoke, db: Database) -> None:
+    user = await make_user(db)
+    world = await make_world(db, user)
+    event = load_event("agent_planner_get_plan.json", user, plan_id=str(world["agent_plans"]))
+    response = invoke("agent_planner", event)
+    assert response["statusCode"] == 200
+    plan = json.loads(response["body"])
+    assert (plan["id"], [s["step_number"] for s in plan["steps"]]) == (
+        str(world["agent_plans"]), [1])  # fmt: skip
+
+
+def test_executor_handler_runs_steps_for_the_service_only(invoke, services: Services) -> None:
+    key = token(None, role="service_role")
+    missing = load_event("agent_executor_run_step.json", step_id=str(uuid4()), service_key=key)
+    response = invoke("agent_executor", missing)
+    assert response["statusCode"] == 404  # the route ran, as the service, and found no step
+    assert response["headers"]["content-type"] == "application/problem+json"
+    as_user = load_event("agent_executor_run_step.json", step_id=str(uuid4()),
+                         service_key=token(uuid4()))  # fmt: skip
+    assert invoke("agent_executor", as_user)["statusCode"] == 403

@@ -341,3 +341,23 @@ async def test_openapi_is_served_by_every_function(stack: Stack, http: httpx.Asy
         spec = (await http.get(f"{stack.url(function)}/openapi.json")).json()
         assert spec["info"]["title"] == function
         assert path in spec["paths"]
+
+
+async def test_the_same_send_twice_at_once_stores_one_message_and_one_plan(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    fake: FakeModelServer,
+) -> None:  # fmt: skip
+    user_id = await make_user(db)
+    user = as_user(user_id)
+    script.planner(reply("Hello once."))
+    body = {"message": "Hi", "client_message_id": "twice"}
+    replies = await asyncio.gather(
+        *(http.post(f"{stack.url('chat')}/chat", json=body, headers=user) for _ in range(2))
+    )
+    assert [r.status_code for r in replies] == [200, 200]
+    assert len({r.json()["plan_id"] for r in replies}) == 1
+    assert sorted(r.json()["created"] for r in replies) == [False, True]
+    assert await count(db, "SELECT count(*) FROM chat_messages WHERE user_id = %s AND "
+                       "role = 'user'", user_id) == 1  # fmt: skip
+    assert await count(db, "SELECT count(*) FROM agent_plans WHERE user_id = %s", user_id) == 1
+    assert len(fake.requests) == 1  # and the model answered it once
