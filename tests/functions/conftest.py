@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from uuid import UUID
 
 import httpx
@@ -10,9 +10,11 @@ import pytest
 from fastapi import FastAPI
 
 from shared.auth import mint_token
+from shared.llm.fake_server import FakeModelServer
 from shared.services import Services, get_services
 from shared.serving import BackgroundServer
 from shared.settings import load_settings
+from tests.agents.scripting import Script
 
 SECRET = "functions-test-secret-at-least-32-characters"
 
@@ -30,6 +32,20 @@ def serve(app: FastAPI, services: Services) -> BackgroundServer:
 
 def token(user_id: UUID | None = None, *, role: str = "authenticated", **claims: object) -> str:
     return mint_token(SECRET, role=role, sub=user_id, extra=claims)
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeModelServer]:
+    """The fake model for this module's functions (modules that run turns)."""
+    with FakeModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def script(fake: FakeModelServer) -> Script:
+    """A fresh script per test: replies by agent kind and turn (see tests/agents/scripting)."""
+    fake.reset()
+    return Script(fake)
 
 
 @pytest.fixture

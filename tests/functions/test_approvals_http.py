@@ -24,18 +24,7 @@ from tests.functions.test_chat_sessions import problem
 from tests.tools.builders import fetch_row, make_event
 
 Auth = Callable[[UUID], dict[str, str]]
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def script(fake: FakeModelServer) -> Script:
-    fake.reset()
-    return Script(fake)
+pytestmark = pytest.mark.usefixtures("script")  # every test starts with a fresh script
 
 
 @pytest.fixture(scope="module")

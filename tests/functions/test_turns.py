@@ -31,19 +31,8 @@ from tests.functions.stack import SERVICE_KEY, Stack
 from tests.functions.test_chat_sessions import problem
 
 Auth = Callable[[UUID], dict[str, str]]
+pytestmark = pytest.mark.usefixtures("script")  # every test starts with a fresh script
 SERVICE = {"Authorization": f"Bearer {SERVICE_KEY}"}
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def script(fake: FakeModelServer) -> Script:
-    fake.reset()
-    return Script(fake)
 
 
 @pytest.fixture(scope="module")
