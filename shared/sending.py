@@ -6,8 +6,6 @@ session or a refused double-submit come back as plain HTTP errors before any str
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -16,13 +14,10 @@ from shared.agents.http_invoker import HttpInvoker
 from shared.auth import User
 from shared.events.sse import SSEPublisher
 from shared.models.turns import ChatTurnReply, ChatTurnRequest
-from shared.runs import invoker_for, open_publisher
+from shared.runs import invoker_for, open_publisher, run_in_background
 
 if TYPE_CHECKING:
     from shared.services import Services
-
-log = logging.getLogger(__name__)
-_running: set[asyncio.Task[None]] = set()
 
 
 async def send(services: Services, user: User, request: ChatTurnRequest) -> ChatTurnReply:
@@ -54,15 +49,10 @@ async def send_streaming(
     async def run() -> None:
         try:
             await invoker.run_plan(plan_id=started.plan_id)
-        except Exception:
-            log.exception("turn %s stopped unexpectedly; it resumes on the next invocation",
-                          started.plan_id)  # fmt: skip
         finally:
             await publisher.aclose()
 
-    task = asyncio.create_task(run())
-    _running.add(task)
-    task.add_done_callback(_running.discard)
+    run_in_background(run(), name=f"turn {started.plan_id}")
     return started, sse.stream()
 
 

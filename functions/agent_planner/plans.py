@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from uuid import UUID
 
 from fastapi import APIRouter, status
@@ -22,11 +21,10 @@ from shared.models.turns import (
     PlanOutcomeOut,
 )
 from shared.plan_views import plan_detail
-from shared.runs import run_plan_here
+from shared.runs import run_in_background, run_plan_here
 
 router = APIRouter(tags=["plans"])
 STREAM = {"text/event-stream": {"schema": {"type": "string", "description": "SSE of events"}}}
-_running: set[asyncio.Task[object]] = set()
 
 
 @router.post(
@@ -45,9 +43,7 @@ async def run_plan(
     if not stream:
         return PlanOutcomeOut.model_validate(await run_plan_here(services, plan_id=plan_id))
     sse = SSEPublisher()
-    task = asyncio.create_task(run_plan_here(services, plan_id=plan_id, extra=sse))
-    _running.add(task)
-    task.add_done_callback(_running.discard)
+    run_in_background(run_plan_here(services, plan_id=plan_id, extra=sse), name=f"plan {plan_id}")
     return StreamingResponse(sse.stream(), media_type="text/event-stream")
 
 
