@@ -1,6 +1,6 @@
 """The agents: a planner that answers, uses tools or plans, and read-only executors it delegates to.
 
-Three entry points, one per function (issue 5 puts HTTP in front of each):
+Three entry points, one per function (`functions/*` put HTTP in front of each):
 
     started = await start_turn(services, user_id=..., session_id=None, message="Plan my week",
                                client_message_id="c-1")        # stores the message; no model

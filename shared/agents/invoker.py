@@ -1,9 +1,10 @@
 """How one function reaches another: chat → planner, planner → executors.
 
 The planner never calls an executor directly: it asks an `Invoker` to run a step, which may be
-in this process (`InProcessInvoker`: tests, the local stack) or another function over HTTP or
-AWS (issue 5). Delivery is at least once, so both targets are idempotent: `run_plan` resumes a
-plan from the tables, `run_executor_step` is keyed on (step, attempt). Whatever the transport,
+in this process (`InProcessInvoker`: tests, the local stack) or another function over HTTP
+(`shared.agents.http_invoker.HttpInvoker`). Delivery is at least once, so both targets are
+idempotent: `run_plan` resumes a plan from the tables, `run_executor_step` is keyed on
+(step, attempt). Whatever the transport,
 the tables are the truth: the planner re-reads a step's row after its invocation returns.
 """
 
