@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from shared.agents import PlanOutcome, TurnStarted, start_turn
 from shared.agents.http_invoker import HttpInvoker
 from shared.auth import User
+from shared.events import FanoutPublisher
 from shared.events.sse import SSEPublisher
 from shared.models.turns import ChatTurnReply, ChatTurnRequest
 from shared.runs import invoker_for, open_publisher, run_in_background
@@ -39,12 +40,14 @@ async def send_streaming(
     The turn runs to its end even if the client goes away: the tables and Realtime have it all.
     """
     started = await _start(services, user, request)
+    if services.settings.invoker_transport == "http":
+        # The planner runs in its own function and publishes there: relay its SSE.
+        remote = invoker_for(services, FanoutPublisher())
+        assert isinstance(remote, HttpInvoker)
+        return started, remote.stream_plan(plan_id=started.plan_id)
     sse = SSEPublisher()
     publisher = open_publisher(services, sse)
     invoker = invoker_for(services, publisher)
-    if isinstance(invoker, HttpInvoker):
-        await publisher.aclose()
-        return started, invoker.stream_plan(plan_id=started.plan_id)
 
     async def run() -> None:
         try:
