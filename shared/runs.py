@@ -8,10 +8,8 @@ over HTTP to the other functions (`INVOKER_TRANSPORT=http`).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from shared.agents import InProcessInvoker, Invoker, PlanOutcome, StepOutcome, run_plan
@@ -26,22 +24,6 @@ if TYPE_CHECKING:
     from shared.services import Services
 
 log = logging.getLogger(__name__)
-_background: set[asyncio.Task[Any]] = set()
-
-
-def run_in_background(work: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
-    """Run `work` to its end even if the request that started it goes away (a streaming
-    client disconnecting); a failure is logged — the plan resumes on its next invocation."""
-    task = asyncio.create_task(work, name=name)
-    _background.add(task)
-    task.add_done_callback(_finished)
-    return task
-
-
-def _finished(task: asyncio.Task[Any]) -> None:
-    _background.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        log.error("%s stopped unexpectedly", task.get_name(), exc_info=task.exception())
 
 
 def open_publisher(services: Services, *extra: Publisher) -> Publisher:

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 from shared.agents import PlanOutcome, TurnStarted, start_turn
 from shared.agents.http_invoker import HttpInvoker
 from shared.auth import User
+from shared.background import run_in_background
 from shared.events import FanoutPublisher
 from shared.events.sse import SSEPublisher
 from shared.models.turns import ChatTurnReply, ChatTurnRequest
-from shared.runs import invoker_for, open_publisher, run_in_background
+from shared.runs import invoker_for, open_publisher
 
 if TYPE_CHECKING:
     from shared.services import Services

@@ -147,9 +147,9 @@ class Settings(BaseSettings):
     realtime_private_channels: bool = True
     """Broadcast on private Realtime channels, readable only by the session's owner (the
     migrations' policy on `realtime.messages`); false: public channels named by the UUID."""
-    invoker_transport: Literal["in_process", "http"] = "in_process"
-    """How chat reaches the planner and the planner its executors: in this process, or over
-    HTTP to the other functions' URLs (AWS)."""
+    invoker_transport: Literal["in_process", "http", "sqs"] = "in_process"
+    """How chat reaches the planner and the planner its executors: in this process, over HTTP
+    to the other functions' URLs, or through SQS queues (AWS: no function waits on another)."""
     invoker_attempts: int = Field(default=3, ge=1, le=10)
     """Tries of a function-to-function call that fails to connect or gets a 5xx/429."""
     invoker_retry_delay_seconds: float = Field(default=1.0, ge=0)
@@ -158,6 +158,24 @@ class Settings(BaseSettings):
     """The planner function's URL, for `invoker_transport=http` (set by infra/serverless.yml)."""
     executor_function_url: str | None = None
     """The executor function's URL, for `invoker_transport=http` (set by infra/serverless.yml)."""
+    planner_queue_url: str | None = None
+    """The planner's SQS queue ("run plan", "resume plan"), for `invoker_transport=sqs`."""
+    executor_queue_url: str | None = None
+    """The executors' SQS queue ("run step"), for `invoker_transport=sqs`."""
+    planner_dead_letter_queue_url: str | None = None
+    """Where the planner queue's messages go after their last failed delivery; the sweeper
+    fails their plans."""
+    executor_dead_letter_queue_url: str | None = None
+    """Where the executor queue's messages go after their last failed delivery; the sweeper
+    fails their steps."""
+    plan_park_seconds: float = Field(default=300.0, ge=10, le=43_200)
+    """`sqs`: how long a plan waiting for its queued executor steps counts as running; past
+    it, the sweeper hands the plan to the planner again."""
+    plan_max_age_seconds: float = Field(default=3600.0, ge=60)
+    """A plan still pending or executing this long after it was created, with no live run,
+    is failed by the sweeper (one waiting for the user's approval is left waiting)."""
+    sweep_interval_seconds: float = Field(default=60.0, gt=0)
+    """How often the local stack runs the sweeper (on AWS: the EventBridge schedule)."""
 
     realtime_host: str = "127.0.0.1"
     """Interface the local Realtime server listens on (`python -m local.realtime`)."""
@@ -198,6 +216,10 @@ class Settings(BaseSettings):
         "llm_base_url",
         "planner_function_url",
         "executor_function_url",
+        "planner_queue_url",
+        "executor_queue_url",
+        "planner_dead_letter_queue_url",
+        "executor_dead_letter_queue_url",
     )
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:

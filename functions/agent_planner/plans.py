@@ -9,6 +9,7 @@ from fastapi.responses import StreamingResponse
 
 from shared import approvals
 from shared.agents import request_cancel
+from shared.background import run_in_background
 from shared.events.sse import SSEPublisher
 from shared.http import CurrentUser, ServiceCaller, ServicesDep, problems
 from shared.models.turns import (
@@ -21,7 +22,7 @@ from shared.models.turns import (
     PlanOutcomeOut,
 )
 from shared.plan_views import plan_detail
-from shared.runs import run_in_background, run_plan_here
+from shared.runs import run_plan_here
 
 router = APIRouter(tags=["plans"])
 STREAM = {"text/event-stream": {"schema": {"type": "string", "description": "SSE of events"}}}

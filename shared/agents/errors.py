@@ -9,12 +9,15 @@ AppError
     └── AwaitingApproval      an approval gate holds a call or escalation for the user
 Conflict
 └── TurnStillRunning          a new message while the session's last turn is still running
+
+StepsHandedOff (not an error) the plan's steps run elsewhere; this invocation ends here
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
 from typing import TYPE_CHECKING
+from uuid import UUID
 
 from shared.errors import AppError, Conflict
 
@@ -76,6 +79,16 @@ class AwaitingApproval(AgentStopped):
     """An approval gate holds something for the user; the plan waits in `awaiting_approval`."""
 
     title = "Awaiting approval"
+
+
+class StepsHandedOff(Exception):
+    """The plan waits only for executor steps handed to a queue: the planner's invocation
+    ends here (the plan stays `executing`) and a "resume plan" message brings it back when
+    one of them settles. Not a failure: nothing is closed, no `done` is sent."""
+
+    def __init__(self, step_ids: list[UUID]) -> None:
+        super().__init__(f"waiting for {len(step_ids)} handed-off step(s)")
+        self.step_ids = step_ids
 
 
 class TurnStillRunning(Conflict):

@@ -9,7 +9,9 @@
   already stored (partial results, usage) stays; undecided approvals are closed `cancelled`;
 * an approval gate waiting → `awaiting_approval` (the event lists the pending approvals); the
   next `run_plan` resumes. If the user decided an approval while this run was working (its
-  `run_plan` found the plan busy), the run does not wait: it goes round again and uses it.
+  `run_plan` found the plan busy), the run does not wait: it goes round again and uses it;
+* its executor steps handed to a queue (`StepsHandedOff`) → still `executing`, no event and
+  no `done`: the run ends here and a resume finishes the plan (`handed_off` on the outcome).
 
 Settling the plan (waiting, ending) gives its run lease back in the same write.
 """
@@ -17,13 +19,14 @@ Settling the plan (waiting, ending) gives its run lease back in the same write.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 from uuid import UUID
 
 from pydantic import JsonValue
 
 from shared.agents.accounting import plan_usage, usage_json
-from shared.agents.errors import AgentStopped, AwaitingApproval, PlanCancelled
+from shared.agents.errors import AgentStopped, AwaitingApproval, PlanCancelled, StepsHandedOff
 from shared.agents.events import approval_data, clip, emit_step_completed
 from shared.agents.executor import readable
 from shared.agents.outcomes import PlanOutcome
@@ -53,12 +56,14 @@ async def finish_plan(
     emitter: EventEmitter,
     work: Callable[[], Awaitable[ChatMessage]],
 ) -> PlanOutcome:
-    """Run `work` (the planner's job) unless the plan has ended; settle the plan; emit `done`."""
+    """Run `work` (the planner's job) unless the plan has ended; settle the plan; emit `done`
+    (unless the run handed its steps off: the plan has not ended)."""
     if plan.status in TERMINAL:
         outcome = await outcome_of(services, plan)
     else:
         outcome = await _settle(services, plan, emitter, work)
-    await _done(services, emitter, outcome)
+    if not outcome.handed_off:
+        await _done(services, emitter, outcome)
     return outcome
 
 
@@ -72,6 +77,8 @@ async def _settle(
         seen = await _decisions(services, plan)
         try:
             return await _completed(services, plan, await work())
+        except StepsHandedOff:
+            return await handed_off(services, plan.id)
         except LLMNotConfigured as exc:
             return await _not_configured(services, plan, emitter, exc)
         except PlanCancelled:
@@ -161,6 +168,14 @@ async def _not_configured(
     await emitter.emit("error", {"message": notice, "code": "llm_not_configured",
                                  "message_id": str(message.id)}, plan_id=plan.id)  # fmt: skip
     return _outcome(ended, message)
+
+
+async def handed_off(services: Services, plan_id: UUID) -> PlanOutcome:
+    """The outcome of a run that ended while the plan goes on elsewhere."""
+    async with services.db.service() as conn:
+        plan = await plans.get_plan(conn, plan_id=plan_id)
+    assert plan is not None
+    return replace(_outcome(plan, None), handed_off=True)
 
 
 async def outcome_of(services: Services, plan: Plan) -> PlanOutcome:

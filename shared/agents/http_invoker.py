@@ -17,6 +17,7 @@ from uuid import UUID
 import httpx
 
 from shared.agents.outcomes import PlanOutcome, StepOutcome
+from shared.background import run_in_background
 from shared.errors import AppError, ConfigurationError, Conflict, NotFound, UpstreamUnavailable
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,8 @@ ANSWERED = {404: NotFound, 409: Conflict}
 
 class HttpInvoker:
     """Runs plans on the planner function and steps on the executor function, over HTTP."""
+
+    hands_off = False
 
     def __init__(
         self,
@@ -61,6 +64,7 @@ class HttpInvoker:
             message_id=UUID(body["message_id"]) if body["message_id"] else None,
             error=body["error"],
             running_elsewhere=body.get("running_elsewhere", False),
+            handed_off=body.get("handed_off", False),
         )
 
     async def run_step(self, *, step_id: UUID, attempt: int) -> StepOutcome:
@@ -74,6 +78,11 @@ class HttpInvoker:
             error=body["error"],
             running_elsewhere=body.get("running_elsewhere", False),
         )
+
+    async def start_step(self, *, plan_id: UUID, step_id: UUID, attempt: int) -> None:
+        """Call the executor in the background (on a host that keeps running; on Lambda use
+        the `sqs` transport, which hands steps to a queue)."""
+        run_in_background(self.run_step(step_id=step_id, attempt=attempt), name=f"step {step_id}")
 
     async def stream_plan(self, *, plan_id: UUID) -> AsyncIterator[str]:
         """The planner's server-sent events for a run of the plan, as they arrive (one try)."""

@@ -11,6 +11,9 @@ resumes from the tables — that is how a plan whose runner died gets finished.
 A holder that stalled so long that another invocation took its lease over learns so at its
 next renewal: its work is cancelled where it stands, exactly as if its process had died
 (`LeaseLost`), and the new holder carries on.
+
+A planner that handed its steps to a queue *parks* the plan's lease instead of giving it back
+(`Lease.park_seconds`): the plan still counts as running, and any resume may take it.
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ class Lease:
     owner: str
     seconds: float
     lost: bool = field(default=False, init=False)
+    park_seconds: float | None = field(default=None, init=False)
+    """Set (plans only): on leaving, park the lease for this long instead of giving it back."""
 
 
 @asynccontextmanager
@@ -104,7 +109,14 @@ async def _renew_until_lost(db: Database, lease: Lease, stop_work: Callable[[], 
 async def _release(db: Database, lease: Lease) -> None:
     try:
         async with db.service() as conn:
-            await leases.release(conn, table=lease.table, row_id=lease.row_id, owner=lease.owner)
+            if lease.park_seconds is not None and lease.table == "agent_plans":
+                await leases.park_plan(
+                    conn, plan_id=lease.row_id, owner=lease.owner, seconds=lease.park_seconds
+                )
+            else:
+                await leases.release(
+                    conn, table=lease.table, row_id=lease.row_id, owner=lease.owner
+                )
     except psycopg.Error:
         logger.warning(
             "could not release the lease on %s %s; it expires", lease.table, lease.row_id

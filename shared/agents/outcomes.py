@@ -36,6 +36,10 @@ class PlanOutcome:
     running_elsewhere: bool = False
     """True: another invocation holds the plan's lease and is working on it; this one did
     nothing (no model call, no event) and `status` is the plan's current one."""
+    handed_off: bool = False
+    """True: the plan goes on elsewhere and this run ended without waiting for it — its
+    executor steps were handed to a queue (the plan resumes when one settles), or the whole
+    plan was queued. `status` is the plan's current one (`executing`); no `done` yet."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,12 +20,19 @@ a lost database), which propagates and leaves the plan `executing` for the next 
 One invocation works on a plan at a time: it holds the plan's run lease (`leases`). Another
 `run_plan` for the plan meanwhile returns at once — no model call, no event — with the plan's
 current status and `running_elsewhere=True`.
+
+With an invoker that hands steps off (a queue), a run that has nothing left to do but wait
+for them ends (`handed_off=True`, no `done`), *parking* the plan's lease: the plan still
+counts as running, and the resume sent by the step that settles takes it over. A resume that
+finds nothing new (`plan_runner.has_work`) does nothing. Parking and a step settling can
+cross: after parking, the run looks at the steps again and goes on if one settled meanwhile.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
 
@@ -36,17 +43,18 @@ from shared.agents.accounting import account_call, emit_usage
 from shared.agents.budget import Segment
 from shared.agents.errors import PlanNotWritten
 from shared.agents.events import clip
-from shared.agents.finishing import TERMINAL, finish_plan, outcome_of
+from shared.agents.finishing import TERMINAL, finish_plan, handed_off, outcome_of
 from shared.agents.history import PlannerTurn, conversation_segments, planner_turn, wire_calls
 from shared.agents.invoker import InProcessInvoker, Invoker
 from shared.agents.leases import Lease, LeaseLost, holding, new_owner
 from shared.agents.model_calls import AgentRun, build_request, call_model, tool_schemas
 from shared.agents.outcomes import PlanOutcome
-from shared.agents.plan_runner import StepScheduler
+from shared.agents.plan_runner import StepScheduler, has_work
 from shared.agents.plan_schema import PlanDraft
 from shared.agents.tool_runs import run_tool
 from shared.db import agents, chats, executions, leases, plans
 from shared.db.database import Connection
+from shared.db.leases import PARKED
 from shared.db.records import ChatMessage, Plan, PlanStep, PlanStrategy
 from shared.errors import NotFound
 from shared.events import EventEmitter
@@ -68,7 +76,8 @@ async def run_plan(
     """Answer the plan's user message: decide, act, delegate, synthesize — or resume doing so.
 
     Executor steps go through `invoker` (default: in this process, events to the emitter's
-    publisher). Ends with exactly one `done` event.
+    publisher). Ends with exactly one `done` event — unless the invoker hands steps off and
+    the run ended waiting for them (`handed_off`): the run that finishes the plan sends it.
     """
     async with services.db.service() as conn:
         plan = await plans.get_plan(conn, plan_id=plan_id)
@@ -79,20 +88,50 @@ async def run_plan(
         return await finish_plan(
             services, plan, emitter, lambda: _answer(services, plan, emitter, ways)
         )
-    lease = Lease("agent_plans", plan.id, new_owner(), services.settings.run_lease_seconds)
+    if _parked(plan) and not await _news(services, plan.id):
+        return await handed_off(services, plan.id)
+    while True:
+        outcome = await _run_leased(services, plan.id, emitter, ways)
+        if not outcome.handed_off or not await _news(services, plan.id):
+            return outcome
+        # A step settled while this run was parking the plan (its resume found the plan
+        # leased and left): go on with it here.
+
+
+async def _run_leased(
+    services: Services, plan_id: UUID, emitter: EventEmitter, invoker: Invoker
+) -> PlanOutcome:
+    """One run holding the plan's lease (or where the plan stands, if another run holds it)."""
+    lease = Lease("agent_plans", plan_id, new_owner(), services.settings.run_lease_seconds)
     async with services.db.service() as conn:
         leased = await leases.take_plan_lease(
-            conn, plan_id=plan.id, owner=lease.owner, seconds=lease.seconds
+            conn, plan_id=plan_id, owner=lease.owner, seconds=lease.seconds
         )
     if leased is None:
-        return await _elsewhere(services, plan.id)
+        return await _elsewhere(services, plan_id)
     try:
         async with holding(services.db, lease):
-            return await finish_plan(
-                services, leased, emitter, lambda: _answer(services, leased, emitter, ways)
+            outcome = await finish_plan(
+                services, leased, emitter, lambda: _answer(services, leased, emitter, invoker)
             )
+            if outcome.handed_off:
+                lease.park_seconds = services.settings.plan_park_seconds
+            return outcome
     except LeaseLost:
-        return await _elsewhere(services, plan.id)
+        return await _elsewhere(services, plan_id)
+
+
+def _parked(plan: Plan) -> bool:
+    """Whether the plan waits for handed-off steps (its parked lease not expired)."""
+    expires = plan.lease_expires_at
+    return plan.lease_owner == PARKED and expires is not None and expires > datetime.now(UTC)
+
+
+async def _news(services: Services, plan_id: UUID) -> bool:
+    """Whether a plan waiting for handed-off steps has something to do now."""
+    async with services.db.service() as conn:
+        steps = await plans.list_steps(conn, plan_id=plan_id)
+    return has_work(steps)
 
 
 async def _elsewhere(services: Services, plan_id: UUID) -> PlanOutcome:

@@ -41,6 +41,7 @@ async def run_tool(
         user_id=run.plan.user_id,
         thread=thread,
         execution_id=run.execution.id,
+        plan_id=run.plan.id,
     )
     return await run.services.tool_executor.execute(
         ExecutorCall(call.id, call.name, call.arguments_json), context=context, turn=turn

@@ -20,8 +20,16 @@ LeasedTable = Literal["agent_plans", "agent_plan_steps"]
 Renewal = Literal["renewed", "released", "taken"]
 """`released`: nobody holds it (the run settled); `taken`: another owner holds it now."""
 
-FREE = "lease_owner IS NULL OR lease_expires_at <= now() OR lease_owner = %(owner)s"
-"""When a lease may be taken: nobody holds it, its holder stopped renewing, or it is ours."""
+PARKED = "parked"
+"""The owner of a plan's lease while the plan waits for steps handed to a queue: no run holds
+it, so any run may take it (the resume a settled step sends); it expires like a run's lease,
+and an expired one is re-driven by the sweeper. While it lasts the plan counts as running."""
+FREE = (
+    f"lease_owner IS NULL OR lease_expires_at <= now() OR lease_owner = %(owner)s "
+    f"OR lease_owner = '{PARKED}'"
+)
+"""When a lease may be taken: nobody holds it, its holder stopped renewing, it is ours, or
+the plan is parked waiting for its steps."""
 
 
 async def take_plan_lease(
@@ -74,6 +82,18 @@ async def release(conn: Connection, *, table: LeasedTable, row_id: UUID, owner: 
         ).format(table=sql.Identifier(table)),
         (row_id, owner),
     )
+
+
+async def park_plan(conn: Connection, *, plan_id: UUID, owner: str, seconds: float) -> bool:
+    """Hand `owner`'s lease on the plan over to `PARKED` for `seconds`; False if `owner` no
+    longer holds it."""
+    cur = await conn.execute(
+        """UPDATE agent_plans SET lease_owner = %(parked)s,
+                  lease_expires_at = now() + make_interval(secs => %(seconds)s)
+           WHERE id = %(id)s AND lease_owner = %(owner)s RETURNING id""",
+        {"parked": PARKED, "seconds": seconds, "id": plan_id, "owner": owner},
+    )
+    return await cur.fetchone() is not None
 
 
 async def lease_is_live(conn: Connection, *, table: LeasedTable, row_id: UUID) -> bool:

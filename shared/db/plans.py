@@ -109,7 +109,7 @@ async def settle_awaiting(conn: Connection, *, plan_id: UUID, decisions_seen: in
     return await fetch_optional(
         conn,
         Plan,
-        f"""UPDATE agent_plans SET status = 'awaiting_approval',
+        f"""UPDATE agent_plans SET status = 'awaiting_approval', decisions_seen = decisions,
                    lease_owner = NULL, lease_expires_at = NULL
             WHERE id = %s AND decisions = %s AND cancel_requested_at IS NULL
             RETURNING {PLAN}""",
@@ -251,6 +251,13 @@ async def close_open_steps(
             WHERE plan_id = %s AND status IN ('pending', 'running', 'awaiting_approval')
             RETURNING {STEP}""",
         (status, error, plan_id),
+    )
+
+
+async def mark_dispatched(conn: Connection, *, step_ids: Sequence[UUID]) -> None:
+    """Record that these steps were handed to executors (queued) just now."""
+    await conn.execute(
+        "UPDATE agent_plan_steps SET dispatched_at = now() WHERE id = ANY(%s)", (list(step_ids),)
     )
 
 

@@ -177,6 +177,8 @@ class PlanStep:
     lease_owner: str | None
     """The invocation running the step now, while `lease_expires_at` is in the future."""
     lease_expires_at: datetime | None
+    dispatched_at: datetime | None
+    """When the planner handed the step to an executor without waiting (a queue message)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,3 +37,6 @@ class CallContext:
     row is written, because a dialogue row needs a thread."""
     execution_id: UUID | None = None
     """The `agent_executions` row that counts this agent's tool calls and permission denials."""
+    plan_id: UUID | None = None
+    """The plan the call is made for: with it, a write call carries an idempotency key
+    (plan, call) and a resumed call whose write committed returns the recorded result."""

@@ -13,19 +13,28 @@ The three permission layers meet here:
 Every outcome is a `ToolResult`; nothing a tool or a model does raises out of `execute`
 (except cancellation). Unexpected errors are logged with the tool name and reach the model as a
 generic `tool_failed`, so no internals or secrets leak into the conversation.
+
+Write calls made for a plan happen once (`shared.db.receipts`): a database write records its
+receipt — (plan, call id, arguments hash) and its result — in its own transaction, so a call
+resumed after a crash between the write's commit and its result row gets the recorded result
+and writes nothing. An external (MCP) write cannot share a transaction with Parley: its receipt
+is recorded before the call and completed after; a call found begun but not completed is sent
+again, and its result tells the model so (`RESENT_NOTE`) — whether it then ran twice depends on
+the server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import assert_never
+from typing import Any, assert_never
 from uuid import UUID
 
 import psycopg
 
-from shared.db import agents, dialogue, executions
+from shared.db import agents, dialogue, executions, receipts
 from shared.db.database import Database
+from shared.db.receipts import CallKey
 from shared.db.records import Agent, Usage
 from shared.errors import AppError, Conflict, InvalidInput, NotFound, PermissionDenied
 from shared.tools.calls import CallContext, ToolCall
@@ -63,6 +72,10 @@ _DATABASE_ERRORS: tuple[tuple[type[psycopg.Error], ToolErrorCode, str], ...] = (
 )
 _UNCHECKED = "could not check this agent's permission; the tool did not run"
 _FAILED = "the tool failed unexpectedly; it is logged. Try something else or report it."
+RESENT_NOTE = (
+    "This call was interrupted after it was sent and has been sent again; whether it took "
+    "effect twice depends on the server. Check before repeating it."
+)
 
 
 class ToolExecutor:
@@ -113,10 +126,13 @@ class ToolExecutor:
             parsed = tool.parse(arguments)
         except ToolCallError as exc:
             return failure(call.id, call.name, exc.code, exc.message)
+        key = None
+        if tool.access == "write" and context.plan_id is not None:
+            key = CallKey.of(context.plan_id, call.id, tool.name, parsed.canonical)
         return await turn.once(
             f"{tool.name}\n{parsed.canonical}",
             call.id,
-            lambda: self._run(tool, parsed, call, context, may_write=may_write),
+            lambda: self._run(tool, parsed, call, context, may_write=may_write, key=key),
             writes=tool.access == "write",
         )
 
@@ -168,10 +184,11 @@ class ToolExecutor:
         context: CallContext,
         *,
         may_write: bool,
+        key: CallKey | None,
     ) -> ToolResult:
         try:
             async with asyncio.timeout(self.timeout_seconds):
-                payload = await self._invoke(tool, parsed, context, may_write=may_write)
+                payload = await self._invoke(tool, parsed, context, may_write=may_write, key=key)
         except ToolCallError as exc:
             return failure(call.id, call.name, exc.code, exc.message)
         except AppError as exc:
@@ -187,18 +204,79 @@ class ToolExecutor:
         return ToolResult(call.id, call.name, payload)
 
     async def _invoke(
-        self, tool: Tool, parsed: ParsedArguments, context: CallContext, *, may_write: bool
+        self,
+        tool: Tool,
+        parsed: ParsedArguments,
+        context: CallContext,
+        *,
+        may_write: bool,
+        key: CallKey | None,
     ) -> JsonObject:
         match tool:
             case DatabaseTool():
                 read_only = tool.access == "read" or not may_write
+                if key is not None and not read_only:
+                    return await self._write_once(tool, parsed, context, key)
                 async with self.db.as_user(context.user_id, read_only=read_only) as conn:
                     output = await tool.handler(conn, parsed.value)
                 return output.model_dump(mode="json", context=render_context(parsed.value))
             case ExternalTool():
+                if key is not None:
+                    return await self._send_once(tool, parsed, context, key)
                 return await tool.call(parsed.value)
             case _:
                 assert_never(tool)
+
+    async def _write_once(
+        self, tool: DatabaseTool[Any], parsed: ParsedArguments, context: CallContext, key: CallKey
+    ) -> JsonObject:
+        """The write, with its receipt in its transaction — or the result it recorded."""
+        if (done := await self._recorded(key)) is not None:
+            return done
+        try:
+            async with self.db.as_user(context.user_id) as conn:
+                output = await tool.handler(conn, parsed.value)
+                payload = output.model_dump(mode="json", context=render_context(parsed.value))
+                await receipts.record_with_write(
+                    conn, key, user_id=context.user_id, tool_name=tool.name, result=payload
+                )
+        except psycopg.Error as exc:
+            if not receipts.is_duplicate(exc):
+                raise
+            # Another run of this very call committed first: this write was rolled back.
+            done = await self._recorded(key)
+            assert done is not None
+            return done
+        return payload
+
+    async def _send_once(
+        self, tool: ExternalTool, parsed: ParsedArguments, context: CallContext, key: CallKey
+    ) -> JsonObject:
+        """The external call, unless an earlier attempt's result was recorded; marked when an
+        earlier attempt was sent and its outcome is unknown."""
+        async with self.db.service() as conn:
+            receipt, first = await receipts.begin(
+                conn, key, user_id=context.user_id, tool_name=tool.name
+            )
+        if receipt.result is not None:
+            logger.info("tool %s: call %s already answered; not sent again", tool.name, key)
+            return receipt.result
+        payload = await tool.call(parsed.value)
+        async with self.db.service() as conn:
+            await receipts.complete(conn, key, result=payload)
+        if not first:
+            logger.warning("tool %s: call %s was sent again after an interruption", tool.name, key)
+            return {**payload, "resent": True, "note": RESENT_NOTE}
+        return payload
+
+    async def _recorded(self, key: CallKey) -> JsonObject | None:
+        async with self.db.service() as conn:
+            receipt = await receipts.find(conn, key)
+        if receipt is None or receipt.result is None:
+            return None
+        logger.info("write call %s of plan %s already done; its result is reused",
+                    key.call_id, key.plan_id)  # fmt: skip
+        return receipt.result
 
     def _app_failure(self, call: ToolCall, exc: AppError) -> ToolResult:
         for error_type, code in _APP_ERROR_CODES:

@@ -56,6 +56,8 @@ class Crash(Exception):
 class CrashAfterStep:
     """An invoker that runs a step, then dies before telling the planner (a lost response)."""
 
+    hands_off = False
+
     def __init__(self, inner: InProcessInvoker) -> None:
         self.inner = inner
 
@@ -65,6 +67,9 @@ class CrashAfterStep:
     async def run_step(self, *, step_id: UUID, attempt: int) -> StepOutcome:
         await self.inner.run_step(step_id=step_id, attempt=attempt)
         raise Crash("the planner's process died after step 1 was stored")
+
+    async def start_step(self, *, plan_id: UUID, step_id: UUID, attempt: int) -> None:
+        raise AssertionError("this invoker waits for its steps")
 
 
 class CrashOnEvent(InMemoryPublisher):

@@ -1,0 +1,86 @@
+"""Writes that happen once: a run killed between a write tool's commit and its result row.
+
+The write commits in its own transaction (as the user); the kill strikes the next write, the
+tool result row. The resumed run finds the call without a result and answers it again — from
+the idempotency key recorded with the write, not by writing a second time.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import psycopg
+import pytest
+
+from shared.agents import InProcessInvoker, run_turn
+from shared.db import Database
+from shared.events import InMemoryPublisher
+from shared.llm.fake_server import FakeModelServer, reply, tool_call
+from shared.services import Services
+from tests.agents.builders import stored
+from tests.agents.holds import scalar
+from tests.agents.scripting import Script, requests_of
+from tests.agents.test_resume import FIND, WRITE, script_garden
+from tests.factories import make_user
+from tests.kills import KILLED, Kill
+from tests.tools.builders import make_task
+
+RESULT_ROW = "NEW.message_type = 'tool_result' AND NEW.tool_name = 'create_task'"
+
+
+async def count_tasks(db: Database, user: UUID, title: str) -> int:
+    query = "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s"
+    return int(await scalar(db, query, user, title))
+
+
+async def test_a_step_killed_after_its_write_committed_does_not_write_again(
+    db: Database, services: Services, script: Script, fake: FakeModelServer
+) -> None:
+    user = await make_user(db)
+    await make_task(db, user, title="Weed the garden")
+    script_garden(script)
+    async with Kill(db, "agent_chat_messages", RESULT_ROW) as kill:
+        with pytest.raises(psycopg.Error, match=KILLED):
+            await run_turn(
+                services, user_id=user, session_id=None, message="garden plan",
+                publisher=InMemoryPublisher(),
+            )  # fmt: skip
+        assert await kill.fired() == 1
+    assert await count_tasks(db, user, "Buy seeds") == 1  # the write committed before the kill
+    plan_id = await scalar(
+        db, "SELECT id FROM agent_plans WHERE user_id = %s AND status = 'executing'", user
+    )
+
+    outcome = await InProcessInvoker(services, InMemoryPublisher()).run_plan(plan_id=plan_id)
+
+    assert outcome.status == "completed"
+    assert await count_tasks(db, user, "Buy seeds") == 1
+    after = await stored(db, plan_id)
+    assert after.types_of(2) == ["delegation", "tool_call", "tool_result", "completion"]
+    (result,) = [m for m in after.dialogue[after.thread_of(2).id]
+                 if m.message_type == "tool_result" and m.tool_name == "create_task"]  # fmt: skip
+    assert result.tool_result is not None and result.tool_result["title"] == "Buy seeds"
+    assert len(requests_of(fake, "planner_step", WRITE)) == 2  # no model call was repeated
+    assert len(requests_of(fake, "executor", FIND)) == 2
+
+
+async def test_a_planner_tool_call_killed_after_its_write_does_not_write_again(
+    db: Database, services: Services, script: Script
+) -> None:
+    user = await make_user(db)
+    script.planner(
+        reply(tool_call("create_task", title="Call the plumber")),
+        reply("Done: the task is on your list."),
+    )
+    async with Kill(db, "chat_messages", "NEW.role = 'tool' AND NEW.tool_name = 'create_task'"):
+        with pytest.raises(psycopg.Error, match=KILLED):
+            await run_turn(
+                services, user_id=user, session_id=None, message="remind me",
+                publisher=InMemoryPublisher(),
+            )  # fmt: skip
+    plan_id = await scalar(db, "SELECT id FROM agent_plans WHERE user_id = %s", user)
+
+    outcome = await InProcessInvoker(services, InMemoryPublisher()).run_plan(plan_id=plan_id)
+
+    assert (outcome.status, outcome.strategy) == ("completed", "tool")
+    assert await count_tasks(db, user, "Call the plumber") == 1
