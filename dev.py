@@ -89,7 +89,7 @@ def lock() -> int:
     return run(
         [
             str(uv), "pip", "compile", "pyproject.toml", "--extra", "local", "--extra", "dev",
-            "--universal",
+            "--extra", "aws", "--universal",
             "--python-version", "3.11", "--quiet", "--output-file", "requirements.lock",
         ]
     )  # fmt: skip

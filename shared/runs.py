@@ -2,8 +2,13 @@
 
 Every invocation gets its own publisher — Supabase Realtime broadcast when `SUPABASE_URL` and
 the service-role key are set, plus any sinks the services carry (tests, the local stack) and
-any the caller adds (an SSE response) — and an invoker for the next hop: in this process, or
-over HTTP to the other functions (`INVOKER_TRANSPORT=http`).
+any the caller adds (an SSE response) — and an invoker for the next hop: in this process,
+over HTTP to the other functions (`INVOKER_TRANSPORT=http`), or through SQS (`sqs`: nothing
+waits for another function).
+
+`start_plan` hands a plan to the planner without waiting for it, whatever the transport: a
+"run plan" message (`sqs`), or a run in the background of this process (`in_process`,
+`http` — on a host that keeps running after it answers, unlike Lambda).
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ from uuid import UUID
 
 from shared.agents import InProcessInvoker, Invoker, PlanOutcome, StepOutcome, run_plan
 from shared.agents.executor import run_executor_step
+from shared.agents.finishing import TERMINAL, handed_off, outcome_of
 from shared.agents.http_invoker import HttpInvoker
+from shared.background import run_in_background
 from shared.db import plans
 from shared.errors import ConfigurationError, NotFound
 from shared.events import EventEmitter, FanoutPublisher, Publisher
@@ -48,6 +55,10 @@ def invoker_for(services: Services, publisher: Publisher) -> Invoker:
     settings = services.settings
     if settings.invoker_transport == "in_process":
         return InProcessInvoker(services, publisher)
+    if settings.invoker_transport == "sqs":
+        from shared.queues.sqs import SqsInvoker
+
+        return SqsInvoker(services)
     key = settings.supabase_service_role_key
     if key is None:
         raise ConfigurationError(
@@ -65,13 +76,22 @@ def invoker_for(services: Services, publisher: Publisher) -> Invoker:
 
 
 async def run_plan_here(
-    services: Services, *, plan_id: UUID, extra: Publisher | None = None
+    services: Services,
+    *,
+    plan_id: UUID,
+    extra: Publisher | None = None,
+    replay_ended: bool = True,
 ) -> PlanOutcome:
-    """Run (or resume) a plan in this process; its executor steps go through the invoker."""
+    """Run (or resume) a plan in this process; its executor steps go through the invoker.
+
+    A plan that has ended is answered as it ended, and its `done` is sent again unless
+    `replay_ended` is False (a late queue message must not announce the end twice)."""
     async with services.db.service() as conn:
         plan = await plans.get_plan(conn, plan_id=plan_id)
     if plan is None:
         raise NotFound(f"Plan {plan_id} not found")
+    if plan.status in TERMINAL and not replay_ended:
+        return await outcome_of(services, plan)
     await services.load_mcp_tools()
     publisher = open_publisher(services, *([extra] if extra else []))
     try:
@@ -93,3 +113,26 @@ async def run_step_here(services: Services, *, step_id: UUID, attempt: int) -> S
         )
     finally:
         await publisher.aclose()
+
+
+async def start_plan(services: Services, *, plan_id: UUID) -> None:
+    """Hand the plan to the planner and return without waiting for it."""
+    transport = services.settings.invoker_transport
+    if transport == "sqs":
+        from shared.queues.sqs import SqsInvoker
+
+        await SqsInvoker(services).start_plan(plan_id=plan_id)
+    elif transport == "http":
+        remote = invoker_for(services, FanoutPublisher())
+        run_in_background(remote.run_plan(plan_id=plan_id), name=f"plan {plan_id}")
+    else:
+        run_in_background(run_plan_here(services, plan_id=plan_id), name=f"plan {plan_id}")
+
+
+async def resume_plan(services: Services, *, plan_id: UUID) -> PlanOutcome:
+    """Take a plan up again after the user decided an approval: in this invocation, or — with
+    `sqs` — by queueing it (the outcome then says where it stands, `handed_off`)."""
+    if services.settings.invoker_transport != "sqs":
+        return await run_plan_here(services, plan_id=plan_id)
+    await start_plan(services, plan_id=plan_id)
+    return await handed_off(services, plan_id)

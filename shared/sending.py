@@ -1,25 +1,67 @@
-"""Sending a message: store it, hand the turn to the planner, answer with JSON or SSE.
+"""Sending a message: store it, hand the turn to the planner, answer with JSON, SSE or 202.
 
 The message is stored before anything else (`start_turn`), so validation errors, a missing
 session or a refused double-submit come back as plain HTTP errors before any streaming starts.
+
+How the caller is answered (`how_to_answer`):
+
+* `wait` — JSON when the turn has ended (or paused for an approval);
+* `stream` — server-sent events while it runs (local stack, hosts that can stream);
+* `accept` — 202 Accepted once the turn is handed to the planner, with where to watch it.
+  The deployed default (`INVOKER_TRANSPORT=sqs`): a Lambda function URL buffers its response,
+  so waiting would only hold the frontend's request open for the whole plan; progress reaches
+  it through Realtime anyway.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from shared.agents import PlanOutcome, TurnStarted, start_turn
 from shared.agents.http_invoker import HttpInvoker
 from shared.auth import User
 from shared.background import run_in_background
+from shared.db import plans
+from shared.errors import InvalidInput
 from shared.events import FanoutPublisher
 from shared.events.sse import SSEPublisher
-from shared.models.turns import ChatTurnReply, ChatTurnRequest
-from shared.runs import invoker_for, open_publisher
+from shared.models.turns import ChatTurnAccepted, ChatTurnReply, ChatTurnRequest, TurnWatch
+from shared.runs import invoker_for, open_publisher, start_plan
 
 if TYPE_CHECKING:
     from shared.services import Services
+
+Answer = Literal["wait", "stream", "accept"]
+QUEUED_ONLY = (
+    "This deployment runs turns through queues (INVOKER_TRANSPORT=sqs), so it cannot {what}: "
+    "send with `wait: false` (the default here) and follow the turn on the session's Realtime "
+    "channel."
+)
+
+
+def how_to_answer(services: Services, request: ChatTurnRequest, prefer: str | None) -> Answer:
+    """Decide from the request, its `Prefer` header and the transport — before anything is
+    stored, so a request that cannot be served stores nothing."""
+    queued = services.settings.invoker_transport == "sqs"
+    if request.stream:
+        if request.wait is False:
+            raise InvalidInput("`stream: true` answers while the turn runs; drop `wait: false`.")
+        if queued:
+            raise InvalidInput(QUEUED_ONLY.format(what="stream a turn"))
+        return "stream"
+    if request.wait is None:
+        return "accept" if queued or respond_async(prefer) else "wait"
+    if request.wait and queued:
+        raise InvalidInput(QUEUED_ONLY.format(what="wait for a turn"))
+    return "wait" if request.wait else "accept"
+
+
+def respond_async(prefer: str | None) -> bool:
+    """Whether a `Prefer` header (RFC 7240) asks for `respond-async`."""
+    tokens = (part.split("=")[0].strip().lower() for part in (prefer or "").replace(";", ",")
+              .split(","))  # fmt: skip
+    return "respond-async" in tokens
 
 
 async def send(services: Services, user: User, request: ChatTurnRequest) -> ChatTurnReply:
@@ -31,6 +73,33 @@ async def send(services: Services, user: User, request: ChatTurnRequest) -> Chat
     finally:
         await publisher.aclose()
     return reply(started, outcome)
+
+
+async def accept(services: Services, user: User, request: ChatTurnRequest) -> ChatTurnAccepted:
+    """Store the message, hand its turn to the planner without waiting, say where to watch.
+
+    A resend of a turn that is still open hands it over again (harmless: the planner resumes
+    it, or finds it running); one that has ended is only reported."""
+    started = await _start(services, user, request)
+    async with services.db.service() as conn:
+        plan = await plans.get_plan(conn, plan_id=started.plan_id)
+    assert plan is not None
+    if plan.status not in ("completed", "failed", "cancelled"):
+        await start_plan(services, plan_id=started.plan_id)
+    return ChatTurnAccepted(
+        session_id=started.session_id, message_id=started.message_id, plan_id=started.plan_id,
+        created=started.created, status=plan.status, watch=watch(services, started),
+    )  # fmt: skip
+
+
+def watch(services: Services, started: TurnStarted) -> TurnWatch:
+    planner = services.settings.planner_function_url or ""
+    return TurnWatch(
+        realtime_channel=f"session:{started.session_id}",
+        private=services.settings.realtime_private_channels,
+        plan=f"{planner}/plans/{started.plan_id}",
+        messages=f"/sessions/{started.session_id}/messages",
+    )
 
 
 async def send_streaming(

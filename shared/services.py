@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from shared.errors import ConfigurationError
 from shared.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -71,6 +72,25 @@ class Services:
         import httpx
 
         return httpx.AsyncClient(timeout=httpx.Timeout(900.0, connect=10.0))
+
+    @cached_property
+    def sqs(self) -> Any:
+        """boto3's SQS client (`INVOKER_TRANSPORT=sqs`). boto3 comes with the Lambda runtime;
+        it is imported here, on first use, so functions that never queue do not pay for it."""
+        try:
+            import boto3
+            from botocore.exceptions import NoRegionError
+        except ImportError as exc:
+            raise ConfigurationError(
+                "INVOKER_TRANSPORT=sqs needs boto3 (in the Lambda runtime; elsewhere install "
+                "`parley[aws]`)"
+            ) from exc
+        try:
+            return boto3.client("sqs")
+        except NoRegionError as exc:
+            raise ConfigurationError(
+                "INVOKER_TRANSPORT=sqs needs an AWS region: set AWS_REGION"
+            ) from exc
 
     @cached_property
     def models(self) -> ModelRegistry:

@@ -1,9 +1,9 @@
-"""AWS Lambda entry point of the `agent_executor` function (function URL, payload v2)."""
+"""AWS Lambda entry point of the `agent_executor` function: its function URL and its SQS
+queue ("run step")."""
 
 from __future__ import annotations
 
-from mangum import Mangum
-
 from functions.agent_executor.app import app
+from shared.lambda_entry import LambdaHandler
 
-handler = Mangum(app, lifespan="off")
+handler = LambdaHandler(app, queue=True)

@@ -1,9 +1,9 @@
-"""AWS Lambda entry point of the `agent_planner` function (function URL, payload v2)."""
+"""AWS Lambda entry point of the `agent_planner` function: its function URL, its SQS queue
+("run plan", "resume plan") and the sweeper's EventBridge schedule."""
 
 from __future__ import annotations
 
-from mangum import Mangum
-
 from functions.agent_planner.app import app
+from shared.lambda_entry import LambdaHandler
 
-handler = Mangum(app, lifespan="off")
+handler = LambdaHandler(app, queue=True, schedule=True)

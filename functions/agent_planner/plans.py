@@ -22,7 +22,7 @@ from shared.models.turns import (
     PlanOutcomeOut,
 )
 from shared.plan_views import plan_detail
-from shared.runs import run_plan_here
+from shared.runs import resume_plan, run_plan_here
 
 router = APIRouter(tags=["plans"])
 STREAM = {"text/event-stream": {"schema": {"type": "string", "description": "SSE of events"}}}
@@ -70,12 +70,13 @@ async def decide_approval(
     services: ServicesDep,
 ) -> DecisionReply:
     """Approve or reject a destructive call, or answer or reject an escalation — then resume
-    the plan in this invocation and answer where it got to (its events stream as usual)."""
+    the plan and answer where it got to (its events stream as usual). With
+    `INVOKER_TRANSPORT=sqs` the plan is queued instead (`plan.handed_off`: watch Realtime)."""
     decided = await approvals.decide_approval(
         services, user, plan_id=plan_id, approval_id=approval_id, decision=body.decision,
         text=body.text,
     )  # fmt: skip
-    resumed = await run_plan_here(services, plan_id=plan_id)
+    resumed = await resume_plan(services, plan_id=plan_id)
     return DecisionReply(
         approval=ApprovalOut.model_validate(decided), plan=PlanOutcomeOut.model_validate(resumed)
     )

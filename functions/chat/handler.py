@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from mangum import Mangum
-
 from functions.chat.app import app
+from shared.lambda_entry import LambdaHandler
 
-handler = Mangum(app, lifespan="off")
+handler = LambdaHandler(app)

@@ -120,6 +120,15 @@ async def _close(
     return _outcome(ended, None)
 
 
+async def close_failed(
+    services: Services, plan: Plan, emitter: EventEmitter, error: str
+) -> PlanOutcome:
+    """End a plan no run will finish (`shared.agents.abandoning`): `failed`, `error`, `done`."""
+    outcome = await _close(services, plan, emitter, "failed", error)
+    await _done(services, emitter, outcome)
+    return outcome
+
+
 async def close_plan_rows(
     conn: Connection, plan_id: UUID, status: PlanStatus, error: str | None
 ) -> tuple[Plan, list[PlanStep]]:

@@ -168,10 +168,13 @@ async def find_tool_message(
     )
 
 
-async def abandon_open_threads(conn: Connection, *, plan_id: UUID, error: str) -> None:
-    """Close every still-active thread of a plan as `abandoned` (cancellation, failure)."""
+async def abandon_open_threads(
+    conn: Connection, *, plan_id: UUID, error: str, step_id: UUID | None = None
+) -> None:
+    """Close every still-active thread of a plan (or of one of its steps) as `abandoned`
+    (cancellation, failure)."""
     await conn.execute(
         """UPDATE agent_chat_sessions SET status = 'abandoned', error = %s, completed_at = now()
-           WHERE plan_id = %s AND status = 'active'""",
-        (error, plan_id),
+           WHERE plan_id = %s AND status = 'active' AND (%s::uuid IS NULL OR step_id = %s)""",
+        (error, plan_id, step_id, step_id),
     )

@@ -144,12 +144,19 @@ async def set_execution_thread(conn: Connection, *, execution_id: UUID, thread_i
 
 
 async def close_open_executions(
-    conn: Connection, *, plan_id: UUID, status: ExecutionStatus, error: str | None = None
+    conn: Connection,
+    *,
+    plan_id: UUID,
+    status: ExecutionStatus,
+    error: str | None = None,
+    step_id: UUID | None = None,
 ) -> None:
-    """Finish every run of the plan still `pending`/`running` (cancellation or failure)."""
+    """Finish every run of the plan (or of one of its steps) still `pending`/`running`
+    (cancellation or failure)."""
     await conn.execute(
         """UPDATE agent_executions SET status = %s, error = coalesce(error, %s),
                   finished_at = now()
-           WHERE plan_id = %s AND status IN ('pending', 'running')""",
-        (status, error, plan_id),
+           WHERE plan_id = %s AND status IN ('pending', 'running')
+             AND (%s::uuid IS NULL OR step_id = %s)""",
+        (status, error, plan_id, step_id, step_id),
     )

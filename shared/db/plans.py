@@ -10,6 +10,7 @@ from psycopg.types.json import Jsonb
 
 from shared.db._rows import fetch_all, fetch_one, fetch_optional
 from shared.db.database import Connection
+from shared.db.leases import PARKED
 from shared.db.records import Plan, PlanStatus, PlanStep, PlanStrategy, StepStatus, Usage, columns
 
 PLAN = columns(Plan)
@@ -273,3 +274,62 @@ async def take_step_lease(conn: Connection, *, step_id: UUID, owner: str, second
         {"id": step_id, "owner": owner, "seconds": seconds},
     )
     return await cur.fetchone() is not None
+
+
+async def redrive_plans(
+    conn: Connection, *, grace_seconds: float, max_age_seconds: float
+) -> list[UUID]:
+    """Mark, and return, the plans a sweep should hand to the planner again — each at most
+    once per expired lease (`redriven_at`):
+
+    * `pending`/`executing` whose run lease (or parked lease) expired: its runner died;
+    * `pending` never started, older than `grace_seconds`: its "run plan" never arrived;
+    * `awaiting_approval` with a decision nobody resumed it for, older than `grace_seconds`.
+
+    Plans older than `max_age_seconds` are left to `too_old_plans`."""
+    cur = await conn.execute(
+        """UPDATE agent_plans SET redriven_at = now()
+           WHERE created_at > now() - make_interval(secs => %(max_age)s) AND (
+               (status IN ('pending', 'executing') AND lease_expires_at <= now()
+                AND (redriven_at IS NULL OR redriven_at < lease_expires_at))
+            OR (status = 'pending' AND lease_owner IS NULL AND redriven_at IS NULL
+                AND created_at <= now() - make_interval(secs => %(grace)s))
+            OR (status = 'awaiting_approval' AND decisions > decisions_seen
+                AND lease_owner IS NULL
+                AND updated_at <= now() - make_interval(secs => %(grace)s)
+                AND (redriven_at IS NULL OR redriven_at < updated_at)))
+           RETURNING id""",
+        {"grace": grace_seconds, "max_age": max_age_seconds},
+    )
+    return [row["id"] for row in await cur.fetchall()]
+
+
+async def redrive_steps(conn: Connection) -> list[tuple[UUID, UUID]]:
+    """Mark, and return as (plan, step), the executor steps of executing plans whose runner
+    died (`running`, lease expired) — each at most once per expired lease."""
+    cur = await conn.execute(
+        """UPDATE agent_plan_steps s SET redriven_at = now()
+           FROM agent_plans p
+           WHERE p.id = s.plan_id AND p.status = 'executing' AND s.executor_required
+             AND s.status = 'running' AND s.lease_expires_at <= now()
+             AND (s.redriven_at IS NULL OR s.redriven_at < s.lease_expires_at)
+           RETURNING s.plan_id, s.id"""
+    )
+    return [(row["plan_id"], row["id"]) for row in await cur.fetchall()]
+
+
+async def too_old_plans(conn: Connection, *, max_age_seconds: float) -> list[UUID]:
+    """Plans still `pending`/`executing` `max_age_seconds` after they were created, that no
+    run is working on (no live lease on the plan, except a parked one, or on any step)."""
+    cur = await conn.execute(
+        f"""SELECT p.id FROM agent_plans p
+            WHERE p.status IN ('pending', 'executing')
+              AND p.created_at <= now() - make_interval(secs => %s)
+              AND (p.lease_expires_at IS NULL OR p.lease_expires_at <= now()
+                   OR p.lease_owner = '{PARKED}')
+              AND NOT EXISTS (SELECT 1 FROM agent_plan_steps s
+                              WHERE s.plan_id = p.id AND s.lease_expires_at > now())
+            ORDER BY p.created_at LIMIT 100""",
+        (max_age_seconds,),
+    )
+    return [row["id"] for row in await cur.fetchall()]

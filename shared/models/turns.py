@@ -29,6 +29,13 @@ class ChatTurnRequest(BaseModel):
     stream: bool = Field(
         default=False, description="Answer with server-sent events instead of one JSON body."
     )
+    wait: bool | None = Field(
+        default=None,
+        description="false: answer 202 Accepted as soon as the message is stored and the turn "
+        "handed to the planner (watch Realtime for the rest); true: answer when the turn ends. "
+        "Unset: the header `Prefer: respond-async` asks for 202; otherwise the deployment's "
+        "default — 202 with INVOKER_TRANSPORT=sqs (AWS), waiting elsewhere.",
+    )
 
 
 class ChatTurnReply(BaseModel):
@@ -49,6 +56,39 @@ class ChatTurnReply(BaseModel):
     )
 
 
+class TurnWatch(BaseModel):
+    """Where to follow a turn that was accepted (202)."""
+
+    realtime_channel: str = Field(
+        description="The session's Realtime channel (`session:<session_id>`): every event of "
+        "the turn, ending with `done`."
+    )
+    private: bool = Field(
+        description="Join it as a private channel (`config: {private: true}`) with the "
+        "user's access token."
+    )
+    plan: str = Field(
+        description="GET this (the agent_planner function) for the plan with its steps, "
+        "threads and executions; its `status` ends completed, failed or cancelled."
+    )
+    messages: str = Field(
+        description="GET this (the chat function) for the session's messages after the "
+        "user's: the answer once the turn ends."
+    )
+
+
+class ChatTurnAccepted(BaseModel):
+    """202 Accepted: the message is stored and the turn handed to the planner; it runs on."""
+
+    session_id: UUID
+    message_id: UUID = Field(description="The stored user message.")
+    plan_id: UUID
+    created: bool = Field(description="False when `client_message_id` matched an earlier send.")
+    status: str = Field(description="The plan's status now: pending, executing, … (or how a "
+                        "resent turn ended).")  # fmt: skip
+    watch: TurnWatch
+
+
 class PlanOutcomeOut(_Out):
     """How one run of a plan ended (or paused)."""
 
@@ -62,6 +102,11 @@ class PlanOutcomeOut(_Out):
     running_elsewhere: bool = Field(
         default=False,
         description="Another invocation holds the plan's lease: this one did nothing.",
+    )
+    handed_off: bool = Field(
+        default=False,
+        description="The plan goes on elsewhere (its steps or the plan itself were queued); "
+        "this run did not wait for it. No `done` yet: watch Realtime or GET /plans/{id}.",
     )
 
 

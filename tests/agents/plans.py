@@ -89,19 +89,23 @@ class Overlap:
         return respond
 
 
-def week_script(script: Script, fake: FakeModelServer) -> Overlap:
-    """The full week plan: two parallel executors (one asks a question), a planner write."""
+def week_script(script: Script, fake: FakeModelServer, *, prove_overlap: bool = True) -> Overlap:
+    """The full week plan: two parallel executors (one asks a question), a planner write.
+
+    `prove_overlap`: the first executor call is held until the other step's first call arrives
+    (leave it off where steps run one after the other, e.g. one queue message at a time)."""
     overlap = Overlap(fake)
+    held = overlap.hold if prove_overlap else (lambda marker, item: item)
     script.planner(plan_call(), synthesis)
     script.step(
         TASKS_STEP,
-        overlap.hold(TASKS_STEP, reply(tool_call("list_tasks", status=["backlog"]))),
+        held(TASKS_STEP, reply(tool_call("list_tasks", status=["backlog"]))),
         reply(tool_call("ask_planner", question="Should done tasks count?")),
         complete_with_results("Open tasks"),
     )
     script.step(
         CALENDAR_STEP,
-        overlap.hold(CALENDAR_STEP, reply(tool_call("get_calendar_events"))),
+        held(CALENDAR_STEP, reply(tool_call("get_calendar_events"))),
         complete_with_results("Events"),
     )
     script.answers(reply("No: only open tasks."))

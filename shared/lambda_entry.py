@@ -1,0 +1,85 @@
+"""One Lambda handler per function, for every kind of event the function is wired to.
+
+* a function URL request (payload v2) → the FastAPI app, through Mangum;
+* an SQS batch (`Records` from `aws:sqs`) → the queue consumer (`shared.queues.consumer`),
+  answering `batchItemFailures` for the event source mapping's `ReportBatchItemFailures`;
+* an EventBridge scheduled event → the sweeper (`shared.sweeper`).
+
+Anything else is refused with an error naming what arrived. Async work runs on the event loop
+Mangum set up for this thread, so warm invocations of either kind reuse the same connection
+pool. The services are the app's (`get_services`, or a test's override of it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine, Mapping
+from typing import Any, Literal
+
+from fastapi import FastAPI
+from mangum import Mangum
+
+from shared.services import Services, get_services
+
+log = logging.getLogger(__name__)
+EventKind = Literal["http", "sqs", "schedule"]
+
+
+def event_kind(event: Mapping[str, Any]) -> EventKind | None:
+    """What kind of event Lambda delivered (None: none this code knows)."""
+    records = event.get("Records")
+    if isinstance(records, list) and records:
+        sources = {record.get("eventSource") for record in records if isinstance(record, dict)}
+        return "sqs" if sources == {"aws:sqs"} else None
+    if event.get("source") == "aws.events" and event.get("detail-type") == "Scheduled Event":
+        return "schedule"
+    if "requestContext" in event:
+        return "http"
+    return None
+
+
+class LambdaHandler:
+    """`handler = LambdaHandler(app, queue=True)`: the function's Lambda entry point."""
+
+    def __init__(self, app: FastAPI, *, queue: bool = False, schedule: bool = False) -> None:
+        self.app = app
+        self.accepts: frozenset[EventKind] = frozenset(
+            ("http", *(("sqs",) if queue else ()), *(("schedule",) if schedule else ()))
+        )
+        self._http = Mangum(app, lifespan="off")
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        kind = event_kind(event)
+        if kind is None or kind not in self.accepts:
+            raise ValueError(
+                f"{self.app.title} cannot handle this event ({_describe(event)}); it takes "
+                f"{', '.join(sorted(self.accepts))} events"
+            )
+        if kind == "http":
+            response: dict[str, Any] = self._http(event, context)
+            return response
+        if kind == "sqs":
+            from shared.queues.consumer import consume
+
+            return self._run(consume(self.services(), event["Records"]))
+        return self._run(self._sweep())
+
+    def services(self) -> Services:
+        provider = self.app.dependency_overrides.get(get_services, get_services)
+        services: Services = provider()
+        return services
+
+    async def _sweep(self) -> dict[str, Any]:
+        from shared.sweeper import sweep
+
+        return (await sweep(self.services())).json()
+
+    @staticmethod
+    def _run(work: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
+        return asyncio.get_event_loop().run_until_complete(work)
+
+
+def _describe(event: Mapping[str, Any]) -> str:
+    keys = ", ".join(sorted(str(k) for k in event)[:8])
+    return f"keys: {keys}" if keys else "empty"

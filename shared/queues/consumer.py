@@ -1,0 +1,68 @@
+"""A function consuming its queue: one SQS batch from Lambda's event source mapping.
+
+Each record is handled on its own; the ones that fail are returned as `batchItemFailures`
+(the mapping has `ReportBatchItemFailures`), so only they come back after the visibility
+timeout — and after `maxReceiveCount` deliveries they move to the queue's dead-letter queue,
+where the sweeper fails their plan or step (`shared.queues.dead_letters`).
+
+* `run_plan` / `resume_plan` → `run_plan` in this invocation (its executor steps are queued,
+  never awaited). A plan that has ended, or that another invocation holds, is left alone.
+* `run_step` → the step attempt in this invocation; once the step has settled (now or before:
+  a redelivery), "resume plan" is queued for its planner.
+
+A message for a plan or step that no longer exists is dropped with a warning: retrying
+cannot bring it back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from shared.agents.plan_runner import UNSETTLED
+from shared.errors import NotFound
+from shared.queues.messages import Message, ResumePlan, RunPlan, RunStep, parse
+from shared.queues.sqs import SqsInvoker
+from shared.runs import run_plan_here, run_step_here
+
+if TYPE_CHECKING:
+    from shared.services import Services
+
+log = logging.getLogger(__name__)
+
+
+async def consume(services: Services, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Handle an SQS batch; the response Lambda expects for `ReportBatchItemFailures`."""
+    failures: list[dict[str, str]] = []
+    for record in records:
+        message_id = str(record["messageId"])
+        delivery = record.get("attributes", {}).get("ApproximateReceiveCount", "?")
+        try:
+            await handle(services, parse(record["body"]))
+        except Exception:
+            log.exception("message %s failed on delivery %s: it will be delivered again "
+                          "(then dead-lettered)", message_id, delivery)  # fmt: skip
+            failures.append({"itemIdentifier": message_id})
+    return {"batchItemFailures": failures}
+
+
+async def handle(services: Services, message: Message) -> None:
+    """Do what one message asks (idempotent: a redelivery does the work at most once)."""
+    try:
+        match message:
+            case RunPlan() | ResumePlan():
+                outcome = await run_plan_here(services, plan_id=message.plan_id, replay_ended=False)
+                log.info("plan %s: %s%s", message.plan_id, outcome.status,
+                         " (waits for its steps)" if outcome.handed_off else "")  # fmt: skip
+            case RunStep():
+                await _run_step(services, message)
+    except NotFound as exc:
+        log.warning("dropped %s: %s", message.type, exc)
+
+
+async def _run_step(services: Services, message: RunStep) -> None:
+    step = await run_step_here(services, step_id=message.step_id, attempt=message.attempt)
+    if step.running_elsewhere or step.status in UNSETTLED:
+        return  # the invocation working on it sends the resume when it settles
+    await SqsInvoker(services).resume_plan(plan_id=message.plan_id, step_id=message.step_id)

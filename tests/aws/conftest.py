@@ -1,0 +1,106 @@
+"""AWS tests: moto in process (fake credentials set before any boto3 client is built), the
+queues made per test, and the functions' real handlers on the test database and fake model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import pytest
+
+from shared.agents import DeepSeekTokenizer
+from shared.events import InMemoryPublisher
+from shared.llm.fake_server import FakeModelServer
+from shared.services import Services
+from shared.settings import Settings
+from tests.agents.scripting import Script
+from tests.aws.cloud import Cloud, Function
+from tests.functions.conftest import SECRET
+from tests.functions.stack import SERVICE_KEY
+from tests.models import EXECUTOR_MODEL, PLANNER_MODEL
+
+FAKE_AWS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "eu-central-1",
+    "AWS_REGION": "eu-central-1",
+}
+
+
+@pytest.fixture(scope="module")
+def aws() -> Iterator[None]:
+    """moto's AWS, with fake credentials in the environment first (no real account is ever
+    reachable: a client built before them would find the developer's own)."""
+    from moto import mock_aws
+
+    with pytest.MonkeyPatch.context() as env:
+        for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS"):
+            env.delenv(name, raising=False)
+        for name, value in FAKE_AWS.items():
+            env.setenv(name, value)
+        with mock_aws():
+            yield
+
+
+@pytest.fixture
+def cloud(aws: None) -> Cloud:
+    import boto3
+
+    return Cloud(boto3.client("sqs"), prefix=f"parley-{uuid4().hex[:8]}").create_queues()
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeModelServer]:
+    with FakeModelServer() as server:
+        yield server
+
+
+@pytest.fixture
+def script(fake: FakeModelServer) -> Script:
+    fake.reset()
+    return Script(fake)
+
+
+@pytest.fixture
+def events() -> InMemoryPublisher:
+    """Every event any function publishes in the test."""
+    return InMemoryPublisher()
+
+
+@pytest.fixture
+def settings(
+    database_url: str, fake: FakeModelServer, models_file: Path, cloud: Cloud
+) -> dict[str, Any]:
+    """What each function's settings hold (infra/serverless.yml's environment, for tests)."""
+    return {
+        "database_url": database_url,
+        "supabase_jwt_secret": SECRET,
+        "supabase_service_role_key": SERVICE_KEY,
+        "llm_base_url": fake.base_url,
+        "llm_api_key": "test",
+        "llm_planner_model": PLANNER_MODEL,
+        "llm_executor_model": EXECUTOR_MODEL,
+        "llm_models_file": models_file,
+        "llm_max_retries": 0,
+        "run_lease_seconds": 30,
+        **cloud.settings(),
+    }
+
+
+@pytest.fixture
+def functions(
+    settings: dict[str, Any], tokenizer: DeepSeekTokenizer, events: InMemoryPublisher
+) -> Iterator[dict[str, Function]]:
+    """The three functions, each with services of its own (as three Lambda functions)."""
+    started: dict[str, Function] = {}
+    try:
+        for name in ("chat", "agent_planner", "agent_executor"):
+            services = Services(Settings(**settings), tokens=tokenizer, event_sinks=[events])
+            started[name] = Function(name, services)
+        yield started
+    finally:
+        for function in started.values():
+            function.close()

@@ -1,0 +1,194 @@
+"""`INVOKER_TRANSPORT=sqs` under moto: a complex plan through queue messages alone.
+
+Chat answers 202 after queueing "run plan"; the planner's invocation queues the executor steps
+and returns before any of them ran; each executor's invocation queues "resume plan" when its
+step settles; the planner finishes the plan in the invocation of the last resume. Every
+message crosses moto's SQS through real boto3 calls and reaches the functions' real handlers
+as the SQS event Lambda builds.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from shared.db import Database
+from shared.events import InMemoryPublisher
+from shared.llm.fake_server import FakeModelServer
+from tests.agents.builders import of_type, stored
+from tests.agents.holds import plan_row, scalar
+from tests.agents.plans import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_script
+from tests.agents.scripting import Script, requests_of
+from tests.aws.cloud import Cloud, Function, body_of, lambda_event
+from tests.factories import make_user
+from tests.functions.test_handlers import load_event
+from tests.tools.builders import make_event, make_task
+
+Functions = dict[str, Function]
+
+
+async def a_user_with_a_week(db: Database) -> UUID:
+    user = await make_user(db)
+    await make_task(db, user, title="Write report", status="backlog")
+    await make_event(db, user, datetime.now(UTC) + timedelta(hours=2), title="Team sync")
+    return user
+
+
+async def send(functions: Functions, user: UUID, **body: Any) -> dict[str, Any]:
+    """POST /chat through the chat function's handler (a function URL event)."""
+    event = load_event("chat_send_message.json", user)
+    if body:
+        event["body"] = json.dumps({"message": "Plan my week", **body})
+    response = await functions["chat"].invoke(event)
+    assert response["statusCode"] == 202, response
+    accepted: dict[str, Any] = body_of(response)
+    return accepted
+
+
+def done_events(events: InMemoryPublisher, plan_id: UUID) -> list[Any]:
+    return [e for e in of_type(events, "done") if e.plan_id == plan_id]
+
+
+async def test_a_complex_plan_completes_through_queue_messages_and_no_function_waits(
+    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    events: InMemoryPublisher,
+) -> None:  # fmt: skip
+    user = await a_user_with_a_week(db)
+    week_script(script, fake, prove_overlap=False)
+
+    accepted = await send(functions, user)
+    plan_id = UUID(accepted["plan_id"])
+    assert accepted["status"] == "pending"
+    assert accepted["watch"]["realtime_channel"] == f"session:{accepted['session_id']}"
+    assert cloud.bodies("planner") == [{"type": "run_plan", "plan_id": str(plan_id)}]
+    assert fake.requests == []  # nothing but storing and queueing happened before the 202
+
+    await cloud.deliver("planner", functions["agent_planner"])
+
+    # The planner's invocation has returned, and no step has run: it did not wait for them.
+    handed = await stored(db, plan_id)
+    assert (handed.plan.status, handed.plan.strategy) == ("executing", "complex")
+    assert [s.status for s in handed.steps] == ["pending", "pending", "pending"]
+    assert [s.dispatched_at is not None for s in handed.steps] == [True, True, False]
+    queued = cloud.bodies("executor")
+    assert sorted(m["step_id"] for m in queued) == sorted(str(s.id) for s in handed.steps[:2])
+    assert {(m["type"], m["plan_id"], m["attempt"]) for m in queued} == {
+        ("run_step", str(plan_id), 1)
+    }
+    assert requests_of(fake, "executor") == []
+    assert (await plan_row(db, plan_id))["lease_owner"] == "parked"  # still counts as running
+    assert done_events(events, plan_id) == []
+
+    first = await cloud.deliver("executor", functions["agent_executor"])
+    assert first is not None and not first.failed
+    assert cloud.bodies("planner") == [
+        {"type": "resume_plan", "plan_id": str(plan_id), "step_id": first.body["step_id"]}
+    ]
+    seen, planner_calls = len(events.events), len(requests_of(fake, "planner"))
+    await cloud.deliver("planner", functions["agent_planner"])  # the other step is in flight
+    assert len(events.events) == seen and len(requests_of(fake, "planner")) == planner_calls
+
+    await cloud.deliver("executor", functions["agent_executor"])
+    await cloud.deliver("planner", functions["agent_planner"])  # write step, then the answer
+
+    assert [cloud.depth(q) for q in ("planner", "executor", "planner_dlq", "executor_dlq")] == [
+        0, 0, 0, 0]  # fmt: skip
+    after = await stored(db, plan_id)
+    assert after.plan.status == "completed"
+    assert [s.status for s in after.steps] == ["completed", "completed", "completed"]
+    assert after.answer.content.startswith("Your week. Open tasks: Write report")
+    assert [e.step_id for e in after.executions if e.step_id] == [s.id for s in after.steps] or \
+        sorted(str(e.step_id) for e in after.executions if e.step_id) == sorted(
+            str(s.id) for s in after.steps)  # fmt: skip
+    assert after.types_of(1) == [
+        "delegation", "tool_call", "tool_result", "question", "answer", "completion"]  # fmt: skip
+    assert await scalar(db, "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
+                        user, "Weekly review") == 1  # fmt: skip
+    assert len(done_events(events, plan_id)) == 1
+    assert script.unscripted == []
+    invocations = {name: f.invocations for name, f in functions.items()}
+    assert invocations == {"chat": 1, "agent_planner": 3, "agent_executor": 2}
+
+
+async def test_a_message_delivered_twice_does_its_work_once(
+    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    events: InMemoryPublisher,
+) -> None:  # fmt: skip
+    user = await a_user_with_a_week(db)
+    week_script(script, fake, prove_overlap=False)
+    plan_id = UUID((await send(functions, user))["plan_id"])
+    run_plan = {"type": "run_plan", "plan_id": str(plan_id)}
+
+    await cloud.deliver("planner", functions["agent_planner"])
+    cloud.send("planner", run_plan)  # SQS delivers a message again (at least once)
+    await cloud.deliver("planner", functions["agent_planner"])
+    assert len(cloud.bodies("executor")) == 2  # the steps were not handed over again
+    assert len(requests_of(fake, "planner")) == 1
+
+    step = await cloud.deliver("executor", functions["agent_executor"])
+    assert step is not None
+    marker = TASKS_STEP if step.body["step_id"] == str(
+        (await stored(db, plan_id)).steps[0].id) else CALENDAR_STEP  # fmt: skip
+    calls = len(requests_of(fake, "executor", marker))
+    cloud.send("executor", step.body)
+    both = [await cloud.deliver("executor", functions["agent_executor"]) for _ in range(2)]
+    assert step.body in [d.body for d in both if d is not None and not d.failed]
+    assert len(requests_of(fake, "executor", marker)) == calls  # no model call the second time
+
+    await cloud.drain(functions)
+    cloud.send("planner", {"type": "resume_plan", "plan_id": str(plan_id)})  # a late resume
+    await cloud.drain(functions)
+
+    after = await stored(db, plan_id)
+    assert after.plan.status == "completed"
+    per_step = [len([e for e in after.executions if e.step_id == s.id]) for s in after.steps]
+    assert per_step == [1, 1, 1]
+    assert len(requests_of(fake, "planner_step", WRITE_STEP)) == 2
+    assert len(done_events(events, plan_id)) == 1  # the late resume did not announce it again
+    assert await scalar(db, "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
+                        user, "Weekly review") == 1  # fmt: skip
+
+
+async def test_a_message_for_a_plan_that_is_gone_is_dropped(functions: Functions) -> None:
+    response = await functions["agent_planner"].invoke(
+        lambda_event("agent_planner_sqs_run_plan.json")
+    )
+    assert response == {"batchItemFailures": []}
+    response = await functions["agent_executor"].invoke(
+        lambda_event("agent_executor_sqs_run_step.json")
+    )
+    assert response == {"batchItemFailures": []}
+
+
+async def test_a_message_that_is_not_parleys_fails_its_delivery(functions: Functions) -> None:
+    event = lambda_event("agent_executor_sqs_run_step.json")
+    event["Records"][0]["body"] = '{"type": "run_step", "step_id": "not a uuid"}'
+    response = await functions["agent_executor"].invoke(event)
+    assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
+
+
+async def test_each_function_refuses_events_it_is_not_wired_to(functions: Functions) -> None:
+    with pytest.raises(ValueError, match="chat cannot handle this event"):
+        await functions["chat"].invoke(lambda_event("agent_planner_sqs_run_plan.json"))
+    with pytest.raises(ValueError, match="agent_executor cannot handle this event"):
+        await functions["agent_executor"].invoke(lambda_event("agent_planner_schedule.json"))
+    with pytest.raises(ValueError, match="keys: foo"):
+        await functions["agent_planner"].invoke({"foo": 1})
+
+
+async def test_a_send_that_asks_to_wait_is_refused_before_anything_is_stored(
+    db: Database, functions: Functions, cloud: Cloud
+) -> None:
+    user = await make_user(db)
+    for body in ({"wait": True}, {"stream": True}):
+        event = load_event("chat_send_message.json", user)
+        event["body"] = json.dumps({"message": "Plan my week", **body})
+        response = await functions["chat"].invoke(event)
+        assert response["statusCode"] == 422
+        assert "INVOKER_TRANSPORT=sqs" in body_of(response)["detail"]
+    assert await scalar(db, "SELECT count(*) FROM chat_messages WHERE user_id = %s", user) == 0
+    assert cloud.depth("planner") == 0

@@ -1,0 +1,148 @@
+"""The sweeper (EventBridge schedule → the planner function): dead letters and dead runners.
+
+A message that fails on every delivery moves to its dead-letter queue after `MAX_RECEIVES`;
+the next sweep fails what it was about, cleanly, and leaves it there for an operator. A plan
+whose runner was killed — its lease left behind, its message consumed by a redelivery that
+found the lease still live — is handed to the planner again once that lease has expired,
+once, and completes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from shared.db import Database
+from shared.events import InMemoryPublisher
+from shared.llm.fake_server import FakeModelServer
+from shared.queues.dead_letters import PLAN_DEAD, STEP_DEAD
+from tests.agents.builders import of_type, stored
+from tests.agents.holds import plan_row, scalar, set_plan_lease
+from tests.agents.plans import CALENDAR_STEP, WRITE_STEP, week_script
+from tests.agents.scripting import Script, requests_of
+from tests.aws.cloud import MAX_RECEIVES, Cloud, Delivery, Function, lambda_event
+from tests.aws.test_queues import a_user_with_a_week, done_events, send
+from tests.kills import Kill
+
+Functions = dict[str, Function]
+
+
+async def sweep(functions: Functions) -> dict[str, Any]:
+    """One scheduled sweep, through the planner function's handler."""
+    return await functions["agent_planner"].invoke(lambda_event("agent_planner_schedule.json"))
+
+
+async def expire_plan_lease(db: Database, plan_id: UUID) -> None:
+    """Time passes: whoever holds the plan's lease has not renewed it."""
+    async with db.service() as conn:
+        await conn.execute(
+            "UPDATE agent_plans SET lease_expires_at = now() - interval '1 second' WHERE id = %s",
+            (plan_id,),
+        )
+
+
+async def test_a_poison_plan_message_is_dead_lettered_and_its_plan_fails_cleanly(
+    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    events: InMemoryPublisher,
+) -> None:  # fmt: skip
+    user = await a_user_with_a_week(db)
+    week_script(script, fake, prove_overlap=False)
+    starts = "NEW.status = 'executing' AND OLD.status = 'pending'"
+    async with Kill(db, "agent_plans", starts, on="UPDATE", times=None) as kill:
+        plan_id = UUID((await send(functions, user))["plan_id"])
+        deliveries = await cloud.drain(functions)
+        assert [(d.receive_count, d.failed) for d in deliveries] == [
+            (n, True) for n in range(1, MAX_RECEIVES + 1)
+        ]
+        assert await kill.fired() == MAX_RECEIVES
+    assert (cloud.depth("planner"), cloud.depth("planner_dlq")) == (0, 1)
+    assert (await plan_row(db, plan_id))["status"] == "pending"
+
+    report = await sweep(functions)
+
+    assert report["dead_plans"] == [str(plan_id)]
+    after = await stored(db, plan_id)
+    assert (after.plan.status, after.plan.error) == ("failed", PLAN_DEAD)
+    errors = [e for e in of_type(events, "error") if e.plan_id == plan_id]
+    assert [e.data["message"] for e in errors] == [PLAN_DEAD]
+    (done,) = done_events(events, plan_id)
+    assert (done.data["status"], done.data["error"]) == ("failed", PLAN_DEAD)
+    assert fake.requests == []
+    assert cloud.depth("planner_dlq") == 1  # kept for an operator (the depth alarm fires)
+
+    await sweep(functions)  # the dead letter is seen again later: nothing more happens
+    assert len(done_events(events, plan_id)) == 1
+
+
+async def test_a_poison_step_message_fails_its_step_and_the_plan_goes_on_without_it(
+    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    events: InMemoryPublisher,
+) -> None:  # fmt: skip
+    user = await a_user_with_a_week(db)
+    week_script(script, fake, prove_overlap=False)
+    opens = "NEW.status = 'running' AND NEW.step_number = 2"
+    async with Kill(db, "agent_plan_steps", opens, on="UPDATE", times=None):
+        plan_id = UUID((await send(functions, user))["plan_id"])
+        deliveries = await cloud.drain(functions)
+    failed = [d for d in deliveries if d.failed]
+    assert [d.body["type"] for d in failed] == ["run_step"] * MAX_RECEIVES
+    assert cloud.depth("executor_dlq") == 1
+    waiting = await stored(db, plan_id)
+    assert [s.status for s in waiting.steps] == ["completed", "pending", "pending"]
+
+    report = await sweep(functions)
+    assert report["dead_steps"] == [str(waiting.steps[1].id)]
+    await cloud.drain(functions)
+
+    after = await stored(db, plan_id)
+    assert after.plan.status == "completed"
+    assert [(s.status, s.error) for s in after.steps] == [
+        ("completed", None),
+        ("failed", STEP_DEAD),
+        ("skipped", "not run: step 2 did not complete"),
+    ]
+    assert requests_of(fake, "executor", CALENDAR_STEP) == []
+    assert len(done_events(events, plan_id)) == 1
+    assert await scalar(db, "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
+                        user, "Weekly review") == 0  # fmt: skip
+
+
+async def test_the_sweeper_completes_a_plan_whose_runner_was_killed_exactly_once(
+    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    events: InMemoryPublisher,
+) -> None:  # fmt: skip
+    user = await a_user_with_a_week(db)
+    week_script(script, fake, prove_overlap=False)
+    plan_id = UUID((await send(functions, user))["plan_id"])
+
+    async def killed(delivery: Delivery) -> None:
+        if delivery.failed:  # a real kill leaves the runner's lease behind, still live
+            await set_plan_lease(db, plan_id, seconds=60)
+
+    after_write = "NEW.message_type = 'tool_result' AND NEW.tool_name = 'create_task'"
+    async with Kill(db, "agent_chat_messages", after_write) as kill:
+        deliveries = await cloud.drain(functions, after=killed)
+        assert await kill.fired() == 1
+    # Its redelivery found the dead runner's lease live and left: nothing is queued any more.
+    assert [d.body["type"] for d in deliveries if d.failed] == ["resume_plan"]
+    assert [cloud.depth(q) for q in ("planner", "executor")] == [0, 0]
+    stuck = await stored(db, plan_id)
+    assert (stuck.plan.status, [s.status for s in stuck.steps]) == (
+        "executing", ["completed", "completed", "running"])  # fmt: skip
+    writes = len(requests_of(fake, "planner_step", WRITE_STEP))
+
+    assert (await sweep(functions))["plans_redriven"] == []  # its lease is still live
+    await expire_plan_lease(db, plan_id)
+    assert (await sweep(functions))["plans_redriven"] == [str(plan_id)]
+    assert (await sweep(functions))["plans_redriven"] == []  # once per expired lease
+    assert cloud.bodies("planner") == [{"type": "run_plan", "plan_id": str(plan_id)}]
+    await cloud.drain(functions)
+
+    after = await stored(db, plan_id)
+    assert after.plan.status == "completed"
+    assert await scalar(db, "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
+                        user, "Weekly review") == 1  # fmt: skip
+    assert len(requests_of(fake, "planner_step", WRITE_STEP)) == writes + 1  # only `complete`
+    assert [len([e for e in after.executions if e.step_id == s.id]) for s in after.steps] == [
+        1, 1, 1]  # fmt: skip
+    assert len(done_events(events, plan_id)) == 1
