@@ -143,6 +143,14 @@ class Cloud:
                                             VisibilityTimeout=0)  # fmt: skip
         return [json.loads(m["Body"]) for m in messages.get("Messages", [])]
 
+    def take(self, queue: Queue) -> dict[str, Any]:
+        """Receive and delete one message (it is lost); its body."""
+        (message,) = self.sqs.receive_message(QueueUrl=self.urls[queue],
+                                              MaxNumberOfMessages=1)["Messages"]  # fmt: skip
+        self.sqs.delete_message(QueueUrl=self.urls[queue], ReceiptHandle=message["ReceiptHandle"])
+        body: dict[str, Any] = json.loads(message["Body"])
+        return body
+
     def send(self, queue: Queue, body: dict[str, Any]) -> None:
         self.sqs.send_message(QueueUrl=self.urls[queue], MessageBody=json.dumps(body))
 

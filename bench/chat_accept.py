@@ -1,0 +1,234 @@
+"""Benchmark: how long `POST /chat` holds the caller, waiting (JSON) or accepting (202).
+
+    .venv/bin/python -m bench.chat_accept [--turns 20] [--model-seconds 0.3]
+        [--modes wait,accept,accept-sqs]
+
+Each turn is a complex plan — two executor steps (one reads tasks, one the calendar), a write
+step done by the planner, and the streamed synthesis — answered by the fake model, every call
+held `--model-seconds` (a stand-in for the model's own time). The three functions run over
+HTTP on localhost, wired to a fresh database (DATABASE_URL's server or the embedded Postgres):
+
+* `wait` — no `wait` field, the local default: the response comes when the plan has ended;
+  its time is the whole plan (the only mode before 202 existed).
+* `accept` — `{"wait": false}` with `INVOKER_TRANSPORT=in_process`: 202 once the message and
+  plan are stored and the plan handed over; the plan runs on in the chat's process.
+* `accept-sqs` — `{"wait": false}` with `INVOKER_TRANSPORT=sqs` (AWS faked in process by moto;
+  a real in-region `SendMessage` adds ~10–30 ms): 202 once "run plan" is on the planner queue;
+  a task plays Lambda's event source mappings, handing each message to the planner's or an
+  executor's real handler.
+
+No model call happens before a 202, so its time is Parley's own. The time until the plan
+ended is printed too: the plan ran on after the 202.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import boto3
+import httpx
+from moto import mock_aws
+
+from shared.agents import DeepSeekTokenizer
+from shared.db import Database
+from shared.llm.fake_server import FakeModelServer, RecordedRequest, Reply, reply, tool_call
+from shared.services import Services
+from shared.settings import Settings
+from tests import databases
+from tests.agents.plans import (
+    CALENDAR_STEP,
+    TASKS_STEP,
+    WRITE_STEP,
+    complete_with_results,
+    plan_call,
+    synthesis,
+)
+from tests.agents.scripting import Script
+from tests.aws.cloud import Cloud, Function
+from tests.aws.conftest import FAKE_AWS
+from tests.factories import make_user
+from tests.functions.conftest import token
+from tests.functions.stack import Stack
+from tests.models import EXECUTOR_MODEL, MODELS, PLANNER_MODEL
+
+MODES = ("wait", "accept", "accept-sqs")
+
+
+def slow(seconds: float, item: Any) -> Callable[[RecordedRequest], Reply]:
+    """`item` (a reply, or a function of the request giving one), held `seconds` first."""
+
+    def respond(request: RecordedRequest) -> Reply:
+        chosen = item(request) if callable(item) else item
+        assert isinstance(chosen, Reply)
+        return chosen.stalled(after=0, hold=seconds) if seconds > 0 else chosen
+
+    return respond
+
+
+def script_week(fake: FakeModelServer, seconds: float) -> None:
+    script = Script(fake)
+    script.planner(slow(seconds, plan_call()), slow(seconds, synthesis))
+    script.step(
+        TASKS_STEP, slow(seconds, reply(tool_call("list_tasks", status=["backlog"]))),
+        slow(seconds, complete_with_results("Open tasks")),
+    )  # fmt: skip
+    script.step(
+        CALENDAR_STEP, slow(seconds, reply(tool_call("get_calendar_events"))),
+        slow(seconds, complete_with_results("Events")),
+    )  # fmt: skip
+    script.step(
+        WRITE_STEP, slow(seconds, reply(tool_call("create_task", title="Weekly review"))),
+        slow(seconds, reply(tool_call("complete", result="Created the task Weekly review"))),
+        kind="planner_step",
+    )  # fmt: skip
+
+
+async def plan_done(db: Database, plan_id: UUID, limit: float = 120) -> float:
+    """When the plan reached a final status (polling its row: this is a benchmark)."""
+    deadline = time.perf_counter() + limit
+    while time.perf_counter() < deadline:
+        async with db.service() as conn:
+            cur = await conn.execute("SELECT status FROM agent_plans WHERE id = %s", (plan_id,))
+            row = await cur.fetchone()
+        if row is not None and row["status"] in ("completed", "failed", "cancelled"):
+            return time.perf_counter()
+        await asyncio.sleep(0.005)
+    raise TimeoutError(f"plan {plan_id} did not end in {limit} s")
+
+
+class Queues:
+    """moto's SQS with Parley's queues, and a task playing the event source mappings: it
+    delivers each message to the planner's or an executor's Lambda handler as it arrives."""
+
+    def __init__(self, url: str, fake: FakeModelServer, tokenizer: DeepSeekTokenizer,
+                 models_file: Any) -> None:  # fmt: skip
+        self._mock = mock_aws()
+        self._mock.start()
+        self.cloud = Cloud(boto3.client("sqs"), prefix="bench").create_queues()
+        base = {
+            "database_url": url, "llm_base_url": fake.base_url, "llm_api_key": "bench",
+            "llm_planner_model": PLANNER_MODEL, "llm_executor_model": EXECUTOR_MODEL,
+            "llm_models_file": models_file, "llm_max_retries": 0, **self.cloud.settings(),
+        }  # fmt: skip
+        self.functions = {
+            name: Function(name, Services(Settings(**base), tokens=tokenizer))
+            for name in ("agent_planner", "agent_executor")
+        }
+        self._task: asyncio.Task[None] | None = None
+
+    async def _pump(self) -> None:
+        while True:
+            if not await self.cloud.drain(self.functions, limit=10_000):
+                await asyncio.sleep(0.002)  # a benchmark may poll; Lambda's poller does too
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._pump())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        for function in self.functions.values():
+            function.close()
+        self._mock.stop()
+
+
+async def run_mode(
+    mode: str, url: str, fake: FakeModelServer, tokenizer: DeepSeekTokenizer, args: Any
+) -> None:
+    queues = Queues(url, fake, tokenizer, args.models_file) if mode == "accept-sqs" else None
+    settings: dict[str, Any] = queues.cloud.settings() if queues else {}
+    stack = Stack(
+        database_url=url, fake=fake, models_file=args.models_file, tokenizer=tokenizer,
+        **settings,
+    ).start()  # fmt: skip
+    if queues is not None:
+        queues.start()
+    try:
+        await measure(mode, stack, url, args)
+    finally:
+        if queues is not None:
+            await queues.stop()
+        stack.stop()
+
+
+async def measure(mode: str, stack: Stack, url: str, args: Any) -> None:
+    responses: list[float] = []
+    to_done: list[float] = []
+    async with Database(url) as db, httpx.AsyncClient(timeout=300) as http:
+        for _ in range(args.turns):
+            user = await make_user(db)
+            body: dict[str, Any] = {"message": "Plan my week"}
+            if mode != "wait":
+                body["wait"] = False
+            started = time.perf_counter()
+            response = await http.post(
+                f"{stack.url('chat')}/chat", json=body,
+                headers={"Authorization": f"Bearer {token(user)}"},
+            )  # fmt: skip
+            answered = time.perf_counter()
+            expected = 200 if mode == "wait" else 202
+            assert response.status_code == expected, response.text
+            responses.append(answered - started)
+            ended = await plan_done(db, UUID(response.json()["plan_id"]))
+            to_done.append(ended - started)
+    print(line(mode, responses, to_done), flush=True)
+
+
+def line(mode: str, responses: list[float], to_done: list[float]) -> str:
+    def q(values: list[float]) -> tuple[float, float]:
+        ms = sorted(v * 1000 for v in values)
+        cut = statistics.quantiles(ms, n=20) if len(ms) > 1 else [ms[0]] * 19
+        return statistics.median(ms), cut[18]
+
+    r50, r95 = q(responses)
+    d50, _ = q(to_done)
+    return (
+        f"{mode:<11} turns={len(responses):>3}  response p50={r50:8.1f} ms  p95={r95:8.1f} ms  "
+        f"plan done p50={d50:8.1f} ms"
+    )
+
+
+async def run(args: argparse.Namespace) -> None:
+    server_url = databases.server_url()
+    url = databases.create_database(server_url, template=databases.ensure_template(server_url))
+    tokenizer = DeepSeekTokenizer()
+    try:
+        with FakeModelServer() as fake:
+            for mode in args.modes:
+                fake.reset()
+                script_week(fake, args.model_seconds)
+                await run_mode(mode, url, fake, tokenizer, args)
+    finally:
+        databases.drop_database(server_url, url)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=20, help="turns per mode (default 20)")
+    parser.add_argument("--model-seconds", type=float, default=0.3,
+                        help="how long each model call is held (default 0.3)")  # fmt: skip
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: " +
+                        ", ".join(MODES))  # fmt: skip
+    args = parser.parse_args()
+    args.modes = [m for m in args.modes.split(",") if m]
+    if unknown := set(args.modes) - set(MODES):
+        parser.error(f"unknown modes: {', '.join(sorted(unknown))}")
+    os.environ.update(FAKE_AWS)  # moto: no real account is ever reachable
+    with tempfile.TemporaryDirectory() as tmp:
+        args.models_file = Path(tmp) / "models.toml"
+        args.models_file.write_text(MODELS)
+        asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()
