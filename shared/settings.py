@@ -168,6 +168,9 @@ class Settings(BaseSettings):
     executor_dead_letter_queue_url: str | None = None
     """Where the executor queue's messages go after their last failed delivery; the sweeper
     fails their steps."""
+    queue_retry_seconds: float = Field(default=30.0, ge=0, le=900)
+    """`sqs`: a message whose handling failed comes back after this many seconds times its
+    delivery count (at most 15 minutes), instead of after the queue's visibility timeout."""
     plan_park_seconds: float = Field(default=300.0, ge=10, le=43_200)
     """`sqs`: how long a plan waiting for its queued executor steps counts as running; past
     it, the sweeper hands the plan to the planner again."""

@@ -1,9 +1,11 @@
 """A function consuming its queue: one SQS batch from Lambda's event source mapping.
 
 Each record is handled on its own; the ones that fail are returned as `batchItemFailures`
-(the mapping has `ReportBatchItemFailures`), so only they come back after the visibility
-timeout — and after `maxReceiveCount` deliveries they move to the queue's dead-letter queue,
-where the sweeper fails their plan or step (`shared.queues.dead_letters`).
+(the mapping has `ReportBatchItemFailures`), so only they come back — after
+`QUEUE_RETRY_SECONDS` × their delivery count (the consumer shortens their visibility timeout,
+which is sized for Lambda's throttling retries, not for ours). After `maxReceiveCount`
+deliveries they move to the queue's dead-letter queue, where the sweeper fails their plan or
+step (`shared.queues.dead_letters`).
 
 * `run_plan` / `resume_plan` → `run_plan` in this invocation (its executor steps are queued,
   never awaited). A plan that has ended, or that another invocation holds, is left alone.
@@ -16,6 +18,7 @@ cannot bring it back.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from shared.services import Services
 
 log = logging.getLogger(__name__)
+MAX_VISIBILITY = 900
 
 
 async def consume(services: Services, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -37,14 +41,43 @@ async def consume(services: Services, records: Sequence[Mapping[str, Any]]) -> d
     failures: list[dict[str, str]] = []
     for record in records:
         message_id = str(record["messageId"])
-        delivery = record.get("attributes", {}).get("ApproximateReceiveCount", "?")
         try:
             await handle(services, parse(record["body"]))
         except Exception:
             log.exception("message %s failed on delivery %s: it will be delivered again "
-                          "(then dead-lettered)", message_id, delivery)  # fmt: skip
+                          "(then dead-lettered)", message_id, _delivery(record))  # fmt: skip
             failures.append({"itemIdentifier": message_id})
+            await _retry_soon(services, record)
     return {"batchItemFailures": failures}
+
+
+def _delivery(record: Mapping[str, Any]) -> int:
+    try:
+        return int(record.get("attributes", {}).get("ApproximateReceiveCount", 1))
+    except ValueError:
+        return 1
+
+
+async def _retry_soon(services: Services, record: Mapping[str, Any]) -> None:
+    """Bring a failed message back after a short, growing delay (best effort)."""
+    name = str(record.get("eventSourceARN", "")).rsplit(":", 1)[-1]
+    urls = [services.settings.planner_queue_url, services.settings.executor_queue_url]
+    url = next((u for u in urls if u and u.rsplit("/", 1)[-1] == name), None)
+    delay = min(int(services.settings.queue_retry_seconds * _delivery(record)), MAX_VISIBILITY)
+    try:
+        if url is None:
+            raise LookupError(f"no configured queue is named {name!r}")
+        await asyncio.to_thread(
+            services.sqs.change_message_visibility, QueueUrl=url,
+            ReceiptHandle=record["receiptHandle"], VisibilityTimeout=delay,
+        )  # fmt: skip
+    except Exception:
+        log.warning(
+            "message %s comes back after its queue's visibility timeout (its retry "
+            "delay could not be shortened)",
+            record.get("messageId"),
+            exc_info=True,
+        )
 
 
 async def handle(services: Services, message: Message) -> None:

@@ -4,10 +4,10 @@
 queue behind each, `maxReceiveCount` deliveries before a message moves there) and plays the
 event source mappings: it receives one message at a time (batch size 1) with real boto3
 calls, builds the SQS event Lambda would (from the committed events in tests/lambda_events/),
-invokes the function's real handler, then deletes the message — or, for a reported
-`batchItemFailures` entry, makes it visible again, as its visibility timeout running out
-would. `Function` is one Lambda function: its handler module, its own services, one thread
-with one event loop reused by every invocation (warm starts).
+invokes the function's real handler, then deletes the message — unless the handler reported
+it in `batchItemFailures` (the consumer has then set when it comes back: at once here, with
+`QUEUE_RETRY_SECONDS=0`). `Function` is one Lambda function: its handler module, its own
+services, one thread with one event loop reused by every invocation (warm starts).
 """
 
 from __future__ import annotations
@@ -175,12 +175,7 @@ class Cloud:
             int(message["Attributes"]["ApproximateReceiveCount"]), message["MessageId"] in failures,
         )  # fmt: skip
         self.deliveries.append(delivery)
-        if delivery.failed:  # back after its visibility timeout; here: at once
-            self.sqs.change_message_visibility(
-                QueueUrl=self.urls[queue], ReceiptHandle=message["ReceiptHandle"],
-                VisibilityTimeout=0,
-            )  # fmt: skip
-        else:
+        if not delivery.failed:  # a failed one comes back when the consumer said it would
             self.sqs.delete_message(QueueUrl=self.urls[queue],
                                     ReceiptHandle=message["ReceiptHandle"])  # fmt: skip
         if after is not None:

@@ -86,6 +86,7 @@ def settings(
         "llm_models_file": models_file,
         "llm_max_retries": 0,
         "run_lease_seconds": 30,
+        "queue_retry_seconds": 0,
         **cloud.settings(),
     }
 

@@ -16,9 +16,12 @@ from uuid import UUID
 
 import pytest
 
+from shared.agents import DeepSeekTokenizer
 from shared.db import Database
 from shared.events import InMemoryPublisher
 from shared.llm.fake_server import FakeModelServer
+from shared.services import Services
+from shared.settings import Settings
 from tests.agents.builders import of_type, stored
 from tests.agents.holds import plan_row, scalar
 from tests.agents.plans import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_script
@@ -192,3 +195,20 @@ async def test_a_send_that_asks_to_wait_is_refused_before_anything_is_stored(
         assert "INVOKER_TRANSPORT=sqs" in body_of(response)["detail"]
     assert await scalar(db, "SELECT count(*) FROM chat_messages WHERE user_id = %s", user) == 0
     assert cloud.depth("planner") == 0
+
+
+async def test_a_failed_message_comes_back_after_a_delay_that_grows_with_each_delivery(
+    cloud: Cloud, settings: dict[str, Any], tokenizer: DeepSeekTokenizer
+) -> None:
+    executor = Function(
+        "agent_executor",
+        Services(Settings(**{**settings, "queue_retry_seconds": 30}), tokens=tokenizer),
+    )
+    try:
+        cloud.send("executor", {"type": "run_step", "step_id": "not a uuid"})
+        delivery = await cloud.deliver("executor", executor)
+        assert delivery is not None and delivery.failed
+        assert cloud.depth("executor") == 1  # still there: it was reported, not deleted
+        assert await cloud.deliver("executor", executor) is None  # hidden for 30 s × 1
+    finally:
+        executor.close()

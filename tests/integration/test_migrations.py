@@ -15,6 +15,8 @@ USER_TABLES = {
     "agent_chat_sessions", "agent_chat_messages", "agent_executions", "agent_approvals",
     "projects", "tasks", "notes", "brain_dumps", "calendar_events",
 }  # fmt: skip
+INTERNAL_TABLES = {"tool_call_receipts"}
+"""Written and read by the service only: RLS on, no policy, nothing granted to client roles."""
 VIEWS = {"execution_stats_daily", "plan_outcomes_daily", "permission_denials_daily",
          "session_timeline"}  # fmt: skip
 PUBLISHED = {"chat_messages", "agent_chat_messages", "agent_plans", "agent_plan_steps",
@@ -48,10 +50,16 @@ def test_schema_at_head(database_url: str) -> None:
         published = _names(
             conn, "SELECT tablename FROM pg_publication_tables WHERE pubname = 'supabase_realtime'"
         )
-    assert tables == USER_TABLES | {"alembic_version"}
-    assert rls == USER_TABLES
+        granted = _names(
+            conn,
+            "SELECT DISTINCT table_name FROM information_schema.role_table_grants "
+            "WHERE grantee IN ('anon', 'authenticated') AND table_schema = 'public'",
+        )
+    assert tables == USER_TABLES | INTERNAL_TABLES | {"alembic_version"}
+    assert rls == USER_TABLES | INTERNAL_TABLES
     assert views == VIEWS
     assert published == PUBLISHED
+    assert granted & INTERNAL_TABLES == set()
 
 
 def test_upgrade_downgrade_upgrade_round_trips(empty_database: str) -> None:
