@@ -3,8 +3,9 @@
 Database: `DATABASE_URL` if set, otherwise the embedded Postgres (database `parley`), migrated
 and seeded with the demo user's data. Then, in this one process: the local Supabase Realtime
 server, the three functions behind one HTTP server (`/chat`, `/agent_planner`,
-`/agent_executor`), and — when no model is configured — Parley's offline demo model. A demo turn
-runs through it all as a frontend would; then it keeps serving until Ctrl-C (`--once`: exit).
+`/agent_executor`), the sweeper every `SWEEP_INTERVAL_SECONDS` (as the EventBridge schedule runs
+it on AWS), and — when no model is configured — Parley's offline demo model. A demo turn runs
+through it all as a frontend would; then it keeps serving until Ctrl-C (`--once`: exit).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,9 @@ from shared.llm.fake_server import DEMO_MODEL, FakeModelServer
 from shared.services import Services, get_services
 from shared.serving import BackgroundServer
 from shared.settings import LOCAL_JWT_SECRET, Settings, load_settings
+from shared.sweeper import sweep
+
+log = logging.getLogger(__name__)
 
 LOCAL_DATABASE = "parley"
 TEN_YEARS = 10 * 365 * 24 * 3600
@@ -99,22 +104,41 @@ async def serve(settings: Settings, database: LocalDatabase, args: argparse.Name
         ))  # fmt: skip
         await realtime.start()
         try:
-            services = Services(settings.model_copy(update={
+            local = settings.model_copy(update={
                 "database_url": database.url, "supabase_url": realtime.url,
                 "supabase_anon_key": SecretStr(anon),
                 "supabase_service_role_key": SecretStr(service),
                 "supabase_jwt_secret": SecretStr(secret), "invoker_transport": "in_process",
+                "planner_function_url": (f"http://127.0.0.1:{args.port}/agent_planner"
+                                         if args.port else None),
                 **model,
-            }))  # fmt: skip
-            server = BackgroundServer(gateway(services), port=args.port, name="functions")
+            })  # fmt: skip
+            server = BackgroundServer(gateway(Services(local)), port=args.port, name="functions")
             stack.enter_context(server)
-            _banner(server.url, realtime.url, model)
+            sweeper = asyncio.create_task(_sweep_forever(local))
+            _banner(server.url, realtime.url, model, local.sweep_interval_seconds)
             await _demo(server.url, realtime.realtime_url, anon, secret, args.message)
             if not args.once:
                 print("\nServing until Ctrl-C.", flush=True)
                 await _until_interrupted()
+            sweeper.cancel()
+            await asyncio.gather(sweeper, return_exceptions=True)
         finally:
             await realtime.stop()
+
+
+async def _sweep_forever(settings: Settings) -> None:
+    """The sweeper, every `SWEEP_INTERVAL_SECONDS`, with services of its own (this loop's)."""
+    services = Services(settings)
+    try:
+        while True:
+            await asyncio.sleep(settings.sweep_interval_seconds)
+            try:
+                await sweep(services)
+            except Exception:
+                log.exception("the sweep failed; it runs again next time")
+    finally:
+        await services.aclose()
 
 
 def _model_settings(settings: Settings, stack: contextlib.ExitStack) -> dict[str, object]:
@@ -132,7 +156,7 @@ def _model_settings(settings: Settings, stack: contextlib.ExitStack) -> dict[str
     }
 
 
-def _banner(functions: str, realtime: str, model: dict[str, object]) -> None:
+def _banner(functions: str, realtime: str, model: dict[str, object], sweep_every: float) -> None:
     if model:
         label = f"{DEMO_MODEL} — Parley's OFFLINE DEMO MODEL, canned replies (set DEEPSEEK_API_KEY)"
     else:
@@ -141,6 +165,7 @@ def _banner(functions: str, realtime: str, model: dict[str, object]) -> None:
     print(f"  functions   {functions}/chat · {functions}/agent_planner · "
           f"{functions}/agent_executor  (OpenAPI: {functions}/chat/docs)")  # fmt: skip
     print(f"  realtime    {realtime}  (SUPABASE_URL for supabase-js; channel session:<id>)")
+    print(f"  sweeper     every {sweep_every:g} s (plans whose runner died, approvals not resumed)")
 
 
 async def _demo(functions: str, realtime_url: str, anon: str, secret: str, message: str) -> None:

@@ -284,7 +284,7 @@ async def redrive_plans(
 
     * `pending`/`executing` whose run lease (or parked lease) expired: its runner died;
     * `pending` never started, older than `grace_seconds`: its "run plan" never arrived;
-    * `awaiting_approval` with a decision nobody resumed it for, older than `grace_seconds`.
+    * `awaiting_approval` with a decision (older than `grace_seconds`) that no run has used.
 
     Plans older than `max_age_seconds` are left to `too_old_plans`."""
     cur = await conn.execute(
@@ -295,9 +295,10 @@ async def redrive_plans(
             OR (status = 'pending' AND lease_owner IS NULL AND redriven_at IS NULL
                 AND created_at <= now() - make_interval(secs => %(grace)s))
             OR (status = 'awaiting_approval' AND decisions > decisions_seen
-                AND lease_owner IS NULL
-                AND updated_at <= now() - make_interval(secs => %(grace)s)
-                AND (redriven_at IS NULL OR redriven_at < updated_at)))
+                AND lease_owner IS NULL AND (
+                    SELECT max(a.decided_at) <= now() - make_interval(secs => %(grace)s)
+                           AND (redriven_at IS NULL OR redriven_at < max(a.decided_at))
+                    FROM agent_approvals a WHERE a.plan_id = agent_plans.id)))
            RETURNING id""",
         {"grace": grace_seconds, "max_age": max_age_seconds},
     )

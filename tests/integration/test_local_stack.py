@@ -39,6 +39,7 @@ def test_run_command_serves_the_stack_and_a_demo_turn_twice(empty_database: str)
     for output in outputs:  # first demo turn's plan created one task
         assert f"schema      {head} on PostgreSQL" in output
         assert "OFFLINE DEMO MODEL" in output
+        assert "sweeper     every 60 s" in output
         assert "Answer (completed, complex" in output
         arrived = re.search(r"(\d+) events arrived over Realtime", output)
         assert arrived is not None and int(arrived.group(1)) >= 20

@@ -20,6 +20,16 @@ def shout(text: str) -> str:
     return text.upper()
 
 
+calls: dict[str, int] = {}
+
+
+@server.tool()
+def tally(label: str) -> int:
+    """Count the calls made with this label (a write with an effect tests can see)."""
+    calls[label] = calls.get(label, 0) + 1
+    return calls[label]
+
+
 @server.tool()
 def refuse(reason: str) -> str:
     """Always fail with the given reason."""

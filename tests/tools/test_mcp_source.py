@@ -5,16 +5,21 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from shared.db import Database, dialogue
+from shared.db import Database, dialogue, receipts
+from shared.db.receipts import CallKey
 from shared.errors import ConfigurationError
 from shared.services import Services
 from shared.settings import McpServerConfig, load_settings
-from shared.tools import ToolExecutor, ToolRegistry, builtin_registry, offered_tools
+from shared.tools import ToolExecutor, ToolRegistry, TurnCache, builtin_registry, offered_tools
+from shared.tools.calls import ToolCall
+from shared.tools.executor import RESENT_NOTE
 from shared.tools.mcp_source import McpSource
+from shared.tools.results import ToolResult
 from tests.tools.builders import Crew, call, execution_row
 
 SERVER = Path(__file__).with_name("mcp_echo_server.py")
@@ -47,6 +52,7 @@ async def test_only_declared_tools_are_read_tools(mcp_registry: ToolRegistry, cr
     assert {name: (t.access, t.destructive) for name, t in tools.items()} == {
         "echo_echo": ("read", False),
         "echo_shout": ("write", True),
+        "echo_tally": ("write", True),
         "echo_refuse": ("write", True),
     }
     executor_names = [d.name for d in offered_tools(crew.executor, mcp_registry)]
@@ -76,6 +82,28 @@ async def test_executor_calls_its_read_tool_and_is_denied_the_other(
 async def test_planner_may_call_the_write_tool(mcp_executor: ToolExecutor, crew: Crew) -> None:
     result = await call(mcp_executor, crew.as_planner(), "echo_shout", text="hi")
     assert result.payload == {"result": {"result": "HI"}}
+
+
+async def test_a_resumed_mcp_write_is_not_sent_again_once_answered_and_marked_if_unknown(
+    db: Database, mcp_executor: ToolExecutor, crew: Crew
+) -> None:
+    context = replace(crew.as_planner(), plan_id=crew.thread.plan_id)
+
+    async def tally(call_id: str) -> ToolResult:
+        made = ToolCall(call_id, "echo_tally", json.dumps({"label": call_id}))
+        return await mcp_executor.execute(made, context=context, turn=TurnCache())
+
+    first = await tally("call_a")
+    again = await tally("call_a")  # the same call, resumed after its result was recorded
+    assert first.payload == again.payload == {"result": {"result": 1}}
+
+    key = CallKey.of(crew.thread.plan_id, "call_b", "echo_tally", '{"label":"call_b"}')
+    async with db.service() as conn:  # an earlier attempt was sent and never answered
+        await receipts.begin(conn, key, user_id=crew.user_id, tool_name="echo_tally")
+    resent = await tally("call_b")
+    assert resent.payload == {"result": {"result": 1}, "resent": True, "note": RESENT_NOTE}
+    assert "sent again" in resent.content()
+    assert (await tally("call_b")).payload == {"result": {"result": 1}}  # recorded now
 
 
 async def test_arguments_are_validated_against_the_servers_schema(
