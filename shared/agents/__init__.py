@@ -17,10 +17,11 @@ and escalations go through the `ApprovalGate` of `services.approvals` (by defaul
 decides, through `agent_approvals`; use cases in `shared.approvals`).
 
 Modules: `turns` (entry points), `planner` (the planner's loop), `plan_runner` (steps in
-dependency order, concurrently), `executor` + `step_loop` + `step_setup` (one step's agent),
-`questions` (the planner answering executors), `finishing` (how a run ends), `history`
-(histories rebuilt from rows), `budget` + `tokens` (prompts within budgets), `accounting`,
-`control_tools`, `prompts`, `approvals`, `leases`, `invoker`, `events`, `errors`, `outcomes`.
+dependency order, concurrently — or handed to a queue), `executor` + `step_loop` +
+`step_setup` (one step's agent), `questions` (the planner answering executors), `finishing`
+(how a run ends), `abandoning` (ending what no run will finish), `history` (histories rebuilt
+from rows), `budget` + `tokens` (prompts within budgets), `accounting`, `control_tools`,
+`prompts`, `approvals`, `leases`, `invoker` + `http_invoker`, `events`, `errors`, `outcomes`.
 """
 
 from shared.agents.approvals import (

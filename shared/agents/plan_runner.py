@@ -53,6 +53,7 @@ class StepScheduler:
     async def run(self) -> list[PlanStep]:
         """Run every runnable step; return the steps as they ended. Raises when the plan must
         stop (cancelled, cost cap), waits for approval, or waits for handed-off steps."""
+        await self._check()  # a resumed plan may have been cancelled while nobody ran it
         try:
             while True:
                 steps = await self._skip_blocked(await self._steps())

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from shared.agents.outcomes import PlanOutcome, StepOutcome
-from shared.errors import ConfigurationError
+from shared.errors import ConfigurationError, UpstreamUnavailable
 from shared.queues.messages import Message, ResumePlan, RunPlan, RunStep, dump
 
 if TYPE_CHECKING:
@@ -59,10 +59,22 @@ class SqsInvoker:
         raise ConfigurationError(NEVER_WAITS.format(what="an executor step"))
 
     async def send(self, message: Message) -> None:
-        url = queue_url(self.services, "executor" if isinstance(message, RunStep) else "planner")
+        """Queue `message`; `UpstreamUnavailable` when SQS cannot be reached or refuses it."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        function = "executor" if isinstance(message, RunStep) else "planner"
+        url = queue_url(self.services, function)
         client = self.services.sqs
         body = dump(message)
-        await asyncio.to_thread(client.send_message, QueueUrl=url, MessageBody=body)
+        try:
+            await asyncio.to_thread(client.send_message, QueueUrl=url, MessageBody=body)
+        except (BotoCoreError, ClientError) as exc:
+            log.error("could not queue %s: %s", body, exc)
+            raise UpstreamUnavailable(
+                f"The {function} queue could not be reached ({type(exc).__name__}); nothing is "
+                "lost: send again (the same client_message_id returns this turn) or wait for "
+                "the sweeper."
+            ) from exc
         log.info("queued %s", body)
 
 

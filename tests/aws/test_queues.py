@@ -19,7 +19,7 @@ import pytest
 from shared.agents import DeepSeekTokenizer
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer
+from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.services import Services
 from shared.settings import Settings
 from tests.agents.builders import of_type, stored
@@ -212,3 +212,82 @@ async def test_a_failed_message_comes_back_after_a_delay_that_grows_with_each_de
         assert await cloud.deliver("executor", executor) is None  # hidden for 30 s × 1
     finally:
         executor.close()
+
+
+def request(user: UUID, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    """A function URL event (payload v2) for any route, from the committed send event."""
+    event = load_event("chat_send_message.json", user)
+    event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    event["requestContext"]["http"]["method"] = method
+    event["body"] = json.dumps(body or {})
+    return event
+
+
+async def test_a_decision_queues_the_plan_instead_of_running_it_in_the_request(
+    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    events: InMemoryPublisher,
+) -> None:  # fmt: skip
+    user = await make_user(db)
+    event = await make_event(db, user, datetime.now(UTC) + timedelta(days=1), title="Dentist")
+    script.planner(reply(tool_call("delete_calendar_event", event_id=str(event))),
+                   reply("Deleted the dentist."))  # fmt: skip
+    plan_id = UUID((await send(functions, user, message="cancel the dentist"))["plan_id"])
+    await cloud.drain(functions)
+    assert (await plan_row(db, plan_id))["status"] == "awaiting_approval"
+    listed = body_of(await functions["agent_planner"].invoke(
+        request(user, "GET", f"/plans/{plan_id}/approvals")))  # fmt: skip
+    (pending,) = listed["approvals"]
+
+    path = f"/plans/{plan_id}/approvals/{pending['id']}"
+    decided = await functions["agent_planner"].invoke(
+        request(user, "POST", path, {"decision": "approve"})
+    )
+
+    assert decided["statusCode"] == 200
+    plan = body_of(decided)["plan"]
+    assert (plan["status"], plan["handed_off"]) == ("awaiting_approval", True)
+    assert cloud.bodies("planner") == [{"type": "run_plan", "plan_id": str(plan_id)}]
+    await cloud.drain(functions)
+    assert (await plan_row(db, plan_id))["status"] == "completed"
+    assert await scalar(db, "SELECT deleted_at IS NOT NULL FROM calendar_events WHERE id = %s",
+                        event)  # fmt: skip
+    assert len(done_events(events, plan_id)) == 2  # the wait for approval, then the end
+
+
+async def test_a_cancel_while_the_plan_waits_for_its_queued_steps_ends_it(
+    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    events: InMemoryPublisher,
+) -> None:  # fmt: skip
+    user = await a_user_with_a_week(db)
+    week_script(script, fake, prove_overlap=False)
+    plan_id = UUID((await send(functions, user))["plan_id"])
+    await cloud.deliver("planner", functions["agent_planner"])  # parked, two steps queued
+
+    cancelled = await functions["agent_planner"].invoke(
+        request(user, "POST", f"/plans/{plan_id}/cancel"))  # fmt: skip
+    assert cancelled["statusCode"] == 202
+    await cloud.drain(functions)
+
+    after = await stored(db, plan_id)
+    assert after.plan.status == "cancelled"
+    assert [s.status for s in after.steps] == ["cancelled", "cancelled", "cancelled"]
+    assert requests_of(fake, "executor") == []
+    (done,) = done_events(events, plan_id)
+    assert done.data["status"] == "cancelled"
+
+
+async def test_a_queue_that_cannot_be_reached_is_a_502_and_the_message_is_kept(
+    db: Database, cloud: Cloud, settings: dict[str, Any], tokenizer: DeepSeekTokenizer
+) -> None:
+    missing = cloud.urls["planner"] + "-gone"
+    chat = Function("chat", Services(Settings(**{**settings, "planner_queue_url": missing}),
+                                     tokens=tokenizer))  # fmt: skip
+    try:
+        user = await make_user(db)
+        response = await chat.invoke(load_event("chat_send_message.json", user))
+    finally:
+        chat.close()
+    assert response["statusCode"] == 502
+    assert "planner queue could not be reached" in body_of(response)["detail"]
+    assert await scalar(db, "SELECT count(*) FROM agent_plans WHERE user_id = %s "
+                        "AND status = 'pending'", user) == 1  # fmt: skip
