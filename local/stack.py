@@ -64,7 +64,7 @@ async def seed(url: str) -> tuple[SeedSummary, str]:
     async with Database(url) as db:
         async with db.service() as conn:
             cur = await conn.execute(
-                "SELECT (SELECT version_num FROM alembic_version) AS head, "
+                "SELECT (SELECT version_num FROM parley_private.alembic_version) AS head, "
                 "current_setting('server_version') AS version"
             )
             row = await cur.fetchone()
