@@ -206,10 +206,10 @@ async def test_a_denied_call_of_the_planners_own_loop_is_a_dialogue_row_and_coun
     assert await snapshot(db) == before
     async with db.service() as conn:
         cur = await conn.execute(
-            "SELECT m.agent_session_id, m.plan_id, m.tool_name, m.content, a.role "
+            "SELECT m.id, m.agent_session_id, m.tool_name, m.content, a.role "
             "FROM agent_chat_messages m JOIN agents a ON a.id = m.sender_agent_id "
-            "WHERE m.plan_id = %s AND m.message_type = 'permission_denied'",
-            (started.plan_id,),
+            "WHERE m.session_id = %s AND m.message_type = 'permission_denied'",
+            (started.session_id,),
         )
         denials = await cur.fetchall()
         cur = await conn.execute(
@@ -220,10 +220,15 @@ async def test_a_denied_call_of_the_planners_own_loop_is_a_dialogue_row_and_coun
             (started.plan_id,),
         )
         totals = await cur.fetchone()
-    assert [(d["agent_session_id"], d["plan_id"], d["tool_name"], d["role"]) for d in denials] == [
-        (None, started.plan_id, "create_task", "planner")
+    assert [(d["agent_session_id"], d["tool_name"], d["role"]) for d in denials] == [
+        (None, "create_task", "planner")
     ]
     assert "not among the tools this agent may use" in denials[0]["content"]
     assert totals == {"shown": 1, "counted": 1}
+    async with db.service() as conn:
+        cur = await conn.execute(
+            "SELECT plan_id FROM agent_chat_messages WHERE id = %s", (denials[0]["id"],)
+        )
+        assert await cur.fetchone() == {"plan_id": started.plan_id}
     (event,) = of_type(memory, "permission_denied")
     assert event.data["tool_name"] == "create_task"

@@ -168,7 +168,7 @@ async def test_a_transaction_ended_behind_the_guards_back_stops_the_unit(
 
 
 async def test_session_state_set_inside_a_user_unit_does_not_reach_the_next_unit(
-    database_url: str,
+    db: Database, database_url: str
 ) -> None:
     """A function can set session state where no statement check sees it; the unit's end
     resets role, search_path and claims before the connection goes back to the pool."""
@@ -190,7 +190,7 @@ async def test_session_state_set_inside_a_user_unit_does_not_reach_the_next_unit
                 await conn.execute("SELECT public.leak_session()")
             after = await _session_state(single)
         finally:
-            async with single.service() as conn:
+            async with db.service() as conn:  # another pool: this one may be the leaky one
                 await conn.execute("DROP FUNCTION public.leak_session()")
     assert after == before
 
