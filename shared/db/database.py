@@ -208,9 +208,9 @@ class Database:
         all_claims = {"role": "authenticated", "aud": "authenticated", **(claims or {})}
         all_claims["sub"] = str(user_id)
         async with self._pool.connection() as conn:
-            await conn.execute(_become_user(all_claims, read_only=read_only))
-            conn.user_unit = True
             try:
+                await conn.execute(_become_user(all_claims, read_only=read_only))
+                conn.user_unit = True
                 yield conn
             except BaseException:
                 await _end_user_unit(conn, "ROLLBACK")
