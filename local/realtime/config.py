@@ -60,6 +60,8 @@ class RealtimeConfig:
     """A channel may make `client_presence_max_calls` presence calls per this many seconds."""
     rate_tick: float = 5.0
     """Rates are measured every this many seconds, averaged over the last 12 (hosted: 5 s)."""
+    tick_rates: bool = True
+    """False: rates are measured only when `limits.tick()` is called (tests that drive time)."""
 
     message_retention_hours: int = 72
     """Daily `realtime.messages` partitions older than this are dropped (hosted: 72 h)."""

@@ -79,8 +79,9 @@ class Realtime:
             _every(self.config.prune_interval, self._prune, "prune"),
             _every(self.config.publication_poll_interval, self.router.sync, "publication sync"),
             _every(self.config.janitor_interval, self._tend_messages, "janitor"),
-            _every(self.config.rate_tick, self._tick, "rate tick"),
         ]
+        if self.config.tick_rates:
+            self._tasks.append(_every(self.config.rate_tick, self._tick, "rate tick"))
         log.info("realtime: capturing %d published tables", len(self.router.captured))
 
     async def stop(self) -> None:

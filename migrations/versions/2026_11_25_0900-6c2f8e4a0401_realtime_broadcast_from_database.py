@@ -36,7 +36,7 @@ SERVER_MARK = "created by parley local realtime"
 def rebuild_messages(*, partitioned: bool) -> str:
     """SQL rebuilding Parley's own `realtime.messages` (partitioned or plain), rows and
     policies kept; a no-op for a table Parley did not create or that already has that form."""
-    current, wanted = ("r", "p") if partitioned else ("p", "r")
+    current = "r" if partitioned else "p"  # the form to rebuild from
     partitioning = "PARTITION BY RANGE (inserted_at)" if partitioned else ""
     replay_index = (
         "CREATE INDEX messages_inserted_at_topic_index ON ONLY realtime.messages "
