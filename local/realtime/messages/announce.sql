@@ -3,6 +3,9 @@
 -- NOTIFY is sent at commit and in commit order, so a message goes out exactly when its
 -- transaction commits. The notice carries the whole message while it fits NOTIFY's 8000 bytes;
 -- a larger (or binary) one carries only its key and the server reads the row.
+-- Any database login may LISTEN, so the payload is visible to database logins (as the rows are
+-- to the table's owner); this trigger exists only where the local server runs, never on
+-- Supabase, whose client roles reach the database through the API, not as logins.
 -- Installed by the server into its own schema `parley_realtime`; re-running this is harmless.
 
 CREATE OR REPLACE FUNCTION parley_realtime.announce_message() RETURNS trigger
