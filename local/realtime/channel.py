@@ -96,6 +96,8 @@ class Channel:
         return True
 
     def deliver(self, data: str | bytes, event: str, message_id: str | None = None) -> None:
+        if self._closed:  # shut down by an earlier message of the same fan-out
+            return
         if self._held is not None:
             self._held.append((data, event, message_id))
             return
