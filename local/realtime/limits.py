@@ -80,6 +80,14 @@ class TenantLimits:
         for counter in (self.events, self.joins, self.presence):
             counter.tick()
 
+    def refuses_connection(self) -> str | None:
+        """Why a new socket is refused (HTTP 429) while the tenant is at a limit, if it is."""
+        if len(self.users) >= self.config.max_concurrent_users:
+            return "Too many connected users"
+        if self.joins.triggered:
+            return "Too many joins per second"
+        return None
+
     def client_presence(self) -> ClientPresenceWindow:
         return ClientPresenceWindow(
             self.config.client_presence_max_calls, self.config.client_presence_window

@@ -6,12 +6,14 @@ rate limit runs its own server that leaves the ticking to the test (`limits.tick
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
-from websockets.exceptions import ConnectionClosed
+import pytest
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from local.realtime import RealtimeServer
 from local.realtime.engine import Realtime
@@ -95,6 +97,11 @@ async def test_joins_past_the_rate_are_refused_and_the_socket_closed(database_ur
             assert closed.rcvd is not None and closed.rcvd.code == 1000
         else:
             raise AssertionError(f"the socket stayed open: {extra!r}")
+        with pytest.raises(InvalidStatus) as refused:  # and new sockets wait for the rate to fall
+            await RawSocket.open(started.realtime_url, anon_key())
+        assert (refused.value.response.status_code, refused.value.response.body) == (
+            429, b'{"error":"Too many joins per second"}',
+        )  # fmt: skip
 
 
 async def test_messages_past_the_rate_close_the_channels_they_reach(database_url: str) -> None:
@@ -131,9 +138,15 @@ async def test_messages_past_the_rate_close_the_channels_they_reach(database_url
 async def test_connected_users_past_the_limit_are_refused(database_url: str) -> None:
     async with server(database_url, max_concurrent_users=1) as (started, _):
         first = await RawSocket.open(started.realtime_url, anon_key())
+        second = await RawSocket.open(started.realtime_url, anon_key())  # no channel yet
         assert (await first.join("realtime:a", {}))["payload"]["status"] == "ok"
         assert (await first.join("realtime:b", {}, ref="2"))["payload"]["status"] == "ok"
-        second = await RawSocket.open(started.realtime_url, anon_key())
         assert await second.join("realtime:a", {}) == error_reply(
             "a", "1", "ConnectionRateLimitReached: Too many connected users"
         )
+        with pytest.raises(InvalidStatus) as refused:  # a new socket: refused at the upgrade
+            await RawSocket.open(started.realtime_url, anon_key())
+        assert refused.value.response.status_code == 429
+        assert json.loads(refused.value.response.body or b"{}") == {
+            "error": "Too many connected users"
+        }
