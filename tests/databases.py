@@ -5,7 +5,8 @@ roles and the test databases), else the embedded Postgres under `.parley/`. Ever
 starts as a Supabase project does (`tests/supabase_project.py`: a non-superuser owner, Supabase's
 roles and default privileges); the migrations run as that owner, and tests connect as it. The
 template is named after a hash of `migrations/` and of that bootstrap, so a changed migration
-gets a fresh template and an unchanged one is reused across runs.
+gets a fresh template and an unchanged one is reused across runs. A clone gets the
+`realtime.messages` partitions of its own day (the local Realtime server would create them).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from psycopg import sql
 
 from local.migrate import upgrade
 from local.postgres import start_embedded, with_database
+from local.realtime.messages.store import CREATE_PARTITIONS
 from tests import supabase_project
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,7 +87,10 @@ def create_database(url: str, *, template: str | None) -> str:
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
         conn.execute(query)
-    if not template:
+    if template:  # the template may be days old: give `realtime.send()` today's partitions
+        with admin(with_database(url, name)) as conn:
+            conn.execute(CREATE_PARTITIONS)
+    else:
         supabase_project.prepare_database(url, name)
     return supabase_project.as_owner(with_database(url, name))
 

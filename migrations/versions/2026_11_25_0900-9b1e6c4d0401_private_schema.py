@@ -19,7 +19,7 @@ an existing `public.alembic_version` before Alembic reads it), so the downgrade 
 functions back but leaves the schema.
 
 Revision ID: 9b1e6c4d0401
-Revises: 3f8a9c2d0301
+Revises: 6c2f8e4a0401
 Create Date: 2026-11-25 09:00:00
 """
 
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "9b1e6c4d0401"
-down_revision: str | None = "3f8a9c2d0301"
+down_revision: str | None = "6c2f8e4a0401"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
