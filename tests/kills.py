@@ -1,11 +1,12 @@
 """Killing a runner at an exact write, with no mock and no patched internals.
 
-`Kill` arms a trigger in the test database: the first write that matches `when` raises inside
-its own transaction, so that write never commits and the exception unwinds the invocation the
-way a crash ends it — everything committed before stays, nothing after happens. Whatever
-catches it sees a database error, as it would if Postgres went away mid-write. (A `finally`
-still runs, so a lease the runner held is given back at once; a real kill leaves it to expire,
-which tests of the sweeper reproduce with `tests.agents.holds.set_plan_lease`.)
+`Kill` arms a trigger in the test database: the first write that matches `when` terminates its
+own connection mid-statement, so that write never commits and the runner gets what a process
+dying under it would leave behind — everything committed before stays, nothing after happens —
+and sees the connection lost (`psycopg.OperationalError`), a failure of the infrastructure that
+Parley leaves for the next invocation to resume, as it would a crash. (A `finally` still runs,
+so a lease the runner held is given back at once; a real kill leaves it to expire, which the
+sweeper tests reproduce with `tests.agents.holds.set_plan_lease`.)
 
     async with Kill(db, "agent_chat_messages", "NEW.message_type = 'tool_result'"):
         ...  # the first tool result row is never stored: the runner "dies" there
@@ -23,8 +24,6 @@ from psycopg import sql
 
 from shared.db import Database
 
-KILLED = "killed by the test at"
-"""The start of the error message a kill raises."""
 _ids = itertools.count()
 
 _FUNCTION = """
@@ -34,7 +33,9 @@ DECLARE
     strikes bigint := nextval(TG_ARGV[0]::regclass);
 BEGIN
     IF TG_ARGV[2]::bigint = 0 OR strikes <= TG_ARGV[2]::bigint THEN
-        RAISE EXCEPTION '% %', 'killed by the test at', TG_ARGV[1];
+        RAISE WARNING 'killed by the test at %', TG_ARGV[1];
+        PERFORM pg_terminate_backend(pg_backend_pid());
+        PERFORM pg_sleep(10);  -- the termination lands here, before anything is committed
     END IF;
     RETURN NEW;
 END $$"""

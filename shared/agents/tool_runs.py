@@ -40,8 +40,8 @@ async def run_tool(
         agent_id=run.agent.id,
         user_id=run.plan.user_id,
         thread=thread,
-        execution_id=run.execution.id,
         plan_id=run.plan.id,
+        execution_id=run.execution.id,
     )
     return await run.services.tool_executor.execute(
         ExecutorCall(call.id, call.name, call.arguments_json), context=context, turn=turn

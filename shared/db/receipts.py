@@ -1,9 +1,10 @@
-"""Repository: receipts of write tool calls (`tool_call_receipts`), the idempotency keys.
+"""Repository: receipts of write tool calls (`parley_private.tool_call_receipts`), the
+idempotency keys.
 
 A receipt is keyed on (plan, call id, hash of tool name and canonical arguments). Internal:
 only the service reads and writes it — also inside a user's write transaction, which
-`record_with_write` leaves (back to the connecting role) for that one insert, so the receipt
-commits or rolls back with the write itself.
+`record_with_write` ends as the service (`database.back_to_service`) for that one insert, so
+the receipt commits or rolls back with the write itself.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from psycopg import errors
 from psycopg.types.json import Jsonb
 
 from shared.db._rows import fetch_optional
-from shared.db.database import Connection
+from shared.db.database import Connection, back_to_service
 
 PRIMARY_KEY = "tool_call_receipts_pkey"
 
@@ -51,6 +52,7 @@ class Receipt:
     completed_at: datetime | None
 
 
+_TABLE = "parley_private.tool_call_receipts"
 _COLUMNS = "plan_id, tool_call_id, tool_name, result, created_at, completed_at"
 _KEY = "plan_id = %(plan)s AND tool_call_id = %(call)s AND call_hash = %(hash)s"
 
@@ -58,19 +60,22 @@ _KEY = "plan_id = %(plan)s AND tool_call_id = %(call)s AND call_hash = %(hash)s"
 async def find(conn: Connection, key: CallKey) -> Receipt | None:
     """The call's receipt, if it has one."""
     return await fetch_optional(
-        conn, Receipt, f"SELECT {_COLUMNS} FROM tool_call_receipts WHERE {_KEY}", key.params()
+        conn,
+        Receipt,
+        f"SELECT {_COLUMNS} FROM parley_private.tool_call_receipts WHERE {_KEY}",
+        key.params(),
     )
 
 
 async def record_with_write(
     conn: Connection, key: CallKey, *, user_id: UUID, tool_name: str, result: dict[str, Any]
 ) -> None:
-    """Record the call as done, in the transaction of its write (running as the user: this
-    leaves the user's role for the rest of the transaction — call it last). A receipt that
-    already exists raises `UniqueViolation` (`is_duplicate`), which rolls the write back."""
-    await conn.execute("RESET ROLE")
+    """Record the call as done, in the transaction of its write (a user's unit: this runs the
+    rest of it as the service — call it last). A receipt that already exists raises
+    `UniqueViolation` (`is_duplicate`), which rolls the write back."""
+    await back_to_service(conn)
     await conn.execute(
-        """INSERT INTO tool_call_receipts
+        f"""INSERT INTO {_TABLE}
              (plan_id, tool_call_id, call_hash, user_id, tool_name, result, completed_at)
            VALUES (%(plan)s, %(call)s, %(hash)s, %(user)s, %(tool)s, %(result)s, now())""",
         {**key.params(), "user": user_id, "tool": tool_name, "result": Jsonb(result)},
@@ -90,7 +95,7 @@ async def begin(
     created = await fetch_optional(
         conn,
         Receipt,
-        f"""INSERT INTO tool_call_receipts (plan_id, tool_call_id, call_hash, user_id, tool_name)
+        f"""INSERT INTO {_TABLE} (plan_id, tool_call_id, call_hash, user_id, tool_name)
             VALUES (%(plan)s, %(call)s, %(hash)s, %(user)s, %(tool)s)
             ON CONFLICT DO NOTHING RETURNING {_COLUMNS}""",
         {**key.params(), "user": user_id, "tool": tool_name},
@@ -105,7 +110,7 @@ async def begin(
 async def complete(conn: Connection, key: CallKey, *, result: dict[str, Any]) -> None:
     """Record what a call that was sent elsewhere returned."""
     await conn.execute(
-        f"""UPDATE tool_call_receipts SET result = %(result)s, completed_at = now()
+        f"""UPDATE {_TABLE} SET result = %(result)s, completed_at = now()
             WHERE {_KEY} AND result IS NULL""",
         {**key.params(), "result": Jsonb(result)},
     )

@@ -24,7 +24,7 @@ from tests.agents.holds import as_user, scalar, set_plan_lease
 from tests.agents.scripting import Script
 from tests.agents.test_resume import script_garden
 from tests.factories import make_user
-from tests.kills import KILLED, Kill
+from tests.kills import Kill
 from tests.tools.builders import make_event, make_task
 
 
@@ -52,7 +52,7 @@ async def test_a_plan_whose_runner_died_is_finished_once_its_lease_expires(
     script_garden(script)
     after_write = "NEW.message_type = 'tool_result' AND NEW.tool_name = 'create_task'"
     async with Kill(db, "agent_chat_messages", after_write):
-        with pytest.raises(psycopg.Error, match=KILLED):
+        with pytest.raises(psycopg.OperationalError):
             await run_turn(services, user_id=user, session_id=None, message="garden plan",
                            publisher=InMemoryPublisher())  # fmt: skip
     plan_id = await scalar(db, "SELECT id FROM agent_plans WHERE user_id = %s", user)
@@ -108,7 +108,7 @@ async def test_a_plan_past_its_age_that_nobody_runs_is_failed_cleanly(
     user = await make_user(db)
     script.planner(reply("Never sent."))
     async with Kill(db, "agent_plans", "NEW.status = 'executing'", on="UPDATE"):
-        with pytest.raises(psycopg.Error, match=KILLED):
+        with pytest.raises(psycopg.OperationalError):
             await run_turn(services, user_id=user, session_id=None, message="hello",
                            publisher=InMemoryPublisher())  # fmt: skip
     plan_id = await scalar(db, "SELECT id FROM agent_plans WHERE user_id = %s", user)

@@ -7,17 +7,18 @@
 * `agent_plans.decisions_seen` — the `decisions` count when the plan last settled
   `awaiting_approval`: more decisions than that, and no run since, is a decision nobody has
   resumed the plan for yet.
-* `tool_call_receipts` — one row per write tool call of a plan, keyed on (plan, the model's
-  call id, a hash of the tool name and canonical arguments). A database write tool records
+* `parley_private.tool_call_receipts` — one row per write tool call of a plan, keyed on (plan,
+  the call's id, a hash of the tool name and canonical arguments). A database write tool records
   its receipt, with its result, in the transaction of the write itself, so a resumed call
   whose write committed finds the receipt and returns the recorded result instead of writing
   again. An external (MCP) write records the receipt before the call and its result after:
-  a receipt without result is a call that may have reached the server. Internal: RLS on, no
-  policy, nothing granted to the client roles.
+  a receipt without result is a call that may have reached the server. Internal, so in the
+  private schema the Data API does not serve (docs/security.md): RLS on, no policy, nothing
+  granted to any API role.
 
 Revision ID: 6b2e9f4c0401
-Revises: 3f8a9c2d0301
-Create Date: 2026-11-25 09:00:00
+Revises: 9b1e6c4d0402
+Create Date: 2026-11-26 09:00:00
 """
 
 from collections.abc import Sequence
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "6b2e9f4c0401"
-down_revision: str | None = "3f8a9c2d0301"
+down_revision: str | None = "9b1e6c4d0402"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -48,7 +49,7 @@ COMMENT ON COLUMN public.agent_plan_steps.redriven_at IS
 CREATE INDEX agent_plan_steps_running_idx ON public.agent_plan_steps (lease_expires_at)
     WHERE status = 'running';
 
-CREATE TABLE public.tool_call_receipts (
+CREATE TABLE parley_private.tool_call_receipts (
     plan_id uuid NOT NULL REFERENCES public.agent_plans (id) ON DELETE CASCADE,
     tool_call_id text NOT NULL CHECK (char_length(tool_call_id) BETWEEN 1 AND 200),
     call_hash text NOT NULL CHECK (char_length(call_hash) = 64),
@@ -61,16 +62,15 @@ CREATE TABLE public.tool_call_receipts (
     CONSTRAINT tool_call_receipts_result_when_completed
         CHECK ((result IS NULL) = (completed_at IS NULL))
 );
-COMMENT ON TABLE public.tool_call_receipts IS
+COMMENT ON TABLE parley_private.tool_call_receipts IS
     'Write tool calls of plans: a recorded result is returned again instead of writing twice.';
-CREATE INDEX tool_call_receipts_user_idx ON public.tool_call_receipts (user_id);
-ALTER TABLE public.tool_call_receipts ENABLE ROW LEVEL SECURITY;
-REVOKE ALL ON public.tool_call_receipts FROM anon, authenticated;
-GRANT ALL ON public.tool_call_receipts TO service_role;
+CREATE INDEX tool_call_receipts_user_idx ON parley_private.tool_call_receipts (user_id);
+ALTER TABLE parley_private.tool_call_receipts ENABLE ROW LEVEL SECURITY;
+REVOKE ALL ON parley_private.tool_call_receipts FROM PUBLIC, anon, authenticated, service_role;
 """
 
 DOWNGRADE = """
-DROP TABLE public.tool_call_receipts;
+DROP TABLE parley_private.tool_call_receipts;
 DROP INDEX public.agent_plan_steps_running_idx;
 ALTER TABLE public.agent_plan_steps DROP COLUMN redriven_at, DROP COLUMN dispatched_at;
 ALTER TABLE public.agent_plans DROP COLUMN decisions_seen, DROP COLUMN redriven_at;
