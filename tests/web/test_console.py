@@ -7,7 +7,8 @@ import re
 from typing import Any
 from uuid import UUID
 
-from playwright.async_api import Page, Route, expect
+import httpx
+from playwright.async_api import Page, Route, WebSocketRoute, expect
 
 from local.seed import DEMO_USER_ID
 from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack
@@ -92,7 +93,9 @@ async def test_the_demo_turn_arrives_live_waits_for_approval_and_reloads_the_sam
     turn = page.locator(".conversation .turn").last
     await expect(turn).to_have_attribute("data-status", "completed")
     await expect(graph.locator('[data-status="completed"]')).to_have_count(3)
-    await expect(turn.locator(".msg.assistant")).to_contain_text("(demo)")
+    answer = turn.locator(".msg.assistant")
+    await expect(answer).to_contain_text("(demo) The tools returned")
+    await expect(answer.get_by_role("button", name="Fork here")).to_be_visible()  # stored, read
     await expect(card).to_have_count(0)
     assert wire.of_type("done")[-1]["data"]["status"] == "completed"
     async with db.service() as conn:
@@ -112,6 +115,59 @@ async def test_the_demo_turn_arrives_live_waits_for_approval_and_reloads_the_sam
     await expect(page.locator(".thread")).to_have_count(len(before["threads"]))
     assert await history(page) == before
     assert before["messages"][0] == CONSOLE_DEMO_MESSAGE
+
+
+async def test_events_missed_while_disconnected_are_caught_up_from_the_timeline(
+    tab: Tab, stack: RunningStack
+) -> None:
+    page, heard = tab.page, []
+    offline = False
+
+    async def realtime(route: WebSocketRoute) -> None:
+        if offline:  # the network is down: every reconnect attempt fails
+            await route.close(code=1011)
+            return
+        server = route.connect_to_server()
+
+        def forward(message: str | bytes) -> None:
+            heard.append(message)
+            route.send(message)
+
+        server.on_message(forward)
+        live.append((route, server))
+
+    live: list[tuple[WebSocketRoute, WebSocketRoute]] = []
+    await page.route_web_socket(lambda url: "/realtime/v1/websocket" in url, realtime)
+    await page.reload()  # the route takes effect from the next page load
+    await sign_in_as_demo_user(page)
+    await start_demo_turn(page)
+    card = page.get_by_role("group", name=re.compile("Approval needed"))
+    await expect(card).to_be_visible()
+    plan_id = await page.locator(".conversation .turn").last.get_attribute("data-plan-id")
+
+    offline = True
+    for route, server in live:
+        await route.close(code=1011)
+        await server.close()
+    await expect(page.get_by_role("status").filter(has_text="Reconnecting")).to_be_visible()
+    # Meanwhile the user approves elsewhere (another tab, another device): the plan resumes.
+    token = mint_token(stack.jwt_secret, sub=DEMO_USER_ID)
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=f"{stack.url}/agent_planner", headers=headers) as http:
+        [waiting] = (await http.get(f"/plans/{plan_id}/approvals")).json()["approvals"]
+        decided = await http.post(f"/plans/{plan_id}/approvals/{waiting['id']}",
+                                  json={"decision": "approve"})  # fmt: skip
+    assert decided.json()["plan"]["status"] == "completed"
+    heard_before = len(heard)
+    offline = False
+
+    turn = page.locator(".conversation .turn").last
+    await expect(page.get_by_role("status").filter(has_text="Live")).to_be_visible()
+    await expect(turn).to_have_attribute("data-status", "completed")
+    await expect(page.locator('.step[data-status="completed"]')).to_have_count(3)
+    await expect(card).to_have_count(0)
+    await expect(turn.locator(".msg.assistant")).to_contain_text("(demo) The tools returned")
+    assert not any('"done"' in str(m) for m in heard[heard_before:])  # read, not heard
 
 
 async def test_another_user_cannot_open_the_demo_users_session_by_url(
@@ -235,14 +291,12 @@ async def test_operators_see_cost_and_step_duration_charts(tab: Tab) -> None:
     await expect(charts.locator("canvas")).to_have_count(2)  # drawn by uPlot
     await expect(page.locator(".chart .u-legend").first).to_contain_text("parley-demo")
     await expect(page.locator(".tiles")).to_contain_text("Agent runs")
+    await screenshot(page, "operations")
     await page.get_by_text("Executor step durations: the figures").click()
     await expect(page.locator("table").last).to_contain_text("parley-demo")
-    await screenshot(page, "operations")
 
 
 async def test_the_demo_user_token_is_minted_only_for_the_demo_user(stack: RunningStack) -> None:
-    import httpx
-
     async with httpx.AsyncClient() as http:
         minted = (await http.post(f"{stack.url}/local/demo-session")).json()
         config = (await http.get(f"{stack.url}/config.json")).json()

@@ -25,7 +25,10 @@ export class SessionFeed {
     this.onChange = onChange;
     this.connection = 'connecting';
     this.held = null; // events received during a catch-up (null: none running)
-    this.again = false; // another catch-up was asked for while one ran
+    this.catching = null; // the catch-up running, if any
+    this.again = false; // asked for while one ran: run once more after it
+    this.wanted = new Set(); // plans to re-read at the next catch-up
+    this.error = null; // why the last catch-up failed
     this.closed = false;
   }
 
@@ -34,13 +37,13 @@ export class SessionFeed {
   }
 
   async open() {
-    this.held = [];
+    this.held = []; // hold events from the first moment: the first catch-up is coming
     // Hand Realtime the user's token before joining: a private channel refuses the anon key.
     await this.client.realtime.setAuth();
     this.channel = this.client
       .channel(`session:${this.sessionId}`, { config: { private: true } })
       .on('broadcast', { event: '*' }, ({ payload }) => this.#receive(payload))
-      .subscribe((status, error) => this.#channelStatus(status, error));
+      .subscribe((status) => this.#channelStatus(status));
     await this.catchUp();
   }
 
@@ -49,14 +52,17 @@ export class SessionFeed {
     if (this.channel) this.client.removeChannel(this.channel);
   }
 
-  /** Read what the tables hold beyond what we have, then apply the held events. */
-  async catchUp(extraPlanIds = []) {
+  /**
+   * Read what the tables hold beyond what we have, then apply the held events. Asked for while
+   * one runs, it runs once more afterwards (with every plan asked for meanwhile).
+   */
+  catchUp(planIds = []) {
+    planIds.forEach((id) => this.wanted.add(id));
     if (this.catching) {
       this.again = true;
       return this.catching;
     }
-    this.held = this.held || [];
-    this.catching = this.#read(extraPlanIds).finally(() => {
+    this.catching = this.#read().finally(() => {
       this.catching = null;
       if (this.again && !this.closed) {
         this.again = false;
@@ -66,28 +72,32 @@ export class SessionFeed {
     return this.catching;
   }
 
-  async #read(extraPlanIds) {
+  async #read() {
     const state = this.state;
+    const wanted = [...this.wanted];
+    this.wanted.clear();
+    this.held = this.held || [];
     try {
-      const session = await this.api.getSession(this.sessionId);
+      const session = await this.api.getSession(this.sessionId); // its last_seq: the snapshot's
       const entries = await this.api.timeline(this.sessionId, state.lastEntrySeq);
-      const planIds = new Set([...openPlanIds(state), ...extraPlanIds]);
+      const planIds = new Set([...openPlanIds(state), ...wanted]);
       for (const entry of entries) if (entry.plan_id && !state.plans.has(entry.plan_id)) planIds.add(entry.plan_id);
       const details = await Promise.all([...planIds].map((id) => this.api.plan(id)));
       state.session = session;
       applyTimeline(state, entries);
       for (const detail of details) applyPlanDetail(state, detail, session.last_seq);
+      this.error = null;
     } catch (error) {
       if (error.status === 404) {
         state.missing = true;
         this.close();
       } else {
-        this.error = error;
+        this.error = error; // shown; the next reconnect or turn end reads again
       }
     } finally {
-      const held = (this.held || []).sort((a, b) => a.seq - b.seq);
+      const held = this.held.sort((a, b) => a.seq - b.seq);
       this.held = null;
-      for (const event of held) applyEvent(state, event);
+      for (const event of held) this.#apply(event);
       this.#changed();
     }
   }
@@ -98,14 +108,17 @@ export class SessionFeed {
       this.held.push(event);
       return;
     }
-    applyEvent(this.state, event);
+    this.#apply(event);
     this.#changed();
+  }
+
+  #apply(event) {
+    applyEvent(this.state, event);
     // The turn's rows (user message, answer, final accounting) are in the tables now.
     if (event.type === 'done') this.catchUp([event.plan_id]);
   }
 
-  #channelStatus(status, error) {
-    console.debug('channel', status, error);
+  #channelStatus(status) {
     this.connection = CHANNEL_STATES[status] || status.toLowerCase();
     // Joined (again): what was sent while we were not subscribed is in the tables.
     if (status === 'SUBSCRIBED') this.catchUp();

@@ -155,6 +155,9 @@ function newer(event, holder) {
 /** One event from the session's channel (any order; duplicates are harmless). */
 export function applyEvent(state, event) {
   if (!event.plan_id) return;
+  if (event.type === 'usage' && state.session && event.seq > state.session.last_seq) {
+    state.session = { ...state.session, ...addUsage(state.session, event.data.call) }; // live totals
+  }
   const plan = planOf(state, event.plan_id);
   plan.firstSeq = Math.min(plan.firstSeq, event.seq);
   const data = event.data || {};
@@ -273,8 +276,15 @@ function addUsage(total, call) {
  * message has not been read yet (it is running) is a turn of its own.
  */
 export function turns(state) {
+  const messages = [...state.chat.values()].sort((a, b) => a.seq - b.seq);
   const planOfMessage = new Map();
   for (const plan of state.plans.values()) if (plan.userMessageId) planOfMessage.set(plan.userMessageId, plan);
+  // A plan seen live before its detail was read: its message is the row stored just before it.
+  for (const plan of state.plans.values()) {
+    if (plan.userMessageId) continue;
+    const before = messages.findLast((m) => m.seq < plan.firstSeq);
+    if (before?.role === 'user' && !planOfMessage.has(before.id)) planOfMessage.set(before.id, plan);
+  }
   const list = [];
   const byPlan = new Map();
   const turnOf = (plan, order) => {
@@ -286,7 +296,7 @@ export function turns(state) {
     return byPlan.get(plan.id);
   };
   let current = null;
-  for (const message of [...state.chat.values()].sort((a, b) => a.seq - b.seq)) {
+  for (const message of messages) {
     const plan = message.role === 'user' ? planOfMessage.get(message.id) : state.plans.get(message.planId);
     if (message.role === 'user') {
       current = plan ? turnOf(plan, message.seq) : { plan: null, user: null, rows: [], order: message.seq };

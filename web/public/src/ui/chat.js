@@ -3,8 +3,9 @@
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { html } from '../html.js';
-import { clip, pretty, state as stateLabel, usage as usageText } from '../format.js';
+import { clip, pretty, usage as usageText } from '../format.js';
 import { TERMINAL, turns } from '../session_state.js';
+import { Badge } from './badge.js';
 
 export function Conversation({ feed, selectedPlanId, onSelectPlan, onFork, outgoing, outgoingView }) {
   const list = turns(feed.state);
@@ -30,7 +31,6 @@ function Turn({ turn, number, selected, onSelect, onFork, pending }) {
   const { plan, user, rows } = turn;
   const done = TERMINAL.has(plan.status);
   const { activity, answer } = split(plan, rows, done);
-  const [symbol, word] = stateLabel(plan.phase === 'thinking' ? 'thinking' : plan.status);
   const steps = plan.steps.size;
   return html`
     <article class=${`turn ${selected ? 'selected' : ''}`} aria-label=${`Turn ${number}`}
@@ -56,7 +56,7 @@ function Turn({ turn, number, selected, onSelect, onFork, pending }) {
         </div>`}
       ${plan.error && html`<p class="error" role="alert">⚠ ${plan.error}</p>`}
       <footer class="turn-meta">
-        <span class="status" data-status=${plan.status}>${symbol} ${word}</span>
+        <${Badge} status=${plan.phase === 'thinking' ? 'thinking' : plan.status} />
         ${plan.strategy && html`<span>${plan.strategy}${steps ? ` · ${steps} steps` : ''}</span>`}
         ${plan.usage && html`<span class="cost" title="This turn: every agent's model calls">${usageText(plan.usage)}</span>`}
         ${plan.status === 'awaiting_approval' && html`<strong>Waiting for your decision →</strong>`}
@@ -92,16 +92,15 @@ function Activity({ item }) {
 
 /** The planner's own work (words before its tool calls, the calls, their results) and the
  * answer: the words after the last tool call. Stored rows first, then live notes newer than
- * them while the turn runs. */
+ * them. */
 function split(plan, rows, done) {
   const items = rows.map((row) => row.role === 'tool'
     ? { kind: 'tool_result', seq: row.seq, name: row.toolName, content: row.content }
     : { kind: 'words', seq: row.seq, text: row.content, id: row.id });
-  if (!done) {
-    const stored = new Set(items.map((item) => item.seq));
-    const after = items.length ? items.at(-1).seq : 0;
-    items.push(...plan.live.filter((note) => note.seq > after && !stored.has(note.seq)));
-  }
+  // Live notes stay until the rows that hold them are read (the catch-up after `done`).
+  const stored = new Set(items.map((item) => item.seq));
+  const after = items.length ? items.at(-1).seq : 0;
+  items.push(...plan.live.filter((note) => note.seq > after && !stored.has(note.seq)));
   const lastTool = items.findLastIndex((item) => item.kind !== 'words');
   const last = items.slice(lastTool + 1).at(-1);
   const activity = items.filter((item) => item !== last);

@@ -46,7 +46,7 @@ function Dashboards({ data }) {
   const steps = rows.filter((r) => r.agent_role === 'executor');
   const stepModels = [...new Set(steps.map((r) => r.model))].sort();
   const durationSeries = stepModels.flatMap((model, i) => ['p50', 'p95'].map((p) => ({
-    label: `${model} ${p}`, colour: i, dash: p === 'p95' ? [8, 4] : [],
+    label: `${model} ${p}`, colour: i, dash: p === 'p95' ? [8, 4] : [], filled: p === 'p95',
     values: days.map((day) => {
       const row = steps.find((r) => r.model === model && isoDay(r.day) === day);
       return row && row[`${p}_duration_ms`] !== null ? Number(row[`${p}_duration_ms`]) : null;
@@ -70,7 +70,7 @@ function Dashboards({ data }) {
       ['Day', (r) => isoDay(r.day)], ['Model', (r) => r.model], ['Role', (r) => r.agent_role],
       ['Runs', (r) => r.executions], ['Tokens in (cached)', (r) => `${tokens(r.prompt_tokens)} (${tokens(r.cache_hit_tokens)})`],
       ['Tokens out', (r) => tokens(r.completion_tokens)], ['Cost', (r) => money(r.cost_usd)]]} />
-    <${Chart} title="Executor step duration per day: p50 (solid) and p95 (dashed)" days=${days}
+    <${Chart} title="Executor step duration per day: p50 (solid line, hollow points) and p95 (dashed, filled)" days=${days}
       series=${durationSeries} format=${(v) => duration(v)} />
     <${Table} caption="Executor step durations" rows=${steps} columns=${[
       ['Day', (r) => isoDay(r.day)], ['Model', (r) => r.model], ['Steps', (r) => r.executions],
@@ -86,7 +86,10 @@ function Chart({ title, days, series, format }) {
     const plot = new uPlot({
       width: box.current.clientWidth || 600,
       height: 240,
-      scales: { x: { time: true, range: [xs[0] - DAY / 2, xs.at(-1) + DAY / 2] } },
+      scales: {
+        x: { time: true, range: [xs[0] - DAY / 2, xs.at(-1) + DAY / 2] },
+        y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.15 : 1] },
+      },
       axes: [{}, { values: (_u, ticks) => ticks.map(format), size: 70 }],
       series: [
         { value: (_u, ts) => (ts === null ? '—' : new Date(ts * 1000).toISOString().slice(0, 10)) },
@@ -95,7 +98,7 @@ function Chart({ title, days, series, format }) {
           stroke: COLOURS[s.colour % COLOURS.length],
           dash: s.dash,
           width: 2,
-          points: { show: true, size: 7 },
+          points: { show: true, size: 8, fill: s.filled ? COLOURS[s.colour % COLOURS.length] : undefined },
           value: (_u, v) => (v === null ? '—' : format(v)),
         })),
       ],

@@ -5,8 +5,9 @@
 
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { html } from '../html.js';
-import { state as stateLabel, usage as usageText } from '../format.js';
+import { state, usage as usageText } from '../format.js';
 import { layeredSteps } from '../session_state.js';
+import { Badge } from './badge.js';
 
 export function PlanGraph({ plan, onPickStep }) {
   const waiting = new Set([...plan.approvals.values()].filter((a) => a.status === 'pending').map((a) => a.stepId));
@@ -46,7 +47,7 @@ export function PlanGraph({ plan, onPickStep }) {
 
 function StepNode({ step, waiting, onPick }) {
   const status = waiting && ['running', 'pending'].includes(step.status) ? 'awaiting_approval' : step.status;
-  const [symbol, word] = stateLabel(status);
+  const [, word] = state(status);
   const who = step.assignee === 'planner' ? 'planner' : 'executor';
   return html`
     <button class="step" data-step=${step.number} data-status=${status} onClick=${onPick}
@@ -54,7 +55,7 @@ function StepNode({ step, waiting, onPick }) {
       <span class="step-head"><strong>Step ${step.number}</strong> · ${who}${step.model ? ` · ${step.model}` : ''}</span>
       <span class="step-text">${step.description}</span>
       <span class="step-foot">
-        <span class="status" data-status=${status}>${symbol} ${word}</span>
+        <${Badge} status=${status} />
         ${step.dependsOn.length > 0 && html`<span>after ${step.dependsOn.join(', ')}</span>`}
         ${step.usage && html`<span class="cost">${usageText(step.usage)}</span>`}
       </span>

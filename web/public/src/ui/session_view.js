@@ -127,7 +127,7 @@ export function SessionView({ app, sessionId, onSessionsChanged }) {
 
   return html`
     <main id="main" class="session">
-      <${SessionHeader} session=${state.session} api=${api} connection=${feed.connection}
+      <${SessionHeader} session=${state.session} api=${api} connection=${feed.connection} syncError=${feed.error}
         onChanged=${() => { feed.catchUp(); onSessionsChanged(); }}
         onDeleted=${() => { onSessionsChanged(); window.location.hash = '#/'; }} />
       <div class="columns">

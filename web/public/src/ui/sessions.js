@@ -32,7 +32,7 @@ export function SessionList({ api, currentId, version }) {
     </nav>`;
 }
 
-export function SessionHeader({ session, api, onChanged, onDeleted, connection }) {
+export function SessionHeader({ session, api, onChanged, onDeleted, connection, syncError }) {
   const [renaming, setRenaming] = useState(false);
   const [error, setError] = useState(null);
   const act = (promise) => promise.then(onChanged).catch((e) => setError(e.message));
@@ -52,7 +52,7 @@ export function SessionHeader({ session, api, onChanged, onDeleted, connection }
       ${renaming
         ? html`<form onSubmit=${rename} class="rename">
             <label class="visually-hidden" for="session-title">Session title</label>
-            <input id="session-title" name="title" value=${session.title} maxlength="200" autofocus />
+            <input id="session-title" name="title" defaultValue=${session.title} maxlength="200" autofocus />
             <button type="submit">Save</button> <button type="button" onClick=${() => setRenaming(false)}>Cancel</button>
           </form>`
         : html`<h2>${session.title}${archived ? ' (archived)' : ''}</h2>`}
@@ -66,6 +66,8 @@ export function SessionHeader({ session, api, onChanged, onDeleted, connection }
         Session: ${usageText(session)}
         <span class="live" data-state=${connection} role="status">${LIVE[connection] || connection}</span>
       </p>
+      ${syncError && html`<p class="error" role="alert">Could not catch up (${syncError.message});
+        this view may miss recent messages until the next reconnect or reload.</p>`}
       ${error && html`<p class="error" role="alert">${error}</p>`}
     </header>`;
 }

@@ -2,7 +2,8 @@
 // and results (collapsed), questions and answers, and how it ended — in `seq` order.
 
 import { html } from '../html.js';
-import { clip, pretty, state as stateLabel, usage as usageText } from '../format.js';
+import { clip, pretty, usage as usageText } from '../format.js';
+import { Badge } from './badge.js';
 
 const TYPES = {
   delegation: ['→', 'Delegation'],
@@ -29,13 +30,12 @@ export function Threads({ plan }) {
 function Thread({ step, thread }) {
   const messages = [...thread.messages.values()].sort((a, b) => a.seq - b.seq);
   const who = step.assignee === 'planner' ? 'Planner (its own write step)' : `Executor${step.model ? ` · ${step.model}` : ''}`;
-  const [symbol, word] = stateLabel(thread.status === 'active' ? step.status : thread.status);
   return html`
     <section class="thread" id=${`thread-${step.number}`} tabindex="-1" data-step=${step.number}
              aria-labelledby=${`thread-${step.number}-title`}>
       <header>
         <h3 id=${`thread-${step.number}-title`}>Step ${step.number} · ${who}</h3>
-        <span class="status" data-status=${thread.status}>${symbol} ${word}</span>
+        <${Badge} status=${thread.status === 'active' ? step.status : thread.status} />
         ${step.usage && html`<span class="cost">${usageText(step.usage)}</span>`}
       </header>
       <ol class="messages">
