@@ -45,3 +45,16 @@ def test_the_config_example_names_only_public_values() -> None:
     assert set(example) <= {"label", "supabaseUrl", "supabaseAnonKey", "functions", "auth"}
     assert set(example["functions"]) == {"chat", "planner"}
     assert "service" not in json.dumps(example).lower()
+
+
+def test_the_guides_code_is_the_consoles_code() -> None:
+    """Each JavaScript excerpt in web/README.md names its file and appears in it, line by line."""
+    guide = (WEB / "README.md").read_text()
+    blocks = re.findall(r"```js\n// (web/public/\S+)\n(.*?)```", guide, re.DOTALL)
+    assert len(blocks) >= 8
+    for path, code in blocks:
+        source = [line.strip() for line in (WEB.parent / path).read_text().splitlines()]
+        at = 0
+        for line in filter(None, (line.strip() for line in code.splitlines())):
+            assert line in source[at:], f"{path}: {line!r} is not in the source (in this order)"
+            at = source.index(line, at) + 1
