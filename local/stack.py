@@ -123,8 +123,8 @@ async def running_stack(
     service = mint_token(secret, role="service_role", expires_in=TEN_YEARS)
     with contextlib.ExitStack() as stack:
         model = _model_settings(settings, stack)
-        realtime = RealtimeServer(RealtimeConfig(
-            database_url=database_url, jwt_secret=secret, port=realtime_port,
+        realtime = RealtimeServer(RealtimeConfig.from_settings(
+            settings, database_url=database_url, jwt_secret=secret, port=realtime_port,
             connect_error_delay=0.5, join_error_delay=0.5,
         ))  # fmt: skip
         await realtime.start()

@@ -2,7 +2,8 @@
 
 The server is `DATABASE_URL` when set (it must allow CREATE DATABASE), else the embedded
 Postgres under `.parley/`. The template is named after a hash of `migrations/`, so a changed
-migration gets a fresh template and an unchanged one is reused across runs.
+migration gets a fresh template and an unchanged one is reused across runs. A clone gets the
+`realtime.messages` partitions of its own day (the local Realtime server would create them).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from psycopg import sql
 
 from local.migrate import upgrade
 from local.postgres import start_embedded, with_database
+from local.realtime.messages.store import CREATE_PARTITIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 _counter = itertools.count()
@@ -75,6 +77,9 @@ def create_database(url: str, *, template: str | None) -> str:
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
         conn.execute(query)
+    if template:  # the template may be days old: give `realtime.send()` today's partitions
+        with admin(with_database(url, name)) as conn:
+            conn.execute(CREATE_PARTITIONS)
     return with_database(url, name)
 
 

@@ -115,3 +115,98 @@ def test_supabase_objects_are_reused_not_replaced(empty_database: str) -> None:
             "EXISTS (SELECT FROM pg_extension WHERE extname = 'pg_trgm')"
         ).fetchone()
     assert survivors == (True, True, True)  # Supabase's own objects are never dropped
+
+
+BEFORE_PARTITIONING = "3f8a9c2d0301"
+
+
+def _session_channel_visible(conn: psycopg.Connection[tuple[object, ...]], user: str) -> bool:
+    """Whether the stored message of `session:<s>` is readable by `user` under the policy."""
+    with conn.transaction(force_rollback=True):
+        topic = conn.execute("SELECT 'session:' || id FROM chat_sessions").fetchone()
+        assert topic is not None
+        conn.execute(
+            "SELECT set_config('role', 'authenticated', true), "
+            "set_config('request.jwt.claim.sub', %s, true), "
+            "set_config('realtime.topic', %s, true)",
+            (user, topic[0]),
+        )
+        row = conn.execute(
+            "SELECT count(*) FROM realtime.messages WHERE topic = %s", (topic[0],)
+        ).fetchone()
+    return row == (1,)
+
+
+def test_a_database_that_ran_the_old_revision_upgrades_its_messages(empty_database: str) -> None:
+    upgrade(empty_database, BEFORE_PARTITIONING)
+    owner, other = "00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"
+    with psycopg.connect(empty_database, autocommit=True) as conn:
+        conn.execute("INSERT INTO auth.users (id) VALUES (%s), (%s)", (owner, other))
+        session = conn.execute(
+            "INSERT INTO chat_sessions (user_id) VALUES (%s) RETURNING id", (owner,)
+        ).fetchone()
+        assert session is not None
+        conn.execute(
+            "INSERT INTO realtime.messages (topic, extension, payload, inserted_at) "
+            "VALUES (%s, 'broadcast', '{\"kept\": true}', now() - interval '2 days')",
+            (f"session:{session[0]}",),
+        )
+    upgrade(empty_database)
+    with psycopg.connect(empty_database, autocommit=True) as conn:
+        kind = conn.execute(
+            "SELECT relkind FROM pg_class WHERE oid = 'realtime.messages'::regclass"
+        ).fetchone()
+        kept = conn.execute("SELECT payload FROM realtime.messages").fetchall()
+        policies = _names(conn, "SELECT policyname FROM pg_policies WHERE tablename = 'messages'")
+        assert (_session_channel_visible(conn, owner), _session_channel_visible(conn, other)) == (
+            True, False,
+        )  # fmt: skip
+        conn.execute("SELECT realtime.send('{\"a\": 1}', 'e', 'anywhere', false)")
+        sent = conn.execute("SELECT count(*) FROM realtime.messages").fetchone()
+    assert kind == ("p",)
+    assert kept == [({"kept": True},)]
+    assert policies == {"parley_read_own_session_channels"}
+    assert sent == (2,)  # today's partition exists
+
+    downgrade(empty_database, BEFORE_PARTITIONING)
+    with psycopg.connect(empty_database) as conn:
+        kind = conn.execute(
+            "SELECT relkind FROM pg_class WHERE oid = 'realtime.messages'::regclass"
+        ).fetchone()
+        rows = conn.execute("SELECT count(*) FROM realtime.messages").fetchone()
+        send = conn.execute("SELECT to_regprocedure('realtime.send(jsonb,text,text,boolean)')")
+        assert (kind, rows, send.fetchone()) == (("r",), (2,), (None,))
+        assert _session_channel_visible(conn, owner)
+
+
+SUPABASE_REALTIME = """
+CREATE SCHEMA realtime;
+CREATE TABLE realtime.messages (topic text NOT NULL, extension text NOT NULL, payload jsonb,
+    event text, private boolean DEFAULT false, updated_at timestamp NOT NULL DEFAULT now(),
+    inserted_at timestamp NOT NULL DEFAULT now(), id uuid NOT NULL DEFAULT gen_random_uuid(),
+    binary_payload bytea) PARTITION BY RANGE (inserted_at);
+ALTER TABLE realtime.messages ENABLE ROW LEVEL SECURITY;
+CREATE FUNCTION realtime.topic() RETURNS text LANGUAGE sql STABLE AS
+  $$ SELECT nullif(current_setting('realtime.topic', true), '')::text $$;
+CREATE FUNCTION realtime.send(payload jsonb, event text, topic text, private boolean DEFAULT true)
+  RETURNS void LANGUAGE sql AS $$ SELECT $$;
+COMMENT ON FUNCTION realtime.send(jsonb, text, text, boolean) IS 'Supabase''s own';
+"""
+
+
+def test_supabase_realtime_objects_are_left_alone(empty_database: str) -> None:
+    with psycopg.connect(empty_database, autocommit=True) as conn:
+        conn.execute(SUPABASE_LIKE + SUPABASE_REALTIME)
+    upgrade(empty_database)
+    downgrade(empty_database)
+    with psycopg.connect(empty_database) as conn:
+        left = conn.execute(
+            "SELECT obj_description('realtime.send(jsonb,text,text,boolean)'::regprocedure), "
+            "(SELECT relkind FROM pg_class WHERE oid = 'realtime.messages'::regclass), "
+            "(SELECT count(*) FROM pg_inherits WHERE inhparent = 'realtime.messages'::regclass), "
+            "to_regprocedure('realtime.broadcast_changes(text,text,text,text,text,record,record,"
+            "text)') IS NOT NULL"
+        ).fetchone()
+    # Supabase's send() kept; broadcast_changes() was missing, so Parley added and removed it;
+    # partitions are the Realtime service's business.
+    assert left == ("Supabase's own", "p", 0, False)
