@@ -22,8 +22,8 @@ export function Operations({ api, operator }) {
   return html`
     <main id="main" class="operations">
       <h2>Operations</h2>
-      <p class="note">Every user's executions, from the <code>execution_stats_daily</code> and
-        <code>plan_outcomes_daily</code> views (UTC days).</p>
+      <p class="note">Every user's executions, from the views${' '}
+        <code>execution_stats_daily</code> and <code>plan_outcomes_daily</code> (UTC days).</p>
       <label>Period <select value=${days} onChange=${(e) => setDays(Number(e.currentTarget.value))}>
         ${[7, 30, 90].map((n) => html`<option value=${n}>last ${n} days</option>`)}
       </select></label>
