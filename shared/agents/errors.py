@@ -14,7 +14,7 @@ Conflict
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from psycopg import OperationalError
 
@@ -107,3 +107,6 @@ class TurnStillRunning(Conflict):
         super().__init__(message)
         self.plan_id = plan.id
         self.status = plan.status
+
+    def problem_fields(self) -> dict[str, Any]:
+        return {"plan_id": str(self.plan_id), "plan_status": self.status}

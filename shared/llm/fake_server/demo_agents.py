@@ -96,7 +96,9 @@ def _writes(tool: Mapping[str, Any]) -> bool:
 
 def _step(number: int, tool: Mapping[str, Any], assignee: str, after: list[int]) -> dict[str, Any]:
     name = str(tool.get("name", ""))
-    if assignee == "planner":
+    if assignee == "planner" and name.startswith("delete_"):
+        description = f"Use {name} on the first one the earlier steps found."
+    elif assignee == "planner":
         description = f'Use {name} for "Demo task from Parley", using the earlier results.'
     else:
         description = f"Use {name} and report what it returns."
