@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from shared.agents.errors import PromptTooLarge
-from shared.agents.tokens import TokenCounter, count_messages, count_tools
 from shared.llm import Message, SystemMessage, ToolMessage, ToolSchema
 from shared.llm.messages import to_wire
+from shared.llm.tokens import TokenCounter, count_messages, count_tools
 
 MIN_TOOL_RESULT = 40
 

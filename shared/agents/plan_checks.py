@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from shared.agents.plan_schema import InvalidPlan, PlanDraft, validate_plan
-from shared.agents.tokens import TokenCounter, count_tools
 from shared.db.plans import NewStep
 from shared.llm import ToolCall
+from shared.llm.tokens import TokenCounter, count_tools
 from shared.tools import ToolRegistry
 
 TOOL_SHARE = 3

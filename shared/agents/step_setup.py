@@ -21,11 +21,11 @@ from uuid import UUID
 
 from shared.agents import prompts
 from shared.agents.leases import Lease, new_owner
-from shared.agents.tokens import TokenCounter
 from shared.db import agents, approvals, chats, dialogue, executions, plans
 from shared.db.database import Connection
 from shared.db.records import Agent, AgentMessage, AgentThread, Execution, Plan, PlanStep
 from shared.errors import InvalidInput, NotFound
+from shared.llm.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from shared.services import Services

@@ -9,6 +9,7 @@ import pytest
 
 from shared.llm import OpenAIClient, RetryPolicy, load_registry
 from shared.llm.fake_server import FakeModelServer
+from shared.llm.tokens import DeepSeekTokenizer
 
 TEST_MODELS = """
 [[model]]
@@ -35,9 +36,12 @@ class RecordedSleeps:
         self.delays.append(seconds)
 
 
+SERVED = ("test-model", "test-thinker", "house-model", "mystery-1")
+
+
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
+def fake(tokenizer: DeepSeekTokenizer) -> Iterator[FakeModelServer]:
+    with FakeModelServer(models=SERVED, tokenizer=tokenizer) as server:
         yield server
 
 

@@ -19,6 +19,8 @@ from shared.llm.fake_server import demo_agents as agents
 from shared.llm.fake_server.script import RecordedRequest, Reply, ScriptedCall, reply
 
 DEMO_MODEL = "parley-demo"
+DEMO_MODELS = (DEMO_MODEL, "parley-demo-thinking")
+"""The demo's names (the second one thinks: it sends `reasoning_content`)."""
 NOTICE = (
     "I am Parley's offline demo model (parley-demo), not a real LLM: my replies are canned. "
     "To use a real model set DEEPSEEK_API_KEY, or LLM_BASE_URL and LLM_API_KEY for any "
