@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from pydantic import SecretStr
+
 from shared.agents import DeepSeekTokenizer, run_turn
 from shared.db import Database
 from shared.events import InMemoryPublisher
@@ -32,7 +34,7 @@ async def test_a_turn_with_nothing_but_a_key_uses_v4_pro_and_flash(
     tokenizer: DeepSeekTokenizer,
 ) -> None:
     settings = Settings(database_url=database_url, llm_base_url=fake.base_url,
-                        llm_api_key="sk-test", llm_max_retries=0)  # fmt: skip
+                        llm_api_key=SecretStr("sk-test"), llm_max_retries=0)  # fmt: skip
     services = Services(settings, db=db, tokens=tokenizer)  # the client is built from settings
     user = await make_user(db)
     await make_task(db, user, title="Write report")
