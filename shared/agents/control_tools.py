@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared.agents.plan_schema import PlanDraft
 from shared.llm import ToolSchema
+from shared.tools.results import problem_list
 from shared.tools.schema import function_parameters
 
 CREATE_PLAN = "create_plan"
@@ -38,7 +39,7 @@ class _Args(BaseModel):
 class CompleteArgs(_Args):
     result: str = Field(
         min_length=1,
-        max_length=8000,
+        max_length=32_000,
         description="What you found, self-contained: the facts the planner needs (ids, names, "
         "dates, numbers), not how you found them.",
     )
@@ -105,10 +106,10 @@ def parse_control(name: str, arguments: Mapping[str, Any]) -> ControlCall | str:
     try:
         value = model.model_validate(dict(arguments))
     except ValidationError as exc:
-        problems = "; ".join(
+        problems = problem_list([
             f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
-            for err in exc.errors(include_url=False, include_input=False)[:5]
-        )
+            for err in exc.errors(include_url=False, include_input=False)
+        ])  # fmt: skip
         return f"invalid arguments for {name}: {problems}"
     field = next(iter(model.model_fields))
     return ControlCall(name, str(getattr(value, field)))

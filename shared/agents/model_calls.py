@@ -80,8 +80,10 @@ def build_request(
     segments: Sequence[Segment],
     tools: Sequence[ToolSchema] = (),
     tool_choice: ToolChoice = "auto",
+    earlier: str | None = None,
 ) -> tuple[ChatRequest, FittedPrompt]:
-    """The request for the agent's next call, its prompt kept within the agent's budget."""
+    """The request for the agent's next call, its prompt kept within the agent's budget
+    (`earlier`: what the caller already left out before `segments`, announced to the model)."""
     fitted = fit_prompt(
         system=SystemMessage(system),
         segments=segments,
@@ -89,6 +91,7 @@ def build_request(
         budget=run.budget,
         counter=run.services.tokens,
         thinking=run.thinks,
+        earlier=earlier,
     )
     request = ChatRequest(
         run.agent.model,

@@ -59,6 +59,8 @@ if TYPE_CHECKING:
 PLAN_RESULTS = "plan_results"
 """`metadata.kind` of the tool row holding an accepted plan's step outcomes."""
 NOT_RUN = "Not run: you wrote a plan in the same turn; its steps do this work."
+HISTORY_LOADED = 200
+"""Past messages (requests and answers) loaded for the planner's history, newest first."""
 ONE_PLAN = "Not used: write one plan per turn."
 
 
@@ -180,10 +182,10 @@ class PlannerRun:
         rounds = sum(1 for t in turn.turns if t.calls)
         final = synthesis or rounds >= self.services.settings.planner_max_tool_rounds
         choice: ToolChoice = "none" if final else "auto"
-        segments = await self._segments(turn)
+        segments, earlier = await self._segments(turn)
         request, _ = build_request(
             self.run, system=prompts.with_date(prompts.PLANNER), segments=segments,
-            tools=self.tools, tool_choice=choice,
+            tools=self.tools, tool_choice=choice, earlier=earlier,
         )  # fmt: skip
         completion = await call_model(self.run, request, stream_text=True)
         await self._store_turn(completion, turn, final=final)
@@ -194,13 +196,18 @@ class PlannerRun:
             agent_id=self.run.agent.id,
         )  # fmt: skip
 
-    async def _segments(self, turn: PlannerTurn) -> list[Segment]:
+    async def _segments(self, turn: PlannerTurn) -> tuple[list[Segment], str | None]:
+        """The conversation so far and the current turn; and what is not loaded of it."""
         async with self.services.db.service() as conn:
             past = await chats.list_conversation(
-                conn, session_id=self.run.plan.session_id, before_seq=self.request.seq
-            )
+                conn, session_id=self.run.plan.session_id, before_seq=self.request.seq,
+                limit=HISTORY_LOADED,
+            )  # fmt: skip
+        earlier = None
+        if len(past) == HISTORY_LOADED:  # there may be more: say so rather than hide it
+            earlier = f"messages before the last {HISTORY_LOADED} of this chat are not shown"
         current = (UserMessage(self.request.content), *turn.messages())
-        return [*conversation_segments(past), Segment(current, pinned=True)]
+        return [*conversation_segments(past), Segment(current, pinned=True)], earlier
 
     async def _store_turn(self, completion: Completion, turn: PlannerTurn, *, final: bool) -> None:
         calls = () if final else completion.tool_calls
