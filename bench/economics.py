@@ -95,6 +95,7 @@ class Run:
     by_model: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
     expected: int = 0
     seen: int = 0
+    largest_executor_prompt: int = 0
 
     @property
     def total(self) -> Tally:
@@ -108,20 +109,10 @@ COSTS = ("peak/cache", "peak/no cache", "off-peak/cache", "off-peak/no cache")
 
 
 def price_at(info: ModelInfo, when: datetime) -> Price:
-    """The model's price per 1M tokens at `when`."""
-    at = getattr(info, "price_at", None)
-    if callable(at):
-        found = at(when)
-        assert isinstance(found, Price)
-        return found
-    assert info.price is not None
-    if when == PEAK:
-        return info.price
-    # Before the registry knew time-of-day rates: DeepSeek's off-peak rate is half its peak.
-    half = Decimal("0.5")
-    return Price(
-        info.price.cache_hit * half, info.price.cache_miss * half, info.price.output * half
-    )
+    """The model's price per 1M tokens for a call finishing at `when` (the registry's rates)."""
+    price = info.price_at(when)
+    assert price is not None, f"{info.name} has no price in the registry"
+    return price
 
 
 def tally(exchanges: Sequence[Exchange], registry: Any, tokenizer: DeepSeekTokenizer) -> Run:
@@ -160,8 +151,10 @@ def completeness(run: Run, answering: Exchange | None, expected: set[str]) -> No
 class Bench:
     """The database, the account, the fake model and both designs."""
 
-    def __init__(self, db: Database, url: str, fake: FakeModelServer) -> None:
-        self.db, self.url, self.fake = db, url, fake
+    def __init__(
+        self, db: Database, url: str, fake: FakeModelServer, overrides: dict[str, Any]
+    ) -> None:
+        self.db, self.url, self.fake, self.overrides = db, url, fake, overrides
         self.tokenizer = DeepSeekTokenizer()
         self.registry = load_registry()
         self.client = OpenAIClient(base_url=fake.base_url, api_key=None,
@@ -180,7 +173,7 @@ class Bench:
         settings = Settings(
             database_url=self.url, llm_base_url=self.fake.base_url,
             llm_planner_model=PLANNER, llm_executor_model=EXECUTOR,
-            executor_concurrency=1, llm_max_retries=0, approvals="off",
+            executor_concurrency=1, llm_max_retries=0, approvals="off", **self.overrides,
         )  # fmt: skip
         return Services(settings, db=self.db, llm=self.client, tokens=self.tokenizer)
 
@@ -194,6 +187,11 @@ class Bench:
             raise RuntimeError(f"{request.name}: Parley gave no answer ({outcome.plan})")
         exchanges = self.fake.exchanges[start:]
         run = tally(exchanges, self.registry, self.tokenizer)
+        run.largest_executor_prompt = max(
+            (e.usage.prompt_tokens for e in exchanges
+             if e.usage and _system(e).startswith(prompts.EXECUTOR[:60])),
+            default=0,
+        )  # fmt: skip
         planner = [e for e in exchanges if _system(e).startswith(prompts.PLANNER[:60])]
         completeness(run, planner[-1] if planner else None, request.expected(self.account))
         return run
@@ -259,6 +257,9 @@ def report(names: Sequence[str], a_runs: Sequence[Run], b_runs: Sequence[Run]) -
                 name = ""
             totals[design].expected += run.expected
             totals[design].seen += run.seen
+            totals[design].largest_executor_prompt = max(
+                totals[design].largest_executor_prompt, run.largest_executor_prompt
+            )
         at, bt = a.total, b.total
         print(f"{'':<16} A÷B cost: {_ratio(at.cost['peak/cache'], bt.cost['peak/cache'])} "
               f"with cache, {_ratio(at.cost['peak/no cache'], bt.cost['peak/no cache'])} "
@@ -279,6 +280,7 @@ def report(names: Sequence[str], a_runs: Sequence[Run], b_runs: Sequence[Run]) -
               + ", ".join(f"{c} {_money(t.cost[c])}" for c in COSTS)
               + f"; completeness {run.seen}/{run.expected} "
               f"({100 * run.seen / max(run.expected, 1):.0f}%)")  # fmt: skip
+    print(f"largest executor prompt: {totals['A'].largest_executor_prompt} tokens")
     at, bt = totals["A"].total, totals["B"].total
     print(
         f"A÷B cost: {_ratio(at.cost['peak/cache'], bt.cost['peak/cache'])} with cache, "
@@ -288,19 +290,19 @@ def report(names: Sequence[str], a_runs: Sequence[Run], b_runs: Sequence[Run]) -
     )
 
 
-async def run() -> None:
+async def run(overrides: dict[str, Any]) -> None:
     server_url = databases.server_url()
     url = databases.create_database(server_url, template=databases.ensure_template(server_url))
     try:
         with FakeModelServer() as fake:
-            await _both(url, fake)
+            await _both(url, fake, overrides)
     finally:
         databases.drop_database(server_url, url)
 
 
-async def _both(url: str, fake: FakeModelServer) -> None:
+async def _both(url: str, fake: FakeModelServer, overrides: dict[str, Any]) -> None:
     async with Database(url) as db:
-        bench = Bench(db, url, fake)
+        bench = Bench(db, url, fake, overrides)
         todo = await bench.seed()
         fake.respond_with(BenchScript(todo))
         a_runs = [await bench.parley(request) for request in todo]
@@ -313,8 +315,12 @@ async def _both(url: str, fake: FakeModelServer) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.parse_args()
-    asyncio.run(run())
+    parser.add_argument("--executor-budget", type=int, help="EXECUTOR_TOKEN_BUDGET for design A "
+                        "(default: Parley's default)")  # fmt: skip
+    args = parser.parse_args()
+    overrides = {} if args.executor_budget is None else {
+        "executor_token_budget": args.executor_budget}  # fmt: skip
+    asyncio.run(run(overrides))
 
 
 if __name__ == "__main__":

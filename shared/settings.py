@@ -128,8 +128,11 @@ class Settings(BaseSettings):
     """Tool rounds the planner may make answering one message before it must answer in text."""
     planner_plan_attempts: int = Field(default=3, ge=1, le=10)
     """`create_plan` calls the planner may make per message before an invalid plan fails it."""
-    executor_token_budget: int = Field(default=1_500, ge=500)
-    """Most tokens one executor prompt may hold (the small context of the cheap tier)."""
+    executor_token_budget: int = Field(default=16_000, ge=500)
+    """Most tokens one executor prompt may hold. A cap, not a cost: a call pays for what it
+    sends. Sized by measurement (`python -m bench.economics`: the largest executor prompt of its
+    requests is ~3,700 tokens, a few pages of results) with room for several more pages;
+    DeepSeek Flash's window is 1M. Past it results are cut, saying what was left out."""
     executor_max_turns: int = Field(default=6, ge=1, le=50)
     """Model calls one step's agent may make before its thread closes as `timeout`."""
     executor_timeout_seconds: float = Field(default=120.0, gt=0)

@@ -68,7 +68,8 @@ def _plan(
         tools, agents.CREATE_PLAN
     ):
         return None
-    return agents.demo_plan(agents.domain_tools(tools), user_text, _best_tool)
+    return agents.demo_plan(agents.plannable(tools), user_text, _best_tool,
+                            direct=agents.domain_tools(tools))  # fmt: skip
 
 
 def _tool_to_call(request: RecordedRequest, user_text: str) -> Mapping[str, Any] | None:

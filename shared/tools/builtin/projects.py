@@ -226,8 +226,7 @@ TOOLS = [
     ),
     DatabaseTool(
         "update_project",
-        "Change fields of a project (name, description, executive_summary, context, status, "
-        "start_date, end_date, tags). Returns the updated project.",
+        "Change a project's fields; returns the project.",
         UpdateProjectArgs,
         "write",
         update_project,

@@ -252,15 +252,14 @@ TOOLS = [
     ),
     DatabaseTool(
         "create_task",
-        "Create a task (in a project, or standalone). Returns the new task.",
+        "Create a task (in a project or standalone); returns it.",
         CreateTaskArgs,
         "write",
         create_task,
     ),
     DatabaseTool(
         "update_task",
-        "Change fields of a task (title, description, details, status, priority, start_date, "
-        "duration_minutes). Returns the updated task.",
+        "Change a task's fields; returns the task.",
         UpdateTaskArgs,
         "write",
         update_task,
