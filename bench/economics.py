@@ -1,6 +1,6 @@
 """Benchmark: does delegating pay? Parley's planner→executors against one agent doing it all.
 
-    .venv/bin/python -m bench.economics [--verbose]
+    .venv/bin/python -m bench.economics [--executor-budget N]
 
 A seeded account of realistic size (`bench.account`: 12 projects, 60 tasks, 24 events, 20
 notes, 8 brain dumps) and scripted complex requests (`bench.requests`) are run two ways over
