@@ -1,12 +1,20 @@
-"""Benchmark: DB commit → client receive latency of postgres_changes through the local server.
+"""Benchmark: publish → client latency through the local Realtime server, per delivery path.
 
-    .venv/bin/python -m bench.realtime_latency [--events 500]
+    .venv/bin/python -m bench.realtime_latency [--events 500] [--paths changes,db,rest]
 
-A user subscribes (official Python client, RLS applied, `session_id=eq.` filter) to INSERTs on
-`agent_chat_messages`; rows are committed one by one ("sequential": the next insert waits for
-the previous message) and then back to back ("burst"). Latency is measured from the moment the
-INSERT's autocommit returns to the moment the client's callback runs. Uses a fresh database on
-DATABASE_URL's server or the embedded Postgres, dropped afterwards.
+A user follows their session with the official Python client, three ways:
+
+* `changes` — postgres_changes: INSERTs on `agent_chat_messages` (RLS applied, filtered by
+  `session_id=eq.`), timed from the moment the INSERT's autocommit returns;
+* `db` — Broadcast from Database: `SELECT realtime.send(…, private => true)` on the private
+  channel `session:<id>` (authorised by the migrations' policy), timed from its commit;
+* `rest` — the REST broadcast endpoint (`POST /api/broadcast`, service key, private), timed
+  from the 202 response.
+
+Each path is run "sequential" (the next event waits for the previous one to arrive) and then
+"burst" (back to back). Latency runs from the publish call's return to the client's callback;
+"publish call" is how long the publisher itself waits (commit, or the HTTP round trip). Uses
+a fresh database on DATABASE_URL's server or the embedded Postgres, dropped afterwards.
 """
 
 from __future__ import annotations
@@ -15,10 +23,13 @@ import argparse
 import asyncio
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import httpx
 import psycopg
-from realtime import AsyncRealtimeClient, RealtimePostgresChangesListenEvent
+from psycopg.types.json import Jsonb
+from realtime import AsyncRealtimeChannel, AsyncRealtimeClient, RealtimePostgresChangesListenEvent
 
 from local.realtime import RealtimeConfig, RealtimeServer
 from shared.auth import mint_token
@@ -31,49 +42,64 @@ from tests.factories import make_thread, make_user
 INSERT = """INSERT INTO agent_chat_messages
               (agent_session_id, session_id, user_id, message_type, content)
             VALUES (%s, %s, %s, 'status', %s)"""
+SEND = "SELECT realtime.send(%s, 'bench', %s, true)"
+PATHS = ("changes", "db", "rest")
+#: The local server's limits are hosted's (100 messages/s); a benchmark measures past them.
+UNLIMITED = 1_000_000
+
+Publish = Callable[[str], Awaitable[None]]
+"""Publishes one event identified by a key; returns once it is committed / accepted."""
 
 
 class Stopwatch:
-    """Receive times by message content, and futures to wait on them."""
+    """Receive times by key, and futures to wait on them."""
 
     def __init__(self) -> None:
         self.received: dict[str, float] = {}
         self._waiting: dict[str, asyncio.Future[None]] = {}
 
-    def on_change(self, change: Any) -> None:
-        content = change["data"]["record"]["content"]
-        self.received[content] = time.perf_counter()
-        waiter = self._waiting.pop(content, None)
+    def arrived(self, key: str) -> None:
+        self.received[key] = time.perf_counter()
+        waiter = self._waiting.pop(key, None)
         if waiter is not None:
             _settle(waiter)
 
-    def expect(self, content: str) -> asyncio.Future[None]:
+    def expect(self, key: str) -> asyncio.Future[None]:
         future = asyncio.get_running_loop().create_future()
-        self._waiting[content] = future
+        self._waiting[key] = future
         return future
 
 
-async def sequential(conn: Any, thread: AgentThread, clock: Stopwatch, n: int) -> list[float]:
-    latencies = []
+async def sequential(
+    publish: Publish, clock: Stopwatch, prefix: str, n: int
+) -> tuple[list[float], list[float]]:
+    latencies, calls = [], []
     for i in range(n):
-        content = f"seq-{i}"
-        arrived = clock.expect(content)
-        await conn.execute(INSERT, (thread.id, thread.session_id, thread.user_id, content))
-        committed = time.perf_counter()
+        key = f"{prefix}-seq-{i}"
+        arrived = clock.expect(key)
+        calling = time.perf_counter()
+        await publish(key)
+        published = time.perf_counter()
         await asyncio.wait_for(arrived, 10)
-        latencies.append(clock.received[content] - committed)
-    return latencies
+        latencies.append(clock.received[key] - published)
+        calls.append(published - calling)
+    return latencies, calls
 
 
-async def burst(conn: Any, thread: AgentThread, clock: Stopwatch, n: int) -> list[float]:
-    committed: dict[str, float] = {}
-    last = clock.expect(f"burst-{n - 1}")
+async def burst(
+    publish: Publish, clock: Stopwatch, prefix: str, n: int
+) -> tuple[list[float], list[float]]:
+    published: dict[str, float] = {}
+    calls = []
+    last = clock.expect(f"{prefix}-burst-{n - 1}")
     for i in range(n):
-        content = f"burst-{i}"
-        await conn.execute(INSERT, (thread.id, thread.session_id, thread.user_id, content))
-        committed[content] = time.perf_counter()
-    await asyncio.wait_for(last, 60)
-    return [clock.received[content] - at for content, at in committed.items()]
+        key = f"{prefix}-burst-{i}"
+        calling = time.perf_counter()
+        await publish(key)
+        published[key] = time.perf_counter()
+        calls.append(published[key] - calling)
+    await asyncio.wait_for(last, 120)
+    return [clock.received[key] - at for key, at in published.items()], calls
 
 
 def _settle(future: asyncio.Future[None]) -> None:
@@ -81,54 +107,104 @@ def _settle(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-def summary(name: str, latencies: list[float], elapsed: float) -> str:
+def summary(name: str, latencies: list[float], calls: list[float], elapsed: float) -> str:
     ms = sorted(x * 1000 for x in latencies)
     q = statistics.quantiles(ms, n=100)
+    call = statistics.median(calls) * 1000
     return (
-        f"{name:<10} events={len(ms):>5}  p50={q[49]:7.2f} ms  p95={q[94]:7.2f} ms  "
-        f"p99={q[98]:7.2f} ms  max={ms[-1]:7.2f} ms  ({len(ms) / elapsed:,.0f} events/s)"
+        f"{name:<18} events={len(ms):>4}  p50={q[49]:7.2f} ms  p95={q[94]:7.2f} ms  "
+        f"p99={q[98]:7.2f} ms  max={ms[-1]:7.2f} ms  publish call p50={call:6.2f} ms  "
+        f"({len(ms) / elapsed:,.0f} events/s)"
     )
 
 
-async def run(events: int) -> None:
+async def subscribe(channel: AsyncRealtimeChannel) -> None:
+    joined: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    await channel.subscribe(lambda _state, _error: _settle(joined))
+    await asyncio.wait_for(joined, 10)
+
+
+async def run(events: int, paths: list[str]) -> None:
     server_url = databases.server_url()
     url = databases.create_database(server_url, template=databases.ensure_template(server_url))
     try:
         async with Database(url) as db:
             user = await make_user(db)
             thread = await make_thread(db, user)
-        config = RealtimeConfig(database_url=url, port=0)
+        config = RealtimeConfig(
+            database_url=url, port=0, max_events_per_second=UNLIMITED,
+            max_joins_per_second=UNLIMITED,
+        )  # fmt: skip
         async with (
             RealtimeServer(config) as server,
             await psycopg.AsyncConnection.connect(url, autocommit=True) as conn,
+            httpx.AsyncClient(base_url=server.realtime_url) as http,
         ):
             client = AsyncRealtimeClient(
                 server.realtime_url, mint_token(LOCAL_JWT_SECRET, role="anon")
             )
             await client.set_auth(mint_token(LOCAL_JWT_SECRET, sub=user))
             clock = Stopwatch()
-            ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            channel = client.channel(f"session:{thread.session_id}")
-            channel.on_postgres_changes(
-                RealtimePostgresChangesListenEvent.Insert, clock.on_change,
-                table="agent_chat_messages", filter=f"session_id=eq.{thread.session_id}",
-            )  # fmt: skip
-            channel.on_system(lambda _payload: _settle(ready))
-            await channel.subscribe()
-            await asyncio.wait_for(ready, 10)
-            for name, mode in (("sequential", sequential), ("burst", burst)):
-                started = time.perf_counter()
-                latencies = await mode(conn, thread, clock, events)
-                print(summary(name, latencies, time.perf_counter() - started), flush=True)
+            publishers = await _follow(client, clock, conn, http, thread)
+            for path in paths:
+                for mode_name, mode in (("sequential", sequential), ("burst", burst)):
+                    started = time.perf_counter()
+                    latencies, calls = await mode(publishers[path], clock, path, events)
+                    elapsed = time.perf_counter() - started
+                    print(summary(f"{path} {mode_name}", latencies, calls, elapsed), flush=True)
             await client.close()
     finally:
         databases.drop_database(server_url, url)
 
 
+async def _follow(
+    client: AsyncRealtimeClient,
+    clock: Stopwatch,
+    conn: psycopg.AsyncConnection[Any],
+    http: httpx.AsyncClient,
+    thread: AgentThread,
+) -> dict[str, Publish]:
+    """Subscribe to the three paths; the publisher of each."""
+    topic = f"session:{thread.session_id}"
+    changes = client.channel(f"changes:{thread.session_id}")
+    changes.on_postgres_changes(
+        RealtimePostgresChangesListenEvent.Insert,
+        lambda change: clock.arrived((change["data"].get("record") or {})["content"]),
+        table="agent_chat_messages", filter=f"session_id=eq.{thread.session_id}",
+    )  # fmt: skip
+    broadcasts = client.channel(
+        topic, {"config": {"broadcast": None, "presence": None, "private": True}}
+    )
+    broadcasts.on_broadcast("bench", lambda message: clock.arrived(message["payload"]["k"]))
+    await subscribe(changes)
+    await subscribe(broadcasts)
+    service = {"Authorization": f"Bearer {mint_token(LOCAL_JWT_SECRET, role='service_role')}"}
+
+    async def insert(key: str) -> None:
+        await conn.execute(INSERT, (thread.id, thread.session_id, thread.user_id, key))
+
+    async def send(key: str) -> None:
+        await conn.execute(SEND, (Jsonb({"k": key}), topic))
+
+    async def post(key: str) -> None:
+        message = {"topic": topic, "event": "bench", "payload": {"k": key}, "private": True}
+        response = await http.post("/api/broadcast", json={"messages": [message]}, headers=service)
+        response.raise_for_status()
+
+    return {"changes": insert, "db": send, "rest": post}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=500, help="events per mode (default 500)")
-    asyncio.run(run(parser.parse_args().events))
+    parser.add_argument(
+        "--paths", default=",".join(PATHS), help=f"comma-separated, of {', '.join(PATHS)}"
+    )
+    args = parser.parse_args()
+    paths = [p for p in args.paths.split(",") if p]
+    if unknown := set(paths) - set(PATHS):
+        parser.error(f"unknown paths: {', '.join(sorted(unknown))}")
+    asyncio.run(run(args.events, paths))
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ async def seed(url: str) -> tuple[SeedSummary, str]:
     async with Database(url) as db:
         async with db.service() as conn:
             cur = await conn.execute(
-                "SELECT (SELECT version_num FROM alembic_version) AS head, "
+                "SELECT (SELECT version_num FROM parley_private.alembic_version) AS head, "
                 "current_setting('server_version') AS version"
             )
             row = await cur.fetchone()
@@ -93,8 +93,8 @@ async def serve(settings: Settings, database: LocalDatabase, args: argparse.Name
     service = mint_token(secret, role="service_role", expires_in=TEN_YEARS)
     with contextlib.ExitStack() as stack:
         model = _model_settings(settings, stack)
-        realtime = RealtimeServer(RealtimeConfig(
-            database_url=database.url, jwt_secret=secret, port=args.realtime_port,
+        realtime = RealtimeServer(RealtimeConfig.from_settings(
+            settings, database_url=database.url, jwt_secret=secret, port=args.realtime_port,
             connect_error_delay=0.5, join_error_delay=0.5,
         ))  # fmt: skip
         await realtime.start()

@@ -181,6 +181,22 @@ class Settings(BaseSettings):
     """Local Realtime: delay before a channel join error reply (Supabase waits 5 s)."""
     realtime_change_retention_seconds: int = Field(default=300, ge=1)
     """Local Realtime: how long captured row changes stay in `parley_realtime.changes`."""
+    realtime_message_retention_hours: int = Field(default=72, ge=1)
+    """Local Realtime: `realtime.messages` partitions older than this are dropped (hosted: 72 h)."""
+    realtime_max_concurrent_users: int = Field(default=200, ge=1)
+    """Local Realtime: sockets with a joined channel at once (hosted Free plan: 200)."""
+    realtime_max_events_per_second: int = Field(default=100, ge=1)
+    """Local Realtime: broadcast messages per second, sent and delivered (hosted Free: 100)."""
+    realtime_max_joins_per_second: int = Field(default=100, ge=1)
+    """Local Realtime: channel joins per second (hosted Free: 100)."""
+    realtime_max_channels_per_client: int = Field(default=100, ge=1)
+    """Local Realtime: channels one socket may join (hosted: 100)."""
+    realtime_max_presence_events_per_second: int = Field(default=20, ge=1)
+    """Local Realtime: presence messages per second (hosted Free: 20)."""
+    realtime_client_presence_max_calls: int = Field(default=5, ge=1)
+    """Local Realtime: presence calls one channel may make per window (hosted: 5)."""
+    realtime_client_presence_window_ms: int = Field(default=30_000, ge=1)
+    """Local Realtime: that window (hosted: 30 s)."""
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Python logging level."""

@@ -1,8 +1,12 @@
 """Test databases: one migrated template per migration set, cloned cheaply per test module.
 
-The server is `DATABASE_URL` when set (it must allow CREATE DATABASE), else the embedded
-Postgres under `.parley/`. The template is named after a hash of `migrations/`, so a changed
-migration gets a fresh template and an unchanged one is reused across runs.
+The server is `DATABASE_URL` when set (its user must be a superuser: it creates Supabase's
+roles and the test databases), else the embedded Postgres under `.parley/`. Every test database
+starts as a Supabase project does (`tests/supabase_project.py`: a non-superuser owner, Supabase's
+roles and default privileges); the migrations run as that owner, and tests connect as it. The
+template is named after a hash of `migrations/` and of that bootstrap, so a changed migration
+gets a fresh template and an unchanged one is reused across runs. A clone gets the
+`realtime.messages` partitions of its own day (the local Realtime server would create them).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from psycopg import sql
 
 from local.migrate import upgrade
 from local.postgres import start_embedded, with_database
+from local.realtime.messages.store import CREATE_PARTITIONS
+from tests import supabase_project
 
 ROOT = Path(__file__).resolve().parents[1]
 _counter = itertools.count()
@@ -30,7 +36,8 @@ def server_url() -> str:
 
 def migrations_digest() -> str:
     digest = hashlib.sha256()
-    for path in sorted((ROOT / "migrations").rglob("*.py")):
+    sources = [*(ROOT / "migrations").rglob("*.py"), Path(supabase_project.__file__)]
+    for path in sorted(sources):
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
@@ -44,6 +51,7 @@ def ensure_template(url: str) -> str:
     """Create (once, under an advisory lock) the migrated template; return its name."""
     name = f"parley_tpl_{migrations_digest()}"
     with admin(url) as conn:
+        supabase_project.ensure_roles(conn)
         conn.execute("SELECT pg_advisory_lock(4242)")
         try:
             exists = conn.execute(
@@ -53,7 +61,8 @@ def ensure_template(url: str) -> str:
                 building = f"{name}_building"
                 conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(building)))
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(building)))
-                upgrade(with_database(url, building))
+                supabase_project.prepare_database(url, building)
+                upgrade(supabase_project.as_owner(with_database(url, building)))
                 conn.execute(
                     sql.SQL("ALTER DATABASE {} RENAME TO {}").format(
                         sql.Identifier(building), sql.Identifier(name)
@@ -65,17 +74,25 @@ def ensure_template(url: str) -> str:
 
 
 def create_database(url: str, *, template: str | None) -> str:
-    """A new, uniquely named database (a clone of `template`, or empty); returns its URL."""
+    """A new, uniquely named database: a clone of `template`, or a Supabase project before
+    Parley's migrations. Returns its URL as the project owner."""
     name = f"parley_test_{os.getpid()}_{next(_counter)}"
     query = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
     if template:
-        query += sql.SQL(" TEMPLATE {} STRATEGY FILE_COPY").format(sql.Identifier(template))
+        query += sql.SQL(" TEMPLATE {} OWNER {} STRATEGY FILE_COPY").format(
+            sql.Identifier(template), sql.Identifier(supabase_project.OWNER)
+        )
     with admin(url) as conn:
         conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
         conn.execute(query)
-    return with_database(url, name)
+    if template:  # the template may be days old: give `realtime.send()` today's partitions
+        with admin(with_database(url, name)) as conn:
+            conn.execute(CREATE_PARTITIONS)
+    else:
+        supabase_project.prepare_database(url, name)
+    return supabase_project.as_owner(with_database(url, name))
 
 
 def drop_database(url: str, database_url: str) -> None:

@@ -35,7 +35,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--uninstall",
         action="store_true",
-        help="drop the change capture (schema parley_realtime and its triggers) and exit",
+        help="drop the server's triggers and schema parley_realtime (not `realtime`) and exit",
     )
     return parser.parse_args(argv)
 
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.uninstall:
         asyncio.run(uninstall(config))
-        print("local.realtime: change capture removed")
+        print("local.realtime: triggers and schema parley_realtime removed")
         return 0
     redact_uvicorn_logs()
     print(f"local.realtime: ws://{config.host}:{config.port}/realtime/v1/websocket", flush=True)

@@ -38,13 +38,20 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     try:
         await engine.auth.claims(token)
     except TokenRejected as exc:
-        await asyncio.sleep(engine.config.connect_error_delay)
-        response = JSONResponse({"error": exc.connect_message}, status_code=401)
-        await websocket.send_denial_response(response)
+        await _refuse(websocket, 401, exc.connect_message)
+        return
+    if (refusal := engine.limits.refuses_connection()) is not None:
+        await _refuse(websocket, 429, refusal)
         return
     await websocket.accept()
     assert token is not None  # claims() refuses a missing token
     await Connection(engine, websocket, serializer, token=token).run()
+
+
+async def _refuse(websocket: WebSocket, status: int, message: str) -> None:
+    engine: Realtime = websocket.app.state.realtime
+    await asyncio.sleep(engine.config.connect_error_delay)
+    await websocket.send_denial_response(JSONResponse({"error": message}, status_code=status))
 
 
 def routes() -> list[BaseRoute]:

@@ -66,6 +66,10 @@ class Channel:
         self.subscription_error: str | None = None
         """Why the postgres_changes bindings could not be subscribed, if they could not."""
         self.tenant_topic = tenant_topic(self.subtopic, private=request.private)
+        self.replayed: frozenset[str] = frozenset()
+        """Ids of the stored messages replayed on join: not delivered a second time."""
+        self._held: list[tuple[str | bytes, str, str | None]] | None = None
+        self._presence_calls = self.engine.limits.client_presence()
         self._writes: dict[str, bool] = {}
         self._token_timer: asyncio.TimerHandle | None = None
         self._closed = False
@@ -80,7 +84,9 @@ class Channel:
     def serializer(self) -> Serializer:
         return self.connection.serializer
 
-    def accepts(self, event: str) -> bool:
+    def accepts(self, event: str, message_id: str | None = None) -> bool:
+        if message_id is not None and message_id in self.replayed:
+            return False
         if self.access is None:
             return True
         if event == "broadcast":
@@ -89,8 +95,31 @@ class Channel:
             return self.access.presence
         return True
 
-    def deliver(self, data: str | bytes) -> None:
+    def deliver(self, data: str | bytes, event: str, message_id: str | None = None) -> None:
+        if self._closed:  # shut down by an earlier message of the same fan-out
+            return
+        if self._held is not None:
+            self._held.append((data, event, message_id))
+            return
         self.connection.send(data)
+        limits = self.engine.limits
+        if event == "presence_diff":
+            limits.presence.add()
+            return
+        limits.events.add()
+        if limits.events.triggered:  # hosted: every channel a message reaches checks the rate
+            self.shutdown("Too many messages per second")
+
+    def hold(self) -> None:
+        """Keep what arrives for the channel until `release` (while its replay is read)."""
+        self._held = []
+
+    def release(self) -> None:
+        """Deliver what was held, but the messages already replayed."""
+        held, self._held = self._held or [], None
+        for data, event, message_id in held:
+            if message_id is None or message_id not in self.replayed:
+                self.deliver(data, event, message_id)
 
     def deliver_change(self, binding_ids: list[int], change_type: str, data: RawJson) -> None:
         if self.request.new_api:
@@ -146,6 +175,7 @@ class Channel:
             return
         if isinstance(payload, UserBroadcast):  # the server drops the client's metadata
             payload = UserBroadcast(payload.event, payload.payload, payload.is_json)
+        self.engine.limits.events.add()
         exclude = None if self.request.self_broadcast else self
         self.engine.hub.publish(self.tenant_topic, "broadcast", payload, exclude=exclude)
         if self.request.ack_broadcast:
@@ -155,6 +185,9 @@ class Channel:
         event = payload.get("event")
         if not isinstance(event, str):
             self.reply(frame.ref, "ok", {})
+            return
+        if not self._presence_calls.allow():  # track, untrack or anything else: all count
+            self.shutdown("Client presence rate limit exceeded")
             return
         event = event.lower()
         if event == "track":
@@ -175,9 +208,22 @@ class Channel:
         if _size(payload) > self.engine.config.max_payload_bytes:
             self.shutdown("Track message size exceeded")
             return
-        key = self.request.presence_key
-        self._publish_presence(self.engine.presence.track(self.tenant_topic, self, key, payload))
+        key, presence = self.request.presence_key, self.engine.presence
+        if presence.changes(self.tenant_topic, self, key, payload):
+            if self.engine.limits.presence_exceeded():
+                self.shutdown("Too many presence messages per second")
+                return
+            self.engine.limits.presence.add()
+            self._publish_presence(presence.track(self.tenant_topic, self, key, payload))
         self.reply(frame.ref, "ok", {})
+
+    def push_presence_state(self) -> None:
+        """The `presence_state` after join, counted like hosted's presence sync."""
+        if self.engine.limits.presence_exceeded():
+            self.shutdown("Too many presence messages per second")
+            return
+        self.engine.limits.presence.add()
+        self.push("presence_state", self.engine.presence.state(self.tenant_topic))
 
     def _publish_presence(self, diff: JsonObject | None) -> None:
         if diff is not None:
@@ -189,8 +235,9 @@ class Channel:
         if extension not in self._writes:
             try:
                 allowed = await write_access(
-                    self.engine.pool, self.subtopic, self.claims, extension
-                )
+                    self.engine.pool, self.subtopic, self.claims, extension,
+                    headers=self.connection.headers,
+                )  # fmt: skip
             except PolicyError as exc:
                 log.error("realtime: RlsPolicyError on %s: %s", self.topic, exc)
                 return False
@@ -222,8 +269,9 @@ class Channel:
     async def _reauthorize(self, claims: Claims) -> None:
         try:
             access = await read_access(
-                self.engine.pool, self.subtopic, claims, presence=self.request.presence_enabled
-            )
+                self.engine.pool, self.subtopic, claims,
+                presence=self.request.presence_enabled, headers=self.connection.headers,
+            )  # fmt: skip
         except PolicyError:
             access = Access()
         if not (access.broadcast or access.presence):

@@ -44,6 +44,30 @@ class RealtimeConfig:
     token_check_interval: float = 300.0
     """Channel tokens are re-checked this often (and when they expire)."""
 
+    # Limits, in the hosted server's words and defaults (config/runtime.exs, the Free plan).
+    max_concurrent_users: int = 200
+    """Sockets with a joined channel at once; beyond: `ConnectionRateLimitReached`."""
+    max_events_per_second: int = 100
+    """Broadcasts per second (sent, and delivered to each channel), averaged like hosted."""
+    max_joins_per_second: int = 100
+    """Channel joins per second; beyond: `ClientJoinRateLimitReached` and a disconnect."""
+    max_channels_per_client: int = 100
+    """Channels one socket may have joined; beyond: `ChannelRateLimitReached`."""
+    max_presence_events_per_second: int = 20
+    """Presence tracks and deliveries per second (hosted Free plan: 20)."""
+    client_presence_max_calls: int = 5
+    client_presence_window: float = 30.0
+    """A channel may make `client_presence_max_calls` presence calls per this many seconds."""
+    rate_tick: float = 5.0
+    """Rates are measured every this many seconds, averaged over the last 12 (hosted: 5 s)."""
+    tick_rates: bool = True
+    """False: rates are measured only when `limits.tick()` is called (tests that drive time)."""
+
+    message_retention_hours: int = 72
+    """Daily `realtime.messages` partitions older than this are dropped (hosted: 72 h)."""
+    janitor_interval: float = 4 * 3600.0
+    """How often partitions are created ahead and old ones dropped (hosted: every 4 h)."""
+
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> RealtimeConfig:
         """The configuration `python -m local.realtime` uses, from environment settings."""
@@ -63,6 +87,14 @@ class RealtimeConfig:
             connect_error_delay=settings.realtime_connect_error_delay_ms / 1000,
             join_error_delay=settings.realtime_join_error_delay_ms / 1000,
             change_retention=float(settings.realtime_change_retention_seconds),
+            message_retention_hours=settings.realtime_message_retention_hours,
+            max_concurrent_users=settings.realtime_max_concurrent_users,
+            max_events_per_second=settings.realtime_max_events_per_second,
+            max_joins_per_second=settings.realtime_max_joins_per_second,
+            max_channels_per_client=settings.realtime_max_channels_per_client,
+            max_presence_events_per_second=settings.realtime_max_presence_events_per_second,
+            client_presence_max_calls=settings.realtime_client_presence_max_calls,
+            client_presence_window=settings.realtime_client_presence_window_ms / 1000,
         )
         return replace(config, **overrides)
 

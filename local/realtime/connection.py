@@ -37,8 +37,14 @@ class Connection:
         self.token = token
         """The connect token (apikey, already verified), used by joins without access_token."""
         self.channels: dict[str, Channel] = {}
+        self.joining: set[str] = set()
+        """Topics whose join is being checked."""
+        self.headers: dict[str, str] = {
+            name: value for name, value in websocket.headers.items() if name.startswith("x-")
+        }
+        """The upgrade request's `x-*` headers: `request.headers` in policy checks, as hosted."""
         self._websocket = websocket
-        self._outbox: asyncio.Queue[str | bytes] = asyncio.Queue()
+        self._outbox: asyncio.Queue[str | bytes | None] = asyncio.Queue()
         self._tasks: set[asyncio.Task[None]] = set()
         self._topic_locks: dict[str, asyncio.Lock] = {}
 
@@ -50,6 +56,7 @@ class Connection:
         finally:
             for channel in list(self.channels.values()):
                 channel.terminate()
+            self.engine.limits.users.discard(self)
             tasks = (writer, *self._tasks)
             for task in tasks:
                 task.cancel()
@@ -58,6 +65,10 @@ class Connection:
 
     def send(self, data: str | bytes) -> None:
         self._outbox.put_nowait(data)
+
+    def disconnect(self) -> None:
+        """Close the socket once everything queued before has been written."""
+        self._outbox.put_nowait(None)
 
     def send_frame(self, frame: Frame) -> None:
         data = self.serializer.encode(frame)
@@ -136,6 +147,9 @@ class Connection:
     async def _write(self) -> None:
         while True:
             data = await self._outbox.get()
+            if data is None:
+                await self._websocket.close(code=1000)
+                return
             if isinstance(data, str):
                 await self._websocket.send_text(data)
             else:

@@ -12,10 +12,13 @@ from psycopg_pool import AsyncConnectionPool
 
 from local.realtime.auth import Authenticator
 from local.realtime.changes import capture
-from local.realtime.changes.listener import ChangeListener
-from local.realtime.changes.router import ChangeRouter, Pool
+from local.realtime.changes.router import ChangeNotice, ChangeRouter, Pool
 from local.realtime.config import RealtimeConfig
 from local.realtime.hub import Hub
+from local.realtime.limits import TenantLimits
+from local.realtime.listener import Listener
+from local.realtime.messages import store
+from local.realtime.messages.delivery import DatabaseBroadcasts
 from local.realtime.presence import PresenceRegistry
 from shared.errors import ConfigurationError
 
@@ -23,7 +26,8 @@ log = logging.getLogger(__name__)
 
 
 class Realtime:
-    """Authentication, fan-out, presence and change routing of one server, and its database."""
+    """Authentication, fan-out, presence, limits, change routing and Broadcast from Database of
+    one server, and its database."""
 
     def __init__(self, config: RealtimeConfig) -> None:
         self.config = config
@@ -32,6 +36,7 @@ class Realtime:
         )
         self.hub = Hub()
         self.presence = PresenceRegistry()
+        self.limits = TenantLimits(config)
         self.pool: Pool = AsyncConnectionPool(
             config.database_url,
             min_size=1,
@@ -43,17 +48,29 @@ class Realtime:
         self.router = ChangeRouter(
             self.pool, publication=config.publication, max_record_bytes=config.max_record_bytes
         )
-        self.listener = ChangeListener(config.database_url, self.router)
+        self.broadcasts = DatabaseBroadcasts(
+            self.pool, self.hub, self.limits, config.max_payload_bytes
+        )
+        self.listener = Listener(
+            config.database_url,
+            {
+                capture.NOTIFY_CHANNEL: self._route_change,
+                store.NOTIFY_CHANNEL: self.broadcasts.announce,
+            },
+        )
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        """Connect, install the change capture, LISTEN, start the upkeep loops."""
+        """Connect, install the change capture and `realtime.messages` upkeep, LISTEN, start the
+        upkeep loops."""
         await check_database(self.config.database_url)
         await self.pool.open(wait=True, timeout=15)
         try:
             async with self.pool.connection() as conn:
                 self.router.captured = await capture.install(conn, self.config.publication)
                 await capture.prune(conn, self.config.change_retention)
+                await store.install(conn)
+                await store.tend(conn, self.config.message_retention_hours)
             await self.listener.start()
         except BaseException:
             await self.pool.close()
@@ -61,7 +78,10 @@ class Realtime:
         self._tasks = [
             _every(self.config.prune_interval, self._prune, "prune"),
             _every(self.config.publication_poll_interval, self.router.sync, "publication sync"),
+            _every(self.config.janitor_interval, self._tend_messages, "janitor"),
         ]
+        if self.config.tick_rates:
+            self._tasks.append(_every(self.config.rate_tick, self._tick, "rate tick"))
         log.info("realtime: capturing %d published tables", len(self.router.captured))
 
     async def stop(self) -> None:
@@ -78,6 +98,18 @@ class Realtime:
     async def _prune(self) -> None:
         async with self.pool.connection() as conn:
             await capture.prune(conn, self.config.change_retention)
+
+    async def _tend_messages(self) -> None:
+        async with self.pool.connection() as conn:
+            dropped = await store.tend(conn, self.config.message_retention_hours)
+        if dropped:
+            log.info("realtime: dropped old message partitions %s", ", ".join(dropped))
+
+    async def _tick(self) -> None:
+        self.limits.tick()
+
+    async def _route_change(self, notice: str) -> None:
+        await self.router.route(ChangeNotice.parse(notice))
 
 
 async def check_database(url: str) -> None:

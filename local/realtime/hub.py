@@ -8,7 +8,6 @@ Each message is encoded once per (serializer, joined topic) and the bytes reused
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from typing import Protocol
 
 from local.realtime.frames import Frame, Payload, Serializer
@@ -25,12 +24,13 @@ class Member(Protocol):
     @property
     def serializer(self) -> Serializer: ...
 
-    def accepts(self, event: str) -> bool:
-        """False for messages this member may not read (private channel policies)."""
+    def accepts(self, event: str, message_id: str | None = None) -> bool:
+        """False for messages this member may not read (private channel policies) or has
+        already had (replayed)."""
         ...
 
-    def deliver(self, data: str | bytes) -> None:
-        """Queue encoded bytes for the member's socket."""
+    def deliver(self, data: str | bytes, event: str, message_id: str | None = None) -> None:
+        """Queue encoded bytes for the member's socket (and count them against the limits)."""
         ...
 
 
@@ -65,19 +65,23 @@ class Hub:
         payload: Payload,
         *,
         exclude: Member | None = None,
-        only: Callable[[Member], bool] | None = None,
+        message_id: str | None = None,
     ) -> int:
-        """Send `event` to every member of `topic` (but `exclude`); returns how many got it."""
+        """Send `event` to every member of `topic` (but `exclude`); returns how many got it.
+
+        `message_id` identifies a stored message (Broadcast from Database), which a member that
+        replayed it on join does not get twice.
+        """
         encoded: dict[tuple[str, str], str | bytes | None] = {}
         sent = 0
         for member in self.members(topic):
-            if member is exclude or not member.accepts(event) or (only and not only(member)):
+            if member is exclude or not member.accepts(event, message_id):
                 continue
             key = (member.serializer.vsn, member.topic)
             if key not in encoded:
                 encoded[key] = member.serializer.encode(Frame(member.topic, event, payload))
             data = encoded[key]
             if data is not None:
-                member.deliver(data)
+                member.deliver(data, event, message_id)
                 sent += 1
         return sent

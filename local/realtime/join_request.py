@@ -33,6 +33,8 @@ class JoinRequest:
     """False for the legacy API: no `config`; the topic itself names the table."""
     wants_replay: bool
     """A `broadcast.replay` key was present (refused on public channels, even when `{}`)."""
+    replay: object
+    """Its value as sent: `{"since": epoch ms, "limit": n}`, checked by the join."""
     access_token: object
     """`access_token` (or legacy `user_token`) from the payload, if any; checked by the caller."""
 
@@ -57,6 +59,7 @@ def parse_join(payload: JsonObject, subtopic: str) -> JoinRequest:
         postgres_changes=_bindings(config.get("postgres_changes"), new_api, subtopic),
         new_api=new_api,
         wants_replay="replay" in broadcast,
+        replay=broadcast.get("replay"),
         access_token=payload.get("access_token") or payload.get("user_token"),
     )
 

@@ -4,6 +4,9 @@ As in `lib/realtime/tenants/authorization.ex`: to test *read* access the server 
 (`topic`, `extension` = broadcast / presence) as itself, then — as the client's role with its
 claims and `realtime.topic` set — selects them back; visible means readable. To test *write*
 access it inserts a probe as the client's role under a savepoint. Everything is rolled back.
+The settings a policy may read are the hosted server's: `role`, `realtime.topic`,
+`request.jwt.claims`, `request.jwt.claim.sub` / `.role`, and `request.headers` — a JSON object of
+the socket's `x-*` upgrade headers (all headers for the REST API), names in lower case.
 """
 
 from __future__ import annotations
@@ -37,21 +40,29 @@ _CONTEXT = """
            set_config('request.jwt.claims', %(claims)s, true),
            set_config('request.jwt.claim.sub', %(sub)s, true),
            set_config('request.jwt.claim.role', %(role)s, true),
-           set_config('request.headers', '{}', true)
+           set_config('request.headers', %(headers)s, true)
 """
 
 
-def _context(topic: str, claims: Mapping[str, Any]) -> dict[str, str]:
+def _context(
+    topic: str, claims: Mapping[str, Any], headers: Mapping[str, str] | None
+) -> dict[str, str]:
     return {
         "role": str(claims.get("role", "")),
         "topic": topic,
         "claims": json.dumps(dict(claims)),
         "sub": str(claims.get("sub") or ""),
+        "headers": json.dumps(dict(headers or {})),
     }
 
 
 async def read_access(
-    pool: Pool, topic: str, claims: Mapping[str, Any], *, presence: bool = True
+    pool: Pool,
+    topic: str,
+    claims: Mapping[str, Any],
+    *,
+    presence: bool = True,
+    headers: Mapping[str, str] | None = None,
 ) -> Access:
     """Which extensions `claims` may read on private `topic`."""
     probes = {"broadcast": uuid.uuid4(), **({"presence": uuid.uuid4()} if presence else {})}
@@ -62,7 +73,7 @@ async def read_access(
                     "INSERT INTO realtime.messages (id, topic, extension) VALUES (%s, %s, %s)",
                     (probe, topic, extension),
                 )
-            await conn.execute(_CONTEXT, _context(topic, claims))
+            await conn.execute(_CONTEXT, _context(topic, claims, headers))
             cur = await conn.execute(
                 "SELECT id FROM realtime.messages WHERE id = ANY(%s)", (list(probes.values()),)
             )
@@ -74,11 +85,18 @@ async def read_access(
     )
 
 
-async def write_access(pool: Pool, topic: str, claims: Mapping[str, Any], extension: str) -> bool:
+async def write_access(
+    pool: Pool,
+    topic: str,
+    claims: Mapping[str, Any],
+    extension: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+) -> bool:
     """Whether `claims` may write `extension` messages on private `topic`."""
     try:
         async with pool.connection() as conn, conn.transaction(force_rollback=True):
-            await conn.execute(_CONTEXT, _context(topic, claims))
+            await conn.execute(_CONTEXT, _context(topic, claims, headers))
             try:
                 async with conn.transaction():
                     await conn.execute(

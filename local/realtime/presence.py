@@ -58,6 +58,11 @@ class PresenceRegistry:
         tracked[tracker] = new
         return _diff([new], [old] if old is not None else [])
 
+    def changes(self, topic: str, tracker: object, key: str, payload: JsonObject) -> bool:
+        """Whether tracking `payload` would change anything (re-tracking the same is a no-op)."""
+        old = self._topics.get(topic, {}).get(tracker)
+        return old is None or old.key != key or old.payload != payload
+
     def untrack(self, topic: str, tracker: object) -> JsonObject | None:
         """Stop tracking; the diff to publish, or None when nothing was tracked."""
         tracked = self._topics.get(topic, {})

@@ -4,7 +4,9 @@ Behaviour of `broadcast_controller.ex` / `broadcast_single_controller.ex`: a JWT
 `Authorization: Bearer` or `apikey` (401 `{"message": "Unauthorized"}`), 202 with an empty body,
 422 with changeset-style `{"errors": …}`. `topic` is the subtopic as given (`session:<id>`, no
 `realtime:` prefix is added or removed). Private messages need a broadcast-write policy on
-`realtime.messages`; in a batch, unauthorised ones are skipped silently (still 202).
+`realtime.messages`; in a batch, unauthorised ones are skipped silently (still 202). Every
+message counts against the events-per-second limit; past it, 429 `{"message": …}` in the hosted
+words. Policies see all the request's headers as `request.headers`.
 """
 
 from __future__ import annotations
@@ -58,11 +60,21 @@ async def broadcast_batch(request: Request) -> Response:
         body = await request.json()
     except ValueError:
         return JSONResponse({"message": "Invalid JSON body"}, status_code=400)
-    messages, errors = _validate_batch(body, _engine(request).config.max_payload_bytes)
+    engine = _engine(request)
+    messages, errors = _validate_batch(body, engine.config.max_payload_bytes)
     if errors is not None:
         return JSONResponse({"errors": errors}, status_code=422)
-    await _send_batch(_engine(request), claims, messages)
+    events = engine.limits.events
+    if events.avg > events.limit:
+        return _too_many("You have exceeded your rate limit")
+    if len(messages) + events.avg > events.limit:
+        return _too_many("Too many messages to broadcast, please reduce the batch size")
+    await _send_batch(engine, claims, messages, dict(request.headers))
     return Response(status_code=202)
+
+
+def _too_many(message: str) -> JSONResponse:
+    return JSONResponse({"message": message}, status_code=429)
 
 
 def _validate_batch(body: Any, max_bytes: int) -> tuple[list[JsonObject], JsonObject | None]:
@@ -102,7 +114,9 @@ def _validate_message(message: Any, max_bytes: int) -> tuple[JsonObject, dict[st
     return {**message, "private": bool(private)}, problems
 
 
-async def _send_batch(engine: Realtime, claims: Claims, messages: list[JsonObject]) -> None:
+async def _send_batch(
+    engine: Realtime, claims: Claims, messages: list[JsonObject], headers: dict[str, str]
+) -> None:
     private_topics: dict[str, list[JsonObject]] = defaultdict(list)
     for message in messages:
         if message["private"]:
@@ -110,7 +124,7 @@ async def _send_batch(engine: Realtime, claims: Claims, messages: list[JsonObjec
         else:
             _publish_json(engine, message, private=False)
     for topic, group in private_topics.items():
-        if await _may_write(engine, topic, claims):
+        if await _may_write(engine, topic, claims, headers):
             for message in group:
                 _publish_json(engine, message, private=True)
 
@@ -121,6 +135,7 @@ def _publish_json(engine: Realtime, message: JsonObject, *, private: bool) -> No
     }  # fmt: skip
     if message.get("id"):
         payload["meta"] = {"id": message["id"]}
+    engine.limits.events.add()
     engine.hub.publish(tenant_topic(message["topic"], private=private), "broadcast", payload)
 
 
@@ -143,9 +158,12 @@ async def broadcast_one(request: Request) -> Response:
     broadcast = await _single_payload(request, event, binary=media == _JSON_TYPES[1])
     if isinstance(broadcast, Response):
         return broadcast
+    if engine.limits.events.avg >= engine.limits.events.limit:
+        return _too_many("You have exceeded your rate limit")
     private = request.query_params.get("private", "").lower() == "true"
-    if private and not await _may_write(engine, topic, claims):
+    if private and not await _may_write(engine, topic, claims, dict(request.headers)):
         return JSONResponse({"message": "Unauthorized"}, status_code=403)
+    engine.limits.events.add()
     engine.hub.publish(tenant_topic(topic, private=private), "broadcast", broadcast)
     return Response(status_code=202)
 
@@ -181,9 +199,9 @@ def _topic_and_event(request: Request) -> tuple[str, str] | None:
     return (topic, event) if topic and event else None
 
 
-async def _may_write(engine: Realtime, topic: str, claims: Claims) -> bool:
+async def _may_write(engine: Realtime, topic: str, claims: Claims, headers: dict[str, str]) -> bool:
     try:
-        return await write_access(engine.pool, topic, claims, "broadcast")
+        return await write_access(engine.pool, topic, claims, "broadcast", headers=headers)
     except PolicyError:
         return False
 

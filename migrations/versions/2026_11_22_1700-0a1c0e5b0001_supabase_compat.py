@@ -7,6 +7,12 @@ on a real Supabase project this revision changes nothing. What it creates is mar
 comment, and the downgrade drops only marked objects. Roles are cluster-wide and shared by every
 database on the server, so the downgrade leaves them in place.
 
+Creating `service_role` (BYPASSRLS) needs a superuser on PostgreSQL 15, or CREATEROLE and
+BYPASSRLS on 16 and newer; managed servers (RDS, Cloud SQL, Neon…) rarely give the migrating
+role that. Then this revision stops before changing anything, with the statements an
+administrator runs once per server. The migrating role must also be a member of the three roles
+(Supabase grants them to `postgres`): the service switches to `authenticated` for user work.
+
 Revision ID: 0a1c0e5b0001
 Revises:
 Create Date: 2026-11-22 17:00:00
@@ -23,21 +29,57 @@ depends_on: str | Sequence[str] | None = None
 
 MARK = "created by parley supabase-compat"
 
+ROLES = """
+DO $roles$
+DECLARE
+    wanted constant text[] := ARRAY['anon', 'authenticated', 'service_role'];
+    attributes constant text[] := ARRAY['NOLOGIN NOINHERIT', 'NOLOGIN NOINHERIT',
+                                        'NOLOGIN NOINHERIT BYPASSRLS'];
+    missing text[] := ARRAY[]::text[];
+    setup text := '';
+    api_role text;
+BEGIN
+    FOR i IN 1 .. cardinality(wanted) LOOP
+        api_role := wanted[i];
+        IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = api_role) THEN
+            missing := missing || api_role;
+            setup := setup || format(E'\n    CREATE ROLE %I %s;', api_role, attributes[i]);
+        ELSIF NOT pg_has_role(current_user, api_role, 'MEMBER') THEN
+            missing := missing || api_role;
+        END IF;
+    END LOOP;
+    IF cardinality(missing) = 0 THEN
+        RETURN;
+    END IF;
+    setup := setup || format(E'\n    GRANT %s TO %I;', array_to_string(missing, ', '),
+                             current_user);
+    BEGIN
+        FOR i IN 1 .. cardinality(wanted) LOOP
+            api_role := wanted[i];
+            IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = api_role) THEN
+                EXECUTE format('CREATE ROLE %I %s', api_role, attributes[i]);
+            END IF;
+            IF NOT pg_has_role(current_user, api_role, 'MEMBER') THEN
+                EXECUTE format('GRANT %I TO %I', api_role, current_user);
+            END IF;
+        END LOOP;
+    EXCEPTION WHEN insufficient_privilege THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'insufficient_privilege',
+            MESSAGE = format('Parley needs Supabase''s roles anon, authenticated and '
+                             || 'service_role, and %I cannot create or join %s (%s).',
+                             current_user, array_to_string(missing, ', '), SQLERRM),
+            HINT = 'Ask an administrator (a superuser; on PostgreSQL 16 and newer a role with '
+                   || 'CREATEROLE and BYPASSRLS will do) to run, once per server:' || setup
+                   || E'\nthen run the migrations again.';
+    END;
+END
+$roles$;
+"""
+
 UPGRADE = f"""
 DO $compat$
 BEGIN
-    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'anon') THEN
-        CREATE ROLE anon NOLOGIN NOINHERIT;
-        EXECUTE 'GRANT anon TO ' || quote_ident(current_user);
-    END IF;
-    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'authenticated') THEN
-        CREATE ROLE authenticated NOLOGIN NOINHERIT;
-        EXECUTE 'GRANT authenticated TO ' || quote_ident(current_user);
-    END IF;
-    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'service_role') THEN
-        CREATE ROLE service_role NOLOGIN NOINHERIT BYPASSRLS;
-        EXECUTE 'GRANT service_role TO ' || quote_ident(current_user);
-    END IF;
 
     IF NOT EXISTS (SELECT FROM pg_namespace WHERE nspname = 'auth') THEN
         CREATE SCHEMA auth;
@@ -131,6 +173,7 @@ $compat$;
 
 
 def upgrade() -> None:
+    op.execute(ROLES)
     op.execute(UPGRADE)
 
 

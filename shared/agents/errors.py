@@ -16,10 +16,17 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from shared.errors import AppError, Conflict
+from psycopg import OperationalError
+
+from shared.errors import AppError, Conflict, UpstreamUnavailable
 
 if TYPE_CHECKING:
     from shared.db.records import Plan
+
+RESUMABLE: tuple[type[Exception], ...] = (UpstreamUnavailable, OperationalError)
+"""Failures of the infrastructure, not of the work: another function could not be reached,
+or the database connection failed. They leave the plan (or step) as it stands, for the next
+invocation to resume; any other unexpected error ends it `failed`."""
 
 
 class AgentStopped(AppError):

@@ -36,7 +36,7 @@ async def emit_agent_message(
     """`agent_message` for one dialogue row, with the row's seq."""
     data: dict[str, JsonValue] = {
         "message_id": str(row.id),
-        "thread_id": str(row.agent_session_id),
+        "thread_id": _id(row.agent_session_id),
         "step_id": _id(step_id),
         "message_type": row.message_type,
         "sender_agent_id": _id(row.sender_agent_id),

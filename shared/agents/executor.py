@@ -10,12 +10,13 @@ step is closed as `cancelled` without a model call. One invocation works on a st
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Literal
 from uuid import UUID
 
 from shared.agents import control_tools, prompts
-from shared.agents.errors import AgentStopped, AwaitingApproval, PlanCancelled
+from shared.agents.errors import RESUMABLE, AgentStopped, AwaitingApproval, PlanCancelled
 from shared.agents.events import emit_agent_message, emit_step_completed, emit_step_started
 from shared.agents.leases import LeaseLost, holding
 from shared.agents.model_calls import AgentRun, tool_schemas
@@ -31,6 +32,8 @@ from shared.tools import offered_tools
 
 if TYPE_CHECKING:
     from shared.services import Services
+
+logger = logging.getLogger(__name__)
 
 
 async def run_executor_step(
@@ -93,6 +96,13 @@ async def _work(services: Services, opened: OpenedStep, emitter: EventEmitter) -
             step = await plans.update_step(conn, step_id=opened.step.id, status="awaiting_approval")
         return StepOutcome.of(step)
     except (AgentStopped, LLMError) as exc:
+        ending = Ending("fail", readable(exc))
+    except RESUMABLE:
+        raise
+    except Exception as exc:
+        # A bug, or data the database refused: fail the step (the plan goes on without it)
+        # rather than leave it running for every redelivery to pay for the same calls again.
+        logger.exception("step %s failed unexpectedly", opened.step.id)
         ending = Ending("fail", readable(exc))
     return await close_step(services, opened, ending, emitter)
 
@@ -162,4 +172,4 @@ def readable(exc: Exception) -> str:
             f"The language model call failed ({exc.title.lower()}): {exc}. "
             "Your message is saved; try again in a moment."
         )
-    return "The step failed unexpectedly."
+    return "An unexpected error stopped this work (it is logged); your message is saved."

@@ -5,6 +5,10 @@
   set), the plan `failed`;
 * a model failure, the cost cap, an unwritable plan, a prompt over budget → `failed` with a
   readable `error` event; the user's message is always kept;
+* anything unexpected (a bug, data the database refused) → logged, and `failed` the same way,
+  with a generic message (no internals reach the user). A failure of the infrastructure
+  (`RESUMABLE`: another function unreachable, the database connection lost), a lost lease or a
+  cancelled task leaves the plan as it stands, for the next invocation to resume;
 * a cancel request → `cancelled`: open steps, threads and executions are closed, everything
   already stored (partial results, usage) stays; undecided approvals are closed `cancelled`;
 * an approval gate waiting → `awaiting_approval` (the event lists the pending approvals); the
@@ -16,6 +20,7 @@ Settling the plan (waiting, ending) gives its run lease back in the same write.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 from uuid import UUID
@@ -23,7 +28,7 @@ from uuid import UUID
 from pydantic import JsonValue
 
 from shared.agents.accounting import plan_usage, usage_json
-from shared.agents.errors import AgentStopped, AwaitingApproval, PlanCancelled
+from shared.agents.errors import RESUMABLE, AgentStopped, AwaitingApproval, PlanCancelled
 from shared.agents.events import approval_data, clip, emit_step_completed
 from shared.agents.executor import readable
 from shared.agents.outcomes import PlanOutcome
@@ -42,6 +47,8 @@ from shared.llm import LLMError, LLMNotConfigured
 
 if TYPE_CHECKING:
     from shared.services import Services
+
+logger = logging.getLogger(__name__)
 
 TERMINAL: frozenset[PlanStatus] = frozenset({"completed", "failed", "cancelled"})
 NOT_CONFIGURED = "Parley cannot answer yet: no language model is configured. "
@@ -81,6 +88,13 @@ async def _settle(
             if waiting is not None:
                 return waiting
         except (AgentStopped, LLMError) as exc:
+            return await _close(services, plan, emitter, "failed", readable(exc))
+        except RESUMABLE:
+            raise
+        except Exception as exc:
+            # A bug, or data the database refused: end the plan rather than leave it
+            # `executing` for every resume to pay for the same model calls and fail the same way.
+            logger.exception("plan %s failed unexpectedly", plan.id)
             return await _close(services, plan, emitter, "failed", readable(exc))
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from shared.agents.accounting import check_plan
 from shared.agents.budget import FittedPrompt, Segment, fit_prompt
+from shared.agents.replies import own_reply, storable
 from shared.db.records import Agent, Execution, Plan
 from shared.events import EventEmitter
 from shared.llm import (
@@ -105,18 +106,22 @@ def build_request(
 
 
 async def call_model(run: AgentRun, request: ChatRequest, *, stream_text: bool) -> Completion:
-    """Check the plan may go on, then call the model (text streamed as `token` events)."""
+    """Check the plan may go on, then call the model (text streamed as `token` events).
+
+    The reply comes back as Parley's (`replies.own_reply`): its own call ids, storable text.
+    """
     settings = run.services.settings
     await check_plan(run.services.db, run.plan.id, cost_cap=settings.plan_max_cost_usd)
     if not stream_text:
-        return await run.services.llm.complete(request)
+        return own_reply(await run.services.llm.complete(request))
     completion: Completion | None = None
     async for event in run.services.llm.stream(request):
         if isinstance(event, TextDelta):
-            await run.emitter.token(event.text, plan_id=run.plan.id, agent_id=run.agent.id)
+            text = storable(event.text)
+            await run.emitter.token(text, plan_id=run.plan.id, agent_id=run.agent.id)
         elif isinstance(event, Completed):
             completion = event.completion
     await run.emitter.flush_tokens()
     if completion is None:
         raise UnexpectedReply("the stream ended without a completion", model=request.model)
-    return completion
+    return own_reply(completion)

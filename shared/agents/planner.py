@@ -14,9 +14,11 @@ The planner's turn is one loop over its stored messages (`chat_messages` with th
 
 Each decision is committed before it is published, so a re-invocation continues where the
 last one stopped: finished steps are reused, answered calls are not repeated. Exactly one
-`done` event ends every `run_plan`, whatever happened — except an unexpected exception (a bug,
-a lost database), which propagates and leaves the plan `executing` for the next invocation
-(at-least-once delivery) to resume once its lease has expired.
+`done` event ends every `run_plan`, whatever happened: an unexpected exception (a bug, data
+the database refused) ends the plan `failed` (`finishing`). A failure of the infrastructure
+(another function unreachable, the database connection lost) propagates, and like a process
+that died leaves the plan `executing` for the next invocation (at-least-once delivery) to
+resume once its lease has expired.
 
 One invocation works on a plan at a time: it holds the plan's run lease (`leases`). Another
 `run_plan` for the plan meanwhile returns at once — no model call, no event — with the plan's

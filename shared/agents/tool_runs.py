@@ -40,6 +40,7 @@ async def run_tool(
         agent_id=run.agent.id,
         user_id=run.plan.user_id,
         thread=thread,
+        plan_id=run.plan.id,
         execution_id=run.execution.id,
     )
     return await run.services.tool_executor.execute(

@@ -14,6 +14,13 @@ from shared.db.database import Connection
 from shared.db.records import Approval, ApprovalKind, ApprovalStatus, columns
 
 APPROVAL = columns(Approval)
+CALL_HASH = (
+    "encode(sha256(convert_to(concat_ws(E'\\n', %(kind)s::text, %(tool)s::text, "
+    "%(args)s::jsonb::text, %(reason)s::text), 'UTF8')), 'hex')"
+)
+"""The call's fingerprint: SHA-256 of kind, tool name and arguments in `jsonb`'s normal form
+(keys sorted, whitespace dropped), or the escalation's reason. Migration 9b1e6c4d0402 computes
+the same over stored rows."""
 
 
 async def request_approval(
@@ -30,31 +37,36 @@ async def request_approval(
 ) -> tuple[Approval, bool]:
     """The approval of one call: (row, True if it was asked for just now, as `pending`).
 
-    Keyed on (plan, step, tool call): asking again — every resume does — finds the same row,
-    with whatever the user decided meanwhile.
+    Keyed on (plan, step, call id, call hash): asking again — every resume does — finds the
+    same row, with whatever the user decided meanwhile; a decision never applies to another
+    call, even one that reuses the id.
     """
+    params = {
+        "plan": plan_id, "step": step_id, "agent": agent_id, "kind": kind, "call": tool_call_id,
+        "tool": tool_name, "args": Jsonb(dict(tool_args)) if tool_args is not None else None,
+        "reason": reason,
+    }  # fmt: skip
     created = await fetch_optional(
         conn,
         Approval,
         f"""INSERT INTO agent_approvals (plan_id, session_id, user_id, step_id, agent_id, kind,
-                                         tool_call_id, tool_name, tool_args, reason)
+                                         tool_call_id, tool_name, tool_args, reason, call_hash)
             SELECT p.id, p.session_id, p.user_id, %(step)s, %(agent)s, %(kind)s, %(call)s,
-                   %(tool)s, %(args)s, %(reason)s
+                   %(tool)s, %(args)s, %(reason)s, {CALL_HASH}
               FROM agent_plans p WHERE p.id = %(plan)s
             ON CONFLICT ON CONSTRAINT agent_approvals_call DO NOTHING
             RETURNING {APPROVAL}""",
-        {"plan": plan_id, "step": step_id, "agent": agent_id, "kind": kind, "call": tool_call_id,
-         "tool": tool_name, "args": Jsonb(dict(tool_args)) if tool_args is not None else None,
-         "reason": reason},
-    )  # fmt: skip
+        params,
+    )
     if created is not None:
         return created, True
     existing = await fetch_one(
         conn,
         Approval,
         f"""SELECT {APPROVAL} FROM agent_approvals
-            WHERE plan_id = %s AND step_id IS NOT DISTINCT FROM %s AND tool_call_id = %s""",
-        (plan_id, step_id, tool_call_id),
+            WHERE plan_id = %(plan)s AND step_id IS NOT DISTINCT FROM %(step)s
+              AND tool_call_id = %(call)s AND call_hash = {CALL_HASH}""",
+        params,
     )
     return existing, False
 

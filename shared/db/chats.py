@@ -119,7 +119,7 @@ async def update_session(
 async def allocate_seq(conn: Connection, *, session_id: UUID) -> int:
     """Reserve the next number of the session's sequence (for an event that must precede rows
     stored later in the same transaction)."""
-    cur = await conn.execute("SELECT allocate_session_seq(%s) AS seq", (session_id,))
+    cur = await conn.execute("SELECT parley_private.allocate_session_seq(%s) AS seq", (session_id,))
     row = await cur.fetchone()
     assert row is not None
     return int(row["seq"])

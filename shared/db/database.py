@@ -8,23 +8,136 @@
 
 Both are safe behind Supabase's transaction pooler (Supavisor): no server-side prepared
 statements, and all per-request state is `SET LOCAL`, scoped to the transaction.
+
+A user's unit cannot leave its transaction, role or claims: every statement sent in it is
+checked (`user_statements`) and refused if it would end the transaction, change the role, the
+session user or the claims, or set anything for the session; one that ended the transaction
+anyway (through a function) stops the unit and its connection is closed. The unit ends with
+its `COMMIT` (or `ROLLBACK`) and a reset of role, session user and settings in the same round
+trip, so nothing it did can reach the next unit of work on the pooled connection.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Self
+from typing import Any, Self, overload
 from uuid import UUID
 
-from psycopg import AsyncConnection, sql
-from psycopg.rows import DictRow, dict_row
+from psycopg import AsyncConnection, AsyncCursor, sql
+from psycopg.abc import Params, Query, QueryNoTemplate
+from psycopg.pq import TransactionStatus
+from psycopg.rows import DictRow, Row, dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from shared.db.user_statements import StatementRefused, check_user_statement
 from shared.errors import ConfigurationError
 
 Connection = AsyncConnection[DictRow]
+
+RESET_SESSION = "RESET SESSION AUTHORIZATION; RESET ROLE; RESET ALL"
+"""Back to the login role and the configured settings (search_path, claims, ...)."""
+_IN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
+
+
+class UnitEscaped(StatementRefused):
+    """A user's unit of work found its transaction ended: nothing more runs on its connection."""
+
+    title = "Unit of work escaped"
+
+
+class PooledConnection(AsyncConnection[DictRow]):
+    """A pooled connection that knows when it runs a user's unit of work."""
+
+    user_unit = False
+    """True while `Database.as_user` holds it: statements are checked before they are sent."""
+
+    async def commit(self) -> None:
+        _refuse_in_user_unit(self, "commit()")
+        await super().commit()
+
+    async def rollback(self) -> None:
+        _refuse_in_user_unit(self, "rollback()")
+        await super().rollback()
+
+
+class GuardedCursor(AsyncCursor[Row]):
+    """Checks each statement of a user's unit of work before sending it (`user_statements`)
+    and that the unit's transaction is still open after it."""
+
+    __slots__ = ()
+
+    @overload
+    async def execute(
+        self,
+        query: QueryNoTemplate,
+        params: Params | None = None,
+        *,
+        prepare: bool | None = None,
+        binary: bool | None = None,
+    ) -> Self: ...
+
+    @overload
+    async def execute(
+        self, query: Query, *, prepare: bool | None = None, binary: bool | None = None
+    ) -> Self: ...
+
+    async def execute(
+        self,
+        query: Query,
+        params: Params | None = None,
+        *,
+        prepare: bool | None = None,
+        binary: bool | None = None,
+    ) -> Self:
+        guarded = _guarded(self, query)
+        execute: Any = super().execute  # takes any query; its overloads split Template off
+        await execute(query, params, prepare=prepare, binary=binary)
+        if guarded:
+            _check_open(self.connection)
+        return self
+
+    async def executemany(
+        self, query: Query, params_seq: Iterable[Params], *, returning: bool = False
+    ) -> None:
+        guarded = _guarded(self, query)
+        await super().executemany(query, params_seq, returning=returning)
+        if guarded:
+            _check_open(self.connection)
+
+    async def stream(
+        self,
+        query: Query,
+        params: Params | None = None,
+        *,
+        binary: bool | None = None,
+        size: int = 1,
+    ) -> AsyncIterator[Row]:
+        _guarded(self, query)
+        async for row in super().stream(query, params, binary=binary, size=size):
+            yield row
+
+
+def _guarded(cursor: AsyncCursor[Any], query: Query) -> bool:
+    """Check `query` if the cursor's connection runs a user's unit; True if it does."""
+    conn = cursor.connection
+    if not getattr(conn, "user_unit", False):
+        return False
+    _check_open(conn)
+    text = query.as_string(conn) if isinstance(query, sql.Composable) else query
+    check_user_statement(text.decode() if isinstance(text, bytes) else str(text))
+    return True
+
+
+def _check_open(conn: AsyncConnection[Any]) -> None:
+    if conn.info.transaction_status not in _IN_TRANSACTION:
+        raise UnitEscaped("the user's unit of work is no longer in its transaction")
+
+
+def _refuse_in_user_unit(conn: PooledConnection, what: str) -> None:
+    if conn.user_unit:
+        raise StatementRefused(f"not allowed in a user's unit of work: {what}")
 
 
 class Database:
@@ -38,13 +151,18 @@ class Database:
                 "or run `python3 dev.py run`, which starts an embedded Postgres."
             )
         self.url = url
-        self._pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+        self._pool: AsyncConnectionPool[PooledConnection] = AsyncConnectionPool(
             url,
             min_size=0,
             max_size=max_size,
             open=False,
-            kwargs={"autocommit": True, "prepare_threshold": None, "row_factory": dict_row},
-            connection_class=AsyncConnection[DictRow],
+            kwargs={
+                "autocommit": True,
+                "prepare_threshold": None,
+                "row_factory": dict_row,
+                "cursor_factory": GuardedCursor,
+            },
+            connection_class=PooledConnection,
         )
         self._opened = False
 
@@ -82,22 +200,52 @@ class Database:
         read_only: bool = False,
         claims: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[Connection]:
-        """A transaction as the user (role `authenticated`, RLS applies), optionally read-only."""
+        """A transaction as the user (role `authenticated`, RLS applies), optionally read-only.
+
+        Its statements may not leave the transaction, the role or the claims (see the module).
+        """
         await self.open()
         all_claims = {"role": "authenticated", "aud": "authenticated", **(claims or {})}
         all_claims["sub"] = str(user_id)
-        async with self._pool.connection() as conn, conn.transaction():
-            await conn.execute(_become_user(all_claims, read_only=read_only))
-            yield conn
+        async with self._pool.connection() as conn:
+            try:
+                await conn.execute(_become_user(all_claims, read_only=read_only))
+                conn.user_unit = True
+                yield conn
+            except BaseException:
+                await _end_user_unit(conn, "ROLLBACK")
+                raise
+            await _end_user_unit(conn, "COMMIT")
+
+
+async def _end_user_unit(conn: PooledConnection, verb: str) -> None:
+    """End the unit's transaction and reset the session in one round trip; close a connection
+    whose state is unknown (the transaction ended early, or a query was cut off)."""
+    conn.user_unit = False
+    if conn.info.transaction_status in _IN_TRANSACTION:
+        await conn.execute(f"{verb}; {RESET_SESSION}")
+    else:
+        await conn.close()
 
 
 def _become_user(claims: Mapping[str, Any], *, read_only: bool) -> sql.Composed:
     # One round trip, sent with the simple protocol (no parameters) so several statements fit.
-    statements: list[sql.Composable] = [sql.SQL("SET TRANSACTION READ ONLY")] if read_only else []
-    statements.append(
-        sql.SQL(
-            "SELECT set_config('request.jwt.claims', {claims}, true), "
-            "set_config('role', 'authenticated', true)"
-        ).format(claims=sql.Literal(json.dumps(claims)))
+    return sql.SQL(
+        "BEGIN{mode}; SELECT set_config('request.jwt.claims', {claims}, true), "
+        "set_config('role', 'authenticated', true)"
+    ).format(
+        mode=sql.SQL(" READ ONLY" if read_only else ""),
+        claims=sql.Literal(json.dumps(_storable(claims))),
     )
-    return sql.SQL("; ").join(statements)
+
+
+def _storable(value: Any) -> Any:
+    """Claims without NUL characters: `auth.jwt()` casts them to jsonb, which refuses U+0000
+    (user metadata in a Supabase JWT is the user's to write)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, Mapping):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(item) for item in value]
+    return value

@@ -115,20 +115,44 @@ async def add_agent_message(
         conn,
         AgentMessage,
         f"""INSERT INTO agent_chat_messages
-              (agent_session_id, session_id, user_id, sender_agent_id, receiver_agent_id,
+              (agent_session_id, plan_id, session_id, user_id, sender_agent_id, receiver_agent_id,
                message_type, content, tool_name, tool_call_id, tool_args, tool_result, model,
                prompt_tokens, completion_tokens, cache_hit_tokens, cost_usd, reasoning_content)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
             RETURNING {MESSAGE}""",
         (
-            thread.id, thread.session_id, thread.user_id, sender_agent_id, receiver_agent_id,
-            message_type, content, tool_name, tool_call_id,
+            thread.id, thread.plan_id, thread.session_id, thread.user_id, sender_agent_id,
+            receiver_agent_id, message_type, content, tool_name, tool_call_id,
             Jsonb(tool_args) if tool_args is not None else None,
             Jsonb(tool_result) if tool_result is not None else None, model,
             usage.prompt_tokens, usage.completion_tokens, usage.cache_hit_tokens, usage.cost_usd,
             reasoning_content,
         ),
     )  # fmt: skip
+
+
+async def add_planner_denial(
+    conn: Connection,
+    *,
+    plan_id: UUID,
+    sender_agent_id: UUID | None,
+    reason: str,
+    tool_name: str,
+    tool_call_id: str,
+    tool_args: dict[str, Any],
+) -> AgentMessage:
+    """Record a refused tool call of the planner's own loop (no thread) as a dialogue row."""
+    return await fetch_one(
+        conn,
+        AgentMessage,
+        f"""INSERT INTO agent_chat_messages
+              (plan_id, session_id, user_id, sender_agent_id, message_type, content,
+               tool_name, tool_call_id, tool_args)
+            SELECT p.id, p.session_id, p.user_id, %s, 'permission_denied', %s, %s, %s, %s
+              FROM agent_plans p WHERE p.id = %s
+            RETURNING {MESSAGE}""",
+        (sender_agent_id, reason, tool_name, tool_call_id, Jsonb(tool_args), plan_id),
+    )
 
 
 async def list_thread_messages(conn: Connection, *, thread_id: UUID) -> list[AgentMessage]:

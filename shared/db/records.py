@@ -205,7 +205,9 @@ class AgentMessage:
     """An `agent_chat_messages` row: one message of the agent dialogue."""
 
     id: UUID
-    agent_session_id: UUID
+    agent_session_id: UUID | None
+    """The thread; None only for a denial in the planner's own tool loop (it has no thread)."""
+    plan_id: UUID
     session_id: UUID
     user_id: UUID
     seq: int

@@ -107,7 +107,9 @@ class EventEmitter:
 
     async def _allocate_seq(self) -> int:
         async with self._db.service() as conn:
-            cur = await conn.execute("SELECT allocate_session_seq(%s) AS seq", (self.session_id,))
+            cur = await conn.execute(
+                "SELECT parley_private.allocate_session_seq(%s) AS seq", (self.session_id,)
+            )
             row = await cur.fetchone()
         assert row is not None
         return int(row["seq"])

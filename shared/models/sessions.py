@@ -9,6 +9,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.models.text import StoredText
+
 
 class _Out(BaseModel):
     model_config = ConfigDict(from_attributes=True)
@@ -19,7 +21,7 @@ class SessionCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    title: str | None = Field(default=None, min_length=1, max_length=200)
+    title: StoredText | None = Field(default=None, min_length=1, max_length=200)
 
 
 class SessionUpdate(BaseModel):
@@ -27,7 +29,7 @@ class SessionUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    title: str | None = Field(default=None, min_length=1, max_length=200)
+    title: StoredText | None = Field(default=None, min_length=1, max_length=200)
     status: Literal["active", "archived"] | None = None
 
 
@@ -37,7 +39,7 @@ class ForkRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     at_message_id: UUID
-    title: str | None = Field(default=None, min_length=1, max_length=200)
+    title: StoredText | None = Field(default=None, min_length=1, max_length=200)
 
 
 class SessionOut(_Out):

@@ -10,6 +10,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.models.sessions import _Out
+from shared.models.text import StoredText
 
 
 class ChatTurnRequest(BaseModel):
@@ -18,8 +19,8 @@ class ChatTurnRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     session_id: UUID | None = Field(default=None, description="Omit to start a new session.")
-    message: str = Field(min_length=1, max_length=32_000)
-    client_message_id: str | None = Field(
+    message: StoredText = Field(min_length=1, max_length=32_000)
+    client_message_id: StoredText | None = Field(
         default=None,
         min_length=1,
         max_length=200,
@@ -191,7 +192,7 @@ class DecisionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     decision: Literal["approve", "reject", "answer"]
-    text: str | None = Field(
+    text: StoredText | None = Field(
         default=None, max_length=4000, description="The answer, or why the call is rejected."
     )
 

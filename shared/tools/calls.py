@@ -32,8 +32,9 @@ class CallContext:
     user_id: UUID
     """The user the agent acts for: tools see this user's rows only (RLS)."""
     thread: AgentThread | None = None
-    """The planner↔executor thread to record `permission_denied` messages in. None (e.g. the
-    planner's own tool loop): denials are still refused, logged and counted, but no dialogue
-    row is written, because a dialogue row needs a thread."""
+    """The planner↔executor thread to record `permission_denied` messages in. None in the
+    planner's own tool loop: denials are then recorded as thread-less rows of `plan_id`."""
+    plan_id: UUID | None = None
+    """The plan the call belongs to (where a denial outside any thread is recorded)."""
     execution_id: UUID | None = None
     """The `agent_executions` row that counts this agent's tool calls and permission denials."""

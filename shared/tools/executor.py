@@ -25,7 +25,7 @@ from uuid import UUID
 import psycopg
 
 from shared.db import agents, dialogue, executions
-from shared.db.database import Database
+from shared.db.database import Connection, Database
 from shared.db.records import Agent, Usage
 from shared.errors import AppError, Conflict, InvalidInput, NotFound, PermissionDenied
 from shared.tools.calls import CallContext, ToolCall
@@ -139,17 +139,8 @@ class ToolExecutor:
                     "permission denied: agent %s tool %s: %s",
                     context.agent_id, call.name, decision.reason,
                 )  # fmt: skip
-            if denied and context.thread is not None:
-                await dialogue.add_agent_message(
-                    conn,
-                    thread=context.thread,
-                    message_type="permission_denied",
-                    content=decision.reason,
-                    sender_agent_id=agent.id if agent is not None else None,
-                    tool_name=call.name,
-                    tool_call_id=call.id,
-                    tool_args=_recorded(arguments, call.arguments),
-                )
+            if denied:
+                await _record_denial(conn, context, agent, call, decision.reason, arguments)
             if context.execution_id is not None:
                 await executions.add_execution_usage(
                     conn,
@@ -214,6 +205,29 @@ class ToolExecutor:
                 return failure(call.id, call.name, code, message)
         logger.error("tool %s failed in the database", call.name, exc_info=exc)
         return failure(call.id, call.name, "tool_failed", _FAILED)
+
+
+async def _record_denial(
+    conn: Connection,
+    context: CallContext,
+    agent: Agent | None,
+    call: ToolCall,
+    reason: str,
+    arguments: JsonObject | ToolCallError,
+) -> None:
+    """The `permission_denied` dialogue row: in the call's thread, else on its plan."""
+    sender = agent.id if agent is not None else None
+    args = _recorded(arguments, call.arguments)
+    if context.thread is not None:
+        await dialogue.add_agent_message(
+            conn, thread=context.thread, message_type="permission_denied", content=reason,
+            sender_agent_id=sender, tool_name=call.name, tool_call_id=call.id, tool_args=args,
+        )  # fmt: skip
+    elif context.plan_id is not None:
+        await dialogue.add_planner_denial(
+            conn, plan_id=context.plan_id, sender_agent_id=sender, reason=reason,
+            tool_name=call.name, tool_call_id=call.id, tool_args=args,
+        )  # fmt: skip
 
 
 def _unknown(name: str) -> str:

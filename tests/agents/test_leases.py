@@ -152,11 +152,15 @@ class Recording(InProcessInvoker):
         return outcome
 
 
+class Died(BaseException):
+    """The process died (nothing in it handles that, hence not an `Exception`)."""
+
+
 class DiesInvokingSteps(InProcessInvoker):
     """A planner process that dies as it hands a step over."""
 
     async def run_step(self, *, step_id: UUID, attempt: int) -> StepOutcome:
-        raise RuntimeError("died handing the step over")
+        raise Died("died handing the step over")
 
 
 async def test_the_planner_waits_for_a_step_leased_elsewhere_then_takes_it_over(
@@ -168,7 +172,7 @@ async def test_the_planner_waits_for_a_step_leased_elsewhere_then_takes_it_over(
     script_lookup(script, reply(tool_call("list_tasks")))
     started = await start_turn(services, user_id=user, session_id=None, message="tasks?")
     emitter = EventEmitter(db, InMemoryPublisher(), session_id=started.session_id)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(Died):
         await run_plan(
             services, plan_id=started.plan_id, emitter=emitter,
             invoker=DiesInvokingSteps(services, InMemoryPublisher()),

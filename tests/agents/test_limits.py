@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from shared.agents import run_turn
+from shared.agents import InProcessInvoker, run_turn, start_turn
 from shared.db import Database
 from shared.events import InMemoryPublisher
 from shared.llm.fake_server import FakeModelServer, reply, tool_call
@@ -183,3 +183,54 @@ async def test_the_cost_cap_stops_a_plan_before_the_next_model_call(
     assert rows.plan.cost_usd > Decimal("0.000001")  # the call that crossed it is accounted
     assert [m.role for m in rows.messages] == ["user", "assistant", "tool"]
     assert memory.events[-1].type == "done" and memory.events[-1].data["status"] == "failed"
+
+
+async def test_a_denied_call_of_the_planners_own_loop_is_a_dialogue_row_and_counted(
+    db: Database, services: Services, script: Script
+) -> None:
+    """The planner's own tool loop has no thread; its denials are dialogue rows all the same,
+    so the denial dashboard agrees with the executions' counts."""
+    user = await make_user(db)
+    before = await snapshot(db)
+    started = await start_turn(services, user_id=user, session_id=None, message="add a task")
+    async with db.service() as conn:  # the planner's row now allows reading tasks only
+        await conn.execute(
+            "UPDATE agents SET allowed_tools = ARRAY['list_tasks'] WHERE id = "
+            "(SELECT planner_agent_id FROM agent_plans WHERE id = %s)",
+            (started.plan_id,),
+        )
+    script.planner(reply(tool_call("create_task", title="Sneaky")), reply("I may not."))
+    memory = InMemoryPublisher()
+
+    outcome = await InProcessInvoker(services, memory).run_plan(plan_id=started.plan_id)
+
+    assert outcome.status == "completed"
+    assert await snapshot(db) == before
+    async with db.service() as conn:
+        cur = await conn.execute(
+            "SELECT m.id, m.agent_session_id, m.tool_name, m.content, a.role "
+            "FROM agent_chat_messages m JOIN agents a ON a.id = m.sender_agent_id "
+            "WHERE m.session_id = %s AND m.message_type = 'permission_denied'",
+            (started.session_id,),
+        )
+        denials = await cur.fetchall()
+        cur = await conn.execute(
+            "SELECT (SELECT sum(denials) FROM permission_denials_daily d "
+            "         WHERE d.tool_name = 'create_task' AND d.agent_role = 'planner') AS shown, "
+            "       (SELECT sum(permission_denials) FROM agent_executions "
+            "         WHERE plan_id = %s) AS counted",
+            (started.plan_id,),
+        )
+        totals = await cur.fetchone()
+    assert [(d["agent_session_id"], d["tool_name"], d["role"]) for d in denials] == [
+        (None, "create_task", "planner")
+    ]
+    assert "not among the tools this agent may use" in denials[0]["content"]
+    assert totals == {"shown": 1, "counted": 1}
+    async with db.service() as conn:
+        cur = await conn.execute(
+            "SELECT plan_id FROM agent_chat_messages WHERE id = %s", (denials[0]["id"],)
+        )
+        assert await cur.fetchone() == {"plan_id": started.plan_id}
+    (event,) = of_type(memory, "permission_denied")
+    assert event.data["tool_name"] == "create_task"

@@ -49,8 +49,8 @@ TWO_STEPS: dict[str, Any] = {
 }
 
 
-class Crash(Exception):
-    """The process died here."""
+class Crash(BaseException):
+    """The process died here (nothing in it handles that, hence not an `Exception`)."""
 
 
 class CrashAfterStep:

@@ -1,12 +1,18 @@
-"""Units of work: as the user (RLS applies), read-only (Postgres refuses writes)."""
+"""Units of work: as the user (RLS applies), read-only (Postgres refuses writes), and unable
+to leave their transaction, role or claims."""
 
 from __future__ import annotations
+
+from uuid import uuid4
 
 import psycopg
 import pytest
 
 from shared.db import Database
+from shared.db.database import UnitEscaped
+from shared.db.user_statements import StatementRefused
 from tests.factories import make_user
+from tests.supabase_project import OWNER
 
 WRITES = [
     "INSERT INTO projects (user_id, name) VALUES (auth.uid(), 'sneaky')",
@@ -58,3 +64,144 @@ async def test_read_only_unit_still_reads(db: Database) -> None:
     async with db.as_user(user, read_only=True) as conn:
         cur = await conn.execute("SELECT content FROM notes")
         assert await cur.fetchall() == [{"content": "hello"}]
+
+
+# A user's unit cannot leave its transaction, role or claims -------------------------------
+
+ESCAPES = [
+    "COMMIT",
+    "ROLLBACK",
+    "END",
+    "BEGIN",
+    "SAVEPOINT s",
+    "RESET ROLE",
+    "RESET ALL",
+    "SET ROLE anon",
+    "SET LOCAL ROLE anon",
+    "set local role anon",
+    "SET SESSION AUTHORIZATION DEFAULT",
+    "SET search_path TO public",
+    "SET TRANSACTION READ WRITE",
+    "SET LOCAL request.jwt.claims = '{}'",
+    "SET LOCAL \"request.jwt.claims\" = '{}'",
+    "SELECT set_config('request.jwt.claims', '{\"sub\": \"someone\"}', true)",
+    "SELECT pg_catalog.set_config('role', 'authenticated', false)",
+    "SELECT \"set_config\"('search_path', 'public', false)",
+    "DISCARD ALL",
+    "DO $$ BEGIN SET ROLE NONE; END $$",
+    "SELECT 1; COMMIT",
+    "/* a comment */ COMMIT",
+]
+ALLOWED = [
+    "SET LOCAL statement_timeout = '5s'",
+    "SET CONSTRAINTS ALL DEFERRED",
+    "SELECT 'COMMIT; SET ROLE postgres' AS text",
+    "SELECT $body$ RESET ROLE $body$ AS text",
+    "SELECT 1 -- ; COMMIT",
+    'SELECT 1 AS "commit"',
+    "SELECT current_setting('request.jwt.claims', true) AS claims",
+]
+
+
+async def _session_state(db: Database) -> dict[str, object]:
+    async with db.service() as conn:
+        cur = await conn.execute(
+            "SELECT current_user AS role, current_setting('search_path') AS search_path, "
+            "auth.uid() AS uid"
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return row
+
+
+@pytest.mark.parametrize("statement", ESCAPES)
+async def test_a_user_unit_refuses_what_would_leave_it(db: Database, statement: str) -> None:
+    user = await make_user(db)
+    before = await _session_state(db)
+    with pytest.raises(StatementRefused, match="not allowed in a user's unit of work"):
+        async with db.as_user(user, read_only=True) as conn:
+            await conn.execute(statement)
+    assert await _session_state(db) == before
+
+
+@pytest.mark.parametrize("statement", ALLOWED)
+async def test_a_user_unit_runs_ordinary_statements(db: Database, statement: str) -> None:
+    user = await make_user(db)
+    async with db.as_user(user, read_only=True) as conn:
+        await conn.execute(statement)
+        cur = await conn.execute("SELECT current_user AS role")
+        assert await cur.fetchone() == {"role": "authenticated"}
+
+
+async def test_committing_cannot_turn_a_read_only_unit_into_the_owners(db: Database) -> None:
+    """The finding: COMMIT ended the read-only, RLS-limited transaction, and what followed ran
+    as the table owner, outside it."""
+    user, other = await make_user(db), await make_user(db)
+    with pytest.raises(StatementRefused):
+        async with db.as_user(user, read_only=True) as conn:
+            await conn.execute("COMMIT")
+            await conn.execute("DELETE FROM projects")
+    with pytest.raises(StatementRefused):
+        async with db.as_user(user, read_only=True) as conn:
+            await conn.commit()
+    async with db.service() as conn:
+        await conn.execute("INSERT INTO projects (user_id, name) VALUES (%s, 'theirs')", (other,))
+    async with db.service() as conn:
+        cur = await conn.execute("SELECT count(*) AS n FROM projects WHERE user_id = %s", (other,))
+        assert await cur.fetchone() == {"n": 1}
+
+
+async def test_a_transaction_ended_behind_the_guards_back_stops_the_unit(
+    database_url: str,
+) -> None:
+    """Past the statement check (raw libpq here): the next statement finds the transaction
+    gone and is refused, and the connection is closed rather than pooled."""
+    async with Database(database_url, max_size=1) as single:
+        user = await make_user(single)
+        with pytest.raises(UnitEscaped):
+            async with single.as_user(user, read_only=True) as conn:
+                conn.pgconn.exec_(b"COMMIT")
+                await conn.execute("SELECT 1")
+        assert conn.closed
+        state = await _session_state(single)
+    assert state["role"] == OWNER and state["uid"] is None
+
+
+async def test_session_state_set_inside_a_user_unit_does_not_reach_the_next_unit(
+    db: Database, database_url: str
+) -> None:
+    """A function can set session state where no statement check sees it; the unit's end
+    resets role, search_path and claims before the connection goes back to the pool."""
+    async with Database(database_url, max_size=1) as single:  # one connection: reused
+        before = await _session_state(single)
+        async with single.service() as conn:
+            await conn.execute(
+                """CREATE FUNCTION public.leak_session() RETURNS void LANGUAGE plpgsql AS $$
+                   BEGIN
+                       PERFORM set_config('role', 'authenticated', false);
+                       PERFORM set_config('search_path', 'extensions', false);
+                       PERFORM set_config('request.jwt.claims', '{"sub": "%s"}', false);
+                   END $$""".replace("%s", str(uuid4()))
+            )
+            await conn.execute("GRANT EXECUTE ON FUNCTION public.leak_session() TO authenticated")
+        user = await make_user(single)
+        try:
+            async with single.as_user(user) as conn:
+                await conn.execute("SELECT public.leak_session()")
+            after = await _session_state(single)
+        finally:
+            async with db.service() as conn:  # another pool: this one may be the leaky one
+                await conn.execute("DROP FUNCTION public.leak_session()")
+    assert after == before
+
+
+async def test_a_nul_in_the_users_claims_does_not_break_their_unit(db: Database) -> None:
+    """User metadata in a Supabase JWT is the user's to write; `auth.jwt()` casts the claims
+    to jsonb, which refuses U+0000."""
+    user = await make_user(db)
+    async with db.as_user(user, read_only=True, claims={"user_metadata": {"name": "A\x00B"}}) as c:
+        cur = await c.execute(
+            "SELECT auth.uid() AS uid, auth.jwt() -> 'user_metadata' ->> 'name' AS name"
+        )
+        row = await cur.fetchone()
+    assert row == {"uid": user, "name": "A\ufffdB"}

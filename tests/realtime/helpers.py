@@ -68,11 +68,14 @@ class RawSocket:
         self.vsn = vsn
 
     @classmethod
-    async def open(cls, base_url: str, token: str, vsn: str | None = None) -> RawSocket:
+    async def open(
+        cls, base_url: str, token: str, vsn: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> RawSocket:  # fmt: skip
         url = base_url.replace("http://", "ws://") + f"/websocket?apikey={token}"
         if vsn:
             url += f"&vsn={vsn}"
-        return cls(await connect(url), vsn)
+        return cls(await connect(url, additional_headers=headers), vsn)
 
     async def send(
         self, topic: str, event: str, payload: Any, ref: str | None, join_ref: str | None = None

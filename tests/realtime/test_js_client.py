@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
 import httpx
 import pytest
+from psycopg.types.json import Jsonb
 
 from local.realtime import RealtimeServer
 from shared.db import Database, dialogue
-from tests.factories import make_thread, make_user
+from tests.factories import make_session, make_thread, make_user
 from tests.realtime.helpers import ClientFactory, Inbox, anon_key, config, service_key, user_token
 from tests.realtime.node import NodeFlow, node_project
 
@@ -109,3 +112,46 @@ async def test_supabase_js_rejoins_after_a_restart(database_url: str, project: P
     finally:
         await flow.stop()
         await server.stop()
+
+
+@pytest.mark.parametrize("vsn", ["2.0.0", "1.0.0"])
+async def test_supabase_js_gets_database_broadcasts_and_replay(
+    vsn: str, realtime: RealtimeServer, db: Database, project: Path
+) -> None:
+    owner, intruder = await make_user(db), await make_user(db)
+    topic = f"session:{(await make_session(db, owner)).id}"
+    since = int(time.time() * 1000)
+    for n in (1, 2):  # stored before anyone listens
+        await db_send(db, topic, {"n": n}, private=True)
+    replay = {"broadcast": {"replay": {"since": since, "limit": 10}}, "private": True}
+    base = {"url": realtime.url, "anonKey": anon_key(), "topic": topic, "vsn": vsn,
+            "heartbeatMs": 25_000}  # fmt: skip
+    flows = await asyncio.gather(
+        NodeFlow.start(project, {**base, "userToken": user_token(owner), "config": replay}),
+        NodeFlow.start(project, {**base, "userToken": user_token(intruder), "config": replay}),
+        NodeFlow.start(project, {**base, "userToken": anon_key(), "config": {"private": False}}),
+    )
+    owned, _, public = flows
+    try:
+        statuses = [(await flow.next("status"))["status"] for flow in flows]
+        assert statuses == ["SUBSCRIBED", "CHANNEL_ERROR", "SUBSCRIBED"]
+        replayed = [await owned.next("broadcast") for _ in range(2)]
+        assert [(m["payload"]["n"], m["meta"]["replayed"]) for m in replayed] == [
+            (1, True), (2, True),
+        ]  # fmt: skip
+        await db_send(db, topic, {"n": 3}, private=True)
+        await db_send(db, topic, {"n": 4}, private=False)
+        live = await owned.next("broadcast")
+        assert (live["event"], live["payload"]["n"], live["meta"]) == (
+            "note", 3, {"id": live["payload"]["id"]},
+        )  # fmt: skip
+        assert (await public.next("broadcast"))["payload"]["n"] == 4  # not 3: it was private
+    finally:
+        await asyncio.gather(*(flow.stop() for flow in flows))
+
+
+async def db_send(db: Database, topic: str, payload: Any, *, private: bool) -> None:
+    async with db.service() as conn:
+        await conn.execute(
+            "SELECT realtime.send(%s, 'note', %s, %s)", (Jsonb(payload), topic, private)
+        )

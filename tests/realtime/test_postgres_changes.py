@@ -13,6 +13,7 @@ from realtime import AsyncRealtimeChannel, RealtimePostgresChangesListenEvent
 
 from local.realtime import RealtimeServer
 from local.realtime.changes import capture
+from local.realtime.listener import APPLICATION_NAME
 from shared.db import Database, chats, dialogue
 from shared.db.records import AgentThread
 from tests.factories import make_session, make_thread, make_user
@@ -307,7 +308,8 @@ async def test_the_listener_survives_a_dropped_connection(
     async with db.service() as conn:
         await conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND query = 'LISTEN parley_realtime'"
+            "WHERE datname = current_database() AND application_name = %s",
+            (APPLICATION_NAME,),
         )
     await asyncio.wait_for(listener.reconnected.wait(), 10)
     async with db.service() as conn:

@@ -15,7 +15,14 @@ from realtime.types import RealtimeChannelOptions
 from local.realtime import RealtimeServer
 from shared.db import Database
 from tests.factories import make_user
-from tests.realtime.helpers import ClientFactory, Inbox, service_key, user_token
+from tests.realtime.helpers import (
+    ClientFactory,
+    Inbox,
+    RawSocket,
+    anon_key,
+    service_key,
+    user_token,
+)
 
 POLICIES = """
 CREATE POLICY user_topic_read ON realtime.messages FOR SELECT TO authenticated
@@ -24,6 +31,9 @@ CREATE POLICY user_topic_read ON realtime.messages FOR SELECT TO authenticated
 CREATE POLICY user_topic_write ON realtime.messages FOR INSERT TO authenticated
     WITH CHECK (realtime.topic() = 'user:' || (SELECT auth.uid())::text
                 AND realtime.messages.extension IN ('broadcast', 'presence'));
+CREATE POLICY team_by_header ON realtime.messages FOR SELECT TO anon
+    USING (realtime.topic()
+           = 'team:' || (current_setting('request.headers', true)::json ->> 'x-team'));
 """
 
 
@@ -111,3 +121,18 @@ async def test_owner_broadcasts_on_a_private_channel(db: Database, clients: Clie
     assert (await join(channel))[0] == RealtimeSubscribeStates.SUBSCRIBED
     await channel.send_broadcast("note", {"text": "to myself"})
     assert await inbox.get() == {"text": "to myself"}
+
+
+async def test_policies_see_the_sockets_x_headers(realtime: RealtimeServer) -> None:
+    config = {"private": True}
+    blue = await RawSocket.open(realtime.realtime_url, anon_key(), headers={"X-Team": "blue"})
+    assert (await blue.join("realtime:team:blue", config))["payload"]["status"] == "ok"
+    assert (await blue.join("realtime:team:red", config, ref="2"))["payload"] == {
+        "status": "error",
+        "response": {"reason": "Unauthorized: You do not have permissions to read from this "
+                     "Channel topic: team:red"},
+    }  # fmt: skip
+    anonymous = await RawSocket.open(realtime.realtime_url, anon_key())
+    assert (await anonymous.join("realtime:team:blue", config))["payload"]["status"] == "error"
+    await blue.close()
+    await anonymous.close()

@@ -110,13 +110,14 @@ async def test_the_lookup_returns_only_the_callers_own_ids(db: Database, searche
             "INSERT INTO notes (user_id, content) VALUES (%s, 'a zebra of my own')", (other,)
         )
     async with db.as_user(other, read_only=True) as conn:
-        cur = await conn.execute("SELECT public.notes_matching('%%zebra%%') AS id")
+        cur = await conn.execute("SELECT parley_private.notes_matching('%%zebra%%') AS id")
         mine = await cur.fetchall()
     async with db.service() as conn:
         cur = await conn.execute("SELECT user_id FROM notes WHERE id = %s", (mine[0]["id"],))
         owner = await cur.fetchone()
         cur = await conn.execute(
-            "SELECT has_function_privilege('anon', 'public.notes_matching(text)', 'EXECUTE') AS ok"
+            "SELECT has_function_privilege("
+            "'anon', 'parley_private.notes_matching(text)', 'EXECUTE') AS ok"
         )
         anon = await cur.fetchone()
     assert len(mine) == 1 and owner is not None and owner["user_id"] == other

@@ -28,7 +28,6 @@ async def install(conn: AsyncConnection[Any], publication: str) -> frozenset[int
         await conn.execute(_LOCK)
         await conn.execute(_sql("capture.sql"))
         await conn.execute(_sql("routing.sql"))
-        await conn.execute(_sql("messages.sql"))
     return await sync_triggers(conn, publication)
 
 

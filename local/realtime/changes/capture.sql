@@ -56,14 +56,15 @@ BEGIN
     LOOP
         EXECUTE format('DROP TRIGGER parley_realtime_capture ON %s', t.entity);
     END LOOP;
+    -- Published tables by oid (`pg_get_publication_tables`), never by casting names to
+    -- regclass: the planner may cast every pg_class row, and a role that is no superuser has
+    -- no USAGE on pg_toast.
     FOR t IN
-        SELECT format('%I.%I', p.schemaname, p.tablename)::regclass AS entity
-          FROM pg_catalog.pg_publication_tables p
-         WHERE p.pubname = publication
-           AND NOT EXISTS (
+        SELECT p.relid::regclass AS entity
+          FROM pg_catalog.pg_get_publication_tables(publication::text) p
+         WHERE NOT EXISTS (
                SELECT 1 FROM pg_catalog.pg_trigger g
-                WHERE g.tgrelid = format('%I.%I', p.schemaname, p.tablename)::regclass
-                  AND g.tgname = 'parley_realtime_capture')
+                WHERE g.tgrelid = p.relid AND g.tgname = 'parley_realtime_capture')
     LOOP
         EXECUTE format('CREATE CONSTRAINT TRIGGER parley_realtime_capture '
                        'AFTER INSERT OR UPDATE OR DELETE ON %s DEFERRABLE INITIALLY DEFERRED '
@@ -75,8 +76,7 @@ BEGIN
          WHERE g.tgname = 'parley_realtime_capture'
            AND g.tgfoid = 'parley_realtime.capture()'::regprocedure
            AND g.tgrelid NOT IN (
-               SELECT format('%I.%I', p.schemaname, p.tablename)::regclass
-                 FROM pg_catalog.pg_publication_tables p WHERE p.pubname = publication)
+               SELECT p.relid FROM pg_catalog.pg_get_publication_tables(publication::text) p)
     LOOP
         EXECUTE format('DROP TRIGGER parley_realtime_capture ON %s', t.entity);
     END LOOP;

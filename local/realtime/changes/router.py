@@ -177,11 +177,13 @@ class ChangeRouter:
 
 
 _TABLES = """
-    SELECT format('%%I.%%I', schemaname, tablename)::regclass::oid
-      FROM pg_publication_tables
-     WHERE pubname = %(publication)s
-       AND schemaname LIKE (CASE WHEN %(schema)s = '*' THEN '%%' ELSE %(schema)s END) ESCAPE ''
-       AND tablename LIKE (CASE WHEN %(table)s = '*' THEN '%%' ELSE %(table)s END) ESCAPE ''
+    SELECT c.oid
+      FROM pg_publication_tables p
+      JOIN pg_namespace n ON n.nspname = p.schemaname
+      JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = p.tablename
+     WHERE p.pubname = %(publication)s
+       AND p.schemaname LIKE (CASE WHEN %(schema)s = '*' THEN '%%' ELSE %(schema)s END) ESCAPE ''
+       AND p.tablename LIKE (CASE WHEN %(table)s = '*' THEN '%%' ELSE %(table)s END) ESCAPE ''
 """
 
 

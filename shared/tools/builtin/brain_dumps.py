@@ -24,7 +24,7 @@ from shared.tools.values import ToolArgs
 SEARCH = TextSearch(
     expression="b.title || ' ' || b.content",  # as in the brain_dumps_search_idx trigram index
     id_column="b.id",
-    candidates="public.brain_dumps_matching",
+    candidates="parley_private.brain_dumps_matching",
 )
 BRAIN_DUMP = columns(BrainDump, "b")
 

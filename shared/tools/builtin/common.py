@@ -72,9 +72,10 @@ class TextSearch:
     """How one table is searched: its trigram-indexed text and its id-lookup function.
 
     Under RLS a non-LEAKPROOF predicate such as `ILIKE` is never an index condition, so the
-    trigram index is reached through `candidates`, a SECURITY DEFINER function (migration
-    5e7a2b9c0101) that returns the ids of the caller's rows matching one pattern, using the
-    index. The query itself still reads the rows under RLS and checks every word.
+    trigram index is reached through `candidates`, a SECURITY DEFINER function in the private
+    schema (migrations 5e7a2b9c0101, 9b1e6c4d0401) that returns the ids of the caller's rows
+    matching one pattern, using the index. The query itself still reads the rows under RLS and
+    checks every word.
     """
 
     expression: LiteralString

@@ -24,7 +24,7 @@ from shared.tools.values import ToolArgs
 SEARCH = TextSearch(
     expression="n.title || ' ' || n.content",  # as in the notes_search_idx trigram index
     id_column="n.id",
-    candidates="public.notes_matching",
+    candidates="parley_private.notes_matching",
 )
 NOTE = columns(Note, "n")
 

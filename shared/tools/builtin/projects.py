@@ -39,7 +39,7 @@ SEARCH = TextSearch(
     # as in the projects_search_idx trigram index:
     expression="p.name || ' ' || p.description || ' ' || p.executive_summary",
     id_column="p.id",
-    candidates="public.projects_matching",
+    candidates="parley_private.projects_matching",
 )
 PROJECT = columns(Project, "p")
 

@@ -39,7 +39,7 @@ TASK = columns(Task, "t")
 SEARCH = TextSearch(
     expression="t.title || ' ' || t.description",  # as in the tasks_search_idx trigram index
     id_column="t.id",
-    candidates="public.tasks_matching",
+    candidates="parley_private.tasks_matching",
 )
 
 COMPLETED_AT = (

@@ -17,14 +17,18 @@ const supabase = createClient(cfg.url, cfg.anonKey, {
 })
 supabase.realtime.setAuth(cfg.userToken)
 
-const channel = supabase.channel(cfg.topic, { config: { broadcast: { self: true, ack: true } } })
-channel
-  .on('broadcast', { event: '*' }, (msg) =>
-    out({ kind: 'broadcast', event: msg.event, payload: msg.payload }))
-  .on('postgres_changes',
+// cfg.config: the channel's config (default: broadcast self + ack); cfg.sessionId: also follow
+// that session's agent_chat_messages with postgres_changes.
+const channel = supabase.channel(cfg.topic, { config: cfg.config ?? { broadcast: { self: true, ack: true } } })
+channel.on('broadcast', { event: '*' }, (msg) =>
+  out({ kind: 'broadcast', event: msg.event, payload: msg.payload, meta: msg.meta }))
+if (cfg.sessionId) {
+  channel.on('postgres_changes',
     { event: '*', schema: 'public', table: 'agent_chat_messages', filter: `session_id=eq.${cfg.sessionId}` },
     (change) => out({ kind: 'change', eventType: change.eventType, new: change.new, old: change.old,
                       commit_timestamp: change.commit_timestamp, errors: change.errors }))
+}
+channel
   .on('system', {}, (payload) => out({ kind: 'system', payload }))
   .subscribe((status, err) => out({ kind: 'status', status, error: err ? String(err) : null }))
 

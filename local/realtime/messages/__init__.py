@@ -1,0 +1,1 @@
+"""`realtime.messages` and Broadcast from Database: the table, its partitions, replay, delivery."""

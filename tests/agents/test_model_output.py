@@ -1,0 +1,112 @@
+"""What the model produces is stored whatever it contains, and a turn always ends.
+
+Postgres text and jsonb cannot hold U+0000: a NUL from the model is replaced by U+FFFD before
+anything is stored. An unexpected error in a turn ends the plan `failed` with `error` and `done`
+events, so no resume pays for the same model calls to fail the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from shared.agents import InProcessInvoker, run_turn
+from shared.db import Database
+from shared.events import Event, InMemoryPublisher
+from shared.llm.fake_server import FakeModelServer, reply, tool_call
+from shared.services import Services
+from tests.agents.builders import stored, types
+from tests.agents.holds import scalar
+from tests.agents.scripting import Script, requests_of
+from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.factories import make_user
+from tests.tools.builders import make_task
+
+NUL, MARK = "\x00", "\ufffd"
+
+
+async def test_nul_in_the_planners_output_is_replaced_and_the_turn_goes_on(
+    db: Database, services: Services, script: Script, fake: FakeModelServer
+) -> None:
+    user = await make_user(db)
+    script.planner(
+        reply(tool_call("create_task", title=f"Buy{NUL}milk"), tool_call(f"list{NUL}tasks")),
+        reply(f"Added{NUL}.", reasoning=f"thinking{NUL}"),
+    )
+    memory = InMemoryPublisher()
+
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="add milk", publisher=memory
+    )
+
+    assert (turn.plan.status, turn.plan.answer) == ("completed", f"Added{MARK}.")
+    title = await scalar(db, "SELECT title FROM tasks WHERE user_id = %s", user)
+    assert title == f"Buy{MARK}milk"
+    rows = await stored(db, turn.started.plan_id)
+    tool_rows = {m.tool_name: m for m in rows.messages if m.role == "tool"}
+    assert set(tool_rows) == {"create_task", f"list{MARK}tasks"}
+    assert "unknown_tool" in tool_rows[f"list{MARK}tasks"].content  # the model is told
+    answer = rows.messages[-1]
+    assert (answer.content, answer.reasoning_content) == (f"Added{MARK}.", f"thinking{MARK}")
+    tokens = "".join(str(e.data["text"]) for e in memory.events if e.type == "token")
+    assert NUL not in tokens and MARK in tokens
+    assert types(memory)[-1] == "done"
+
+
+async def test_nul_in_an_executors_output_is_replaced_and_the_plan_completes(
+    db: Database, services: Services, script: Script
+) -> None:
+    user = await make_user(db)
+    await make_task(db, user, title="Garden")
+    script.planner(reply(tool_call("create_plan", **ONE_STEP)), reply("Done."))
+    script.step(
+        LOOKUP,
+        reply(tool_call("list_tasks", query=f"Gar{NUL}den")),
+        reply(tool_call("complete", result=f"One{NUL} task")),
+    )
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="tasks?", publisher=InMemoryPublisher()
+    )
+    rows = await stored(db, turn.started.plan_id)
+    said = rows.dialogue[rows.threads[0].id]
+    call = next(m for m in said if m.message_type == "tool_call")
+    assert turn.plan.status == "completed"
+    assert call.tool_args == {"query": f"Gar{MARK}den"}
+    assert rows.steps[0].result == f"One{MARK} task"
+
+
+class FailsOnce(InMemoryPublisher):
+    """A publisher with a bug: the first `tool_result` event it is given raises."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed = False
+
+    async def publish(self, events: Sequence[Event]) -> None:
+        if not self.failed and any(e.type == "tool_result" for e in events):
+            self.failed = True
+            raise ValueError("a bug, not a lost connection")
+        await super().publish(events)
+
+
+async def test_an_unexpected_error_ends_the_plan_failed_with_error_and_done(
+    db: Database, services: Services, script: Script, fake: FakeModelServer
+) -> None:
+    user = await make_user(db)
+    script.planner(reply(tool_call("list_tasks")), reply("never asked"))
+    publisher = FailsOnce()
+
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="tasks?", publisher=publisher
+    )
+
+    assert turn.plan.status == "failed"
+    assert turn.plan.error is not None and "unexpected error" in turn.plan.error
+    assert "a bug" not in turn.plan.error  # no internals reach the user
+    assert types(publisher)[-2:] == ["error", "done"]
+    status = await scalar(db, "SELECT status FROM agent_plans WHERE id = %s", turn.started.plan_id)
+    assert status == "failed"
+    asked = len(requests_of(fake, "planner"))
+    again = await InProcessInvoker(services, InMemoryPublisher()).run_plan(
+        plan_id=turn.started.plan_id
+    )
+    assert again.status == "failed" and len(requests_of(fake, "planner")) == asked
