@@ -19,7 +19,8 @@ decides, through `agent_approvals`; use cases in `shared.approvals`).
 Modules: `turns` (entry points), `planner` (the planner's loop), `plan_runner` (steps in
 dependency order, concurrently), `executor` + `step_loop` + `step_setup` (one step's agent),
 `questions` (the planner answering executors), `finishing` (how a run ends), `history`
-(histories rebuilt from rows), `budget` + `tokens` (prompts within budgets), `accounting`,
+(histories rebuilt from rows), `budget` (prompts within budgets, counted by
+`shared.llm.tokens`), `accounting`,
 `control_tools`, `prompts`, `approvals`, `leases`, `invoker`, `events`, `errors`, `outcomes`.
 """
 
@@ -46,8 +47,8 @@ from shared.agents.executor import run_executor_step
 from shared.agents.invoker import InProcessInvoker, Invoker
 from shared.agents.outcomes import PlanOutcome, StepOutcome, TurnOutcome, TurnStarted
 from shared.agents.planner import run_plan
-from shared.agents.tokens import DeepSeekTokenizer, TokenCounter, count_prompt
 from shared.agents.turns import request_cancel, run_turn, start_turn
+from shared.llm.tokens import DeepSeekTokenizer, TokenCounter, count_prompt
 
 __all__ = [
     "ALLOW",

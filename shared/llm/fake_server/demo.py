@@ -19,6 +19,8 @@ from shared.llm.fake_server import demo_agents as agents
 from shared.llm.fake_server.script import RecordedRequest, Reply, ScriptedCall, reply
 
 DEMO_MODEL = "parley-demo"
+DEMO_MODELS = (DEMO_MODEL, "parley-demo-thinking")
+"""The demo's names (the second one thinks: it sends `reasoning_content`)."""
 NOTICE = (
     "I am Parley's offline demo model (parley-demo), not a real LLM: my replies are canned. "
     "To use a real model set DEEPSEEK_API_KEY, or LLM_BASE_URL and LLM_API_KEY for any "
@@ -69,7 +71,8 @@ def _plan(
         tools, agents.CREATE_PLAN
     ):
         return None
-    return agents.demo_plan(agents.domain_tools(tools), user_text, _best_tool)
+    return agents.demo_plan(agents.plannable(tools), user_text, _best_tool,
+                            direct=agents.domain_tools(tools))  # fmt: skip
 
 
 def _tool_to_call(request: RecordedRequest, user_text: str) -> Mapping[str, Any] | None:
