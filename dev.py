@@ -6,15 +6,21 @@ dependencies into it (with uv, itself installed into the venv; pip if uv is unav
 re-install only when `pyproject.toml` or `requirements.lock` change, so running them again is
 cheap and safe.
 
-    python3 dev.py run [args]    the local stack (see `python3 dev.py run --help`)
+    python3 dev.py run [args]    the local stack and Parley Console (`python3 dev.py run --help`)
     python3 dev.py test [args]   ruff, mypy, then pytest (extra args go to pytest)
     python3 dev.py lock          re-resolve requirements.lock from pyproject.toml
+
+`run` serves the console's committed files; when `web/package-lock.json` has changed since
+they were vendored and Node is installed, it re-vendors them first (`web/build.py`).
+`test` with `CI=true` installs Debian's `chromium` for the console's browser tests when no
+Chromium is found and apt-get can be used (as root); elsewhere those tests skip and say why.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -34,9 +40,12 @@ def main(argv: list[str]) -> int:
     command, args = (argv[0], argv[1:]) if argv else ("help", [])
     if command == "run":
         ensure_venv()
+        run([sys.executable, str(ROOT / "web" / "build.py"), "--if-stale"])
         return run([str(PYTHON), "-m", "local", *args])
     if command == "test":
         ensure_venv()
+        if os.environ.get("CI") == "true":
+            ensure_chromium_for_ci()
         return test(args)
     if command == "lock":
         ensure_venv()
@@ -82,6 +91,31 @@ def ensure_venv() -> None:
     run([*install, "-r", str(ROOT / "requirements.lock")], check=True)
     run([*install, "--no-deps", "-e", str(ROOT)], check=True)
     STAMP.write_text(digest)
+
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def ensure_chromium_for_ci() -> None:
+    """On CI (a fresh Debian-like machine), install the browser the console's tests drive.
+
+    Only when none is found, `apt-get` exists and we are root; a failure is reported and the
+    browser tests then skip with their reason. Never Playwright's own browser downloads.
+    """
+    if os.environ.get("PARLEY_CHROMIUM") or any(shutil.which(n) for n in CHROMIUM_NAMES):
+        return
+    if not shutil.which("apt-get") or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        print("dev.py: no Chromium and no apt-get as root: the browser tests will skip")
+        return
+    print("dev.py: CI: installing Debian's chromium for the console's browser tests", flush=True)
+    install = ["install", "-y", "-qq", "--no-install-recommends", "chromium"]
+    if apt(install) and (apt(["update", "-qq"]) or apt(install)):
+        print("dev.py: apt-get could not install chromium: the browser tests will skip")
+
+
+def apt(args: list[str]) -> int:
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    return subprocess.run(["apt-get", *args], env=env, stdout=subprocess.DEVNULL).returncode
 
 
 def lock() -> int:

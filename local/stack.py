@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,15 +23,16 @@ import psycopg
 from psycopg import sql
 from pydantic import SecretStr
 from starlette.applications import Starlette
-from starlette.routing import Mount
+from starlette.routing import BaseRoute, Mount
 
 from functions.agent_executor.app import create_app as executor_app
 from functions.agent_planner.app import create_app as planner_app
 from functions.chat.app import create_app as chat_app
 from local import demo, migrate
+from local.console import ConsoleSettings, console_routes
 from local.postgres import start_embedded, with_database
 from local.realtime import RealtimeConfig, RealtimeServer
-from local.seed import DEMO_USER_ID, SeedSummary, seed_demo
+from local.seed import DEMO_EMAIL, DEMO_USER_ID, SeedSummary, seed_demo
 from shared.auth import mint_token
 from shared.db import Database
 from shared.llm.fake_server import DEMO_MODEL, FakeModelServer
@@ -42,6 +44,9 @@ from shared.sweeper import sweep
 log = logging.getLogger(__name__)
 
 LOCAL_DATABASE = "parley"
+CONSOLE_DEMO_MESSAGE = (
+    "plan my week: list my tasks and my calendar, then delete the first calendar event"
+)
 TEN_YEARS = 10 * 365 * 24 * 3600
 
 
@@ -78,17 +83,44 @@ async def seed(url: str) -> tuple[SeedSummary, str]:
     return summary, f"{row['head']} on PostgreSQL {row['version']}"
 
 
-def gateway(services: Services) -> Starlette:
-    """The three functions under one server, each at its own prefix (as three URLs would be)."""
-    mounts = []
+def gateway(services: Services, console: ConsoleSettings | None = None) -> Starlette:
+    """The three functions under one server, each at its own prefix (as three URLs would be),
+    and the console at `/`."""
+    routes: list[BaseRoute] = []
     for prefix, app in (("/chat", chat_app()), ("/agent_planner", planner_app()),
                         ("/agent_executor", executor_app())):  # fmt: skip
         app.dependency_overrides[get_services] = lambda: services
-        mounts.append(Mount(prefix, app=app))
-    return Starlette(routes=mounts)
+        routes.append(Mount(prefix, app=app))
+    if console is not None:
+        routes += console_routes(console)
+    return Starlette(routes=routes)
 
 
-async def serve(settings: Settings, database: LocalDatabase, args: argparse.Namespace) -> None:
+@dataclass(frozen=True, slots=True)
+class RunningStack:
+    """The local stack, serving."""
+
+    url: str
+    """The functions (`/chat`, `/agent_planner`, `/agent_executor`) and the console (`/`)."""
+    realtime: RealtimeServer
+    anon_key: str
+    jwt_secret: str
+    demo_model: bool
+    """True when Parley's offline demo model answers (no model configured)."""
+    sweep_every: float
+    """Seconds between two runs of the sweeper."""
+
+
+@contextlib.asynccontextmanager
+async def running_stack(
+    settings: Settings,
+    database_url: str,
+    *,
+    port: int = 8000,
+    realtime_port: int = 4000,
+    demo_message: str = CONSOLE_DEMO_MESSAGE,
+) -> AsyncIterator[RunningStack]:
+    """Realtime, the functions and the console on `database_url` (migrated and seeded)."""
     secret = (
         settings.supabase_jwt_secret.get_secret_value()
         if settings.supabase_jwt_secret
@@ -99,30 +131,37 @@ async def serve(settings: Settings, database: LocalDatabase, args: argparse.Name
     with contextlib.ExitStack() as stack:
         model = _model_settings(settings, stack)
         realtime = RealtimeServer(RealtimeConfig.from_settings(
-            settings, database_url=database.url, jwt_secret=secret, port=args.realtime_port,
+            settings, database_url=database_url, jwt_secret=secret, port=realtime_port,
             connect_error_delay=0.5, join_error_delay=0.5,
         ))  # fmt: skip
         await realtime.start()
         try:
             local = settings.model_copy(update={
-                "database_url": database.url, "supabase_url": realtime.url,
+                "database_url": database_url, "supabase_url": realtime.url,
                 "supabase_anon_key": SecretStr(anon),
                 "supabase_service_role_key": SecretStr(service),
                 "supabase_jwt_secret": SecretStr(secret), "invoker_transport": "in_process",
-                "planner_function_url": (f"http://127.0.0.1:{args.port}/agent_planner"
-                                         if args.port else None),
+                "planner_function_url": (f"http://127.0.0.1:{port}/agent_planner"
+                                         if port else None),
                 **model,
             })  # fmt: skip
-            server = BackgroundServer(gateway(Services(local)), port=args.port, name="functions")
+            services = Services(local)
+            console = ConsoleSettings(
+                supabase_url=realtime.url, anon_key=anon, jwt_secret=secret,
+                demo_user_id=DEMO_USER_ID, demo_email=DEMO_EMAIL, demo_message=demo_message,
+            )  # fmt: skip
+            server = BackgroundServer(
+                gateway(services, console), port=port, name="functions",
+                on_shutdown=services.aclose,
+            )  # fmt: skip
             stack.enter_context(server)
             sweeper = asyncio.create_task(_sweep_forever(local))
-            _banner(server.url, realtime.url, model, local.sweep_interval_seconds)
-            await _demo(server.url, realtime.realtime_url, anon, secret, args.message)
-            if not args.once:
-                print("\nServing until Ctrl-C.", flush=True)
-                await _until_interrupted()
-            sweeper.cancel()
-            await asyncio.gather(sweeper, return_exceptions=True)
+            try:
+                yield RunningStack(server.url, realtime, anon, secret, demo_model=bool(model),
+                                   sweep_every=local.sweep_interval_seconds)  # fmt: skip
+            finally:
+                sweeper.cancel()
+                await asyncio.gather(sweeper, return_exceptions=True)
         finally:
             await realtime.stop()
 
@@ -141,6 +180,19 @@ async def _sweep_forever(settings: Settings) -> None:
         await services.aclose()
 
 
+async def serve(settings: Settings, database: LocalDatabase, args: argparse.Namespace) -> None:
+    async with running_stack(
+        settings, database.url, port=args.port, realtime_port=args.realtime_port
+    ) as running:
+        _banner(running)
+        session_id = await _demo(running, args.message)
+        print(f"\nSee it in the console: {running.url}/#/s/{session_id} — or start a new chat "
+              "there and send the demo message: a live plan with an approval.")  # fmt: skip
+        if not args.once:
+            print("\nServing until Ctrl-C.", flush=True)
+            await _until_interrupted()
+
+
 def _model_settings(settings: Settings, stack: contextlib.ExitStack) -> dict[str, object]:
     """The configured model, or the offline demo model served from this process."""
     if (
@@ -156,32 +208,39 @@ def _model_settings(settings: Settings, stack: contextlib.ExitStack) -> dict[str
     }
 
 
-def _banner(functions: str, realtime: str, model: dict[str, object], sweep_every: float) -> None:
-    if model:
+def _banner(running: RunningStack) -> None:
+    if running.demo_model:
         label = f"{DEMO_MODEL} — Parley's OFFLINE DEMO MODEL, canned replies (set DEEPSEEK_API_KEY)"
     else:
         label = "as configured (LLM_BASE_URL, LLM_PLANNER_MODEL, LLM_EXECUTOR_MODEL)"
+    url = running.url
     print(f"  model       {label}")
-    print(f"  functions   {functions}/chat · {functions}/agent_planner · "
-          f"{functions}/agent_executor  (OpenAPI: {functions}/chat/docs)")  # fmt: skip
-    print(f"  realtime    {realtime}  (SUPABASE_URL for supabase-js; channel session:<id>)")
-    print(f"  sweeper     every {sweep_every:g} s (plans whose runner died, approvals not resumed)")
+    print(f"  console     {url}/  (Parley Console: sign in as the demo user)")
+    print(f"  functions   {url}/chat · {url}/agent_planner · "
+          f"{url}/agent_executor  (OpenAPI: {url}/chat/docs)")  # fmt: skip
+    print(f"  realtime    {running.realtime.url}  (SUPABASE_URL for supabase-js; "
+          "channel session:<id>)")  # fmt: skip
+    print(f"  sweeper     every {running.sweep_every:g} s (plans whose runner died, approvals "
+          "not resumed)", flush=True)  # fmt: skip
 
 
-async def _demo(functions: str, realtime_url: str, anon: str, secret: str, message: str) -> None:
-    token = mint_token(secret, sub=DEMO_USER_ID, expires_in=24 * 3600)
+async def _demo(running: RunningStack, message: str) -> str:
+    """Play the demo turn; the id of its session."""
+    token = mint_token(running.jwt_secret, sub=DEMO_USER_ID, expires_in=24 * 3600)
     print(f"\nDemo turn, as the demo user: {message!r}", flush=True)
     turn = await demo.play(
-        functions_url=functions, realtime_url=realtime_url, anon_key=anon, user_token=token,
-        message=message, say=lambda line: print(line, flush=True),
+        functions_url=running.url, realtime_url=running.realtime.realtime_url,
+        anon_key=running.anon_key, user_token=token, message=message,
+        say=lambda line: print(line, flush=True),
     )  # fmt: skip
     reply = turn.reply
     print(f"\nAnswer ({reply['status']}, {reply['strategy']}, plan {reply['plan_id']}):")
     print("  " + (reply.get("answer") or reply.get("error") or "").replace("\n", "\n  "))
     print(f"\n{len(turn.events)} events arrived over Realtime. Try it yourself:")
     print(f"  export TOKEN={token}   # the demo user's JWT, valid 24 h")
-    print(f"  curl -s {functions}/chat/chat -H \"Authorization: Bearer $TOKEN\" "
+    print(f"  curl -s {running.url}/chat/chat -H \"Authorization: Bearer $TOKEN\" "
           "-H 'content-type: application/json' -d '{\"message\": \"Hello!\"}'")  # fmt: skip
+    return str(reply["session_id"])
 
 
 async def _until_interrupted() -> None:

@@ -11,11 +11,17 @@ AppError
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class AppError(Exception):
     """Base of every error Parley raises on purpose."""
 
     title = "Application error"
+
+    def problem_fields(self) -> dict[str, Any]:
+        """Extension members of the error's problem+json body (RFC 9457), for clients to act on."""
+        return {}
 
 
 class ConfigurationError(AppError):

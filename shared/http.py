@@ -96,7 +96,7 @@ def problem(status: int, detail: str, *, title: str | None = None, **extra: Any)
 
 async def _app_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, AppError)
-    return problem(status_of(exc), str(exc), title=exc.title)
+    return problem(status_of(exc), str(exc), title=exc.title, **exc.problem_fields())
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:

@@ -21,11 +21,11 @@ if TYPE_CHECKING:
     import httpx
 
     from shared.agents.approvals import ApprovalGate
-    from shared.agents.tokens import TokenCounter
     from shared.auth import TokenVerifier
     from shared.db import Database
     from shared.events import Publisher
     from shared.llm import LLMClient, ModelRegistry
+    from shared.llm.tokens import TokenCounter
     from shared.tools import ToolExecutor, ToolRegistry
 
 
@@ -150,7 +150,7 @@ class Services:
     @cached_property
     def tokens(self) -> TokenCounter:
         """The tokenizer budgets are measured with (DeepSeek's; loaded on first count)."""
-        from shared.agents.tokens import DeepSeekTokenizer
+        from shared.llm.tokens import DeepSeekTokenizer
 
         return DeepSeekTokenizer()
 

@@ -21,6 +21,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.errors import ConfigurationError
 
+Thinking = Literal["enabled", "disabled", "auto"]
+
 #: The JWT secret of `supabase start` (public, documented by Supabase); local stack only.
 LOCAL_JWT_SECRET = "super-secret-jwt-token-with-at-least-32-characters-long"
 
@@ -97,10 +99,17 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("LLM_API_KEY", "DEEPSEEK_API_KEY")
     )
     """API key for `llm_base_url`; `DEEPSEEK_API_KEY` is accepted too."""
-    llm_planner_model: str = "deepseek-chat"
+    llm_planner_model: str = "deepseek-v4-pro"
     """Model of the planner (the stronger tier)."""
-    llm_executor_model: str = "deepseek-chat"
+    llm_executor_model: str = "deepseek-flash"
     """Model of the executors (the cheap, fast tier)."""
+    llm_planner_thinking: Thinking = "auto"
+    """The planner's thinking mode, sent as DeepSeek's `thinking` field: `enabled`, `disabled`,
+    or `auto` (the model's default: DeepSeek's V4 models think). Only models with a thinking
+    switch (model registry) are told; others do what they do."""
+    llm_executor_thinking: Thinking = "disabled"
+    """The executors' thinking mode. Executors are short tool loops where speed and price
+    matter most: thinking costs output tokens (the dearest kind) and latency on every turn."""
     llm_timeout_seconds: float = Field(default=60.0, gt=0)
     """Per-call timeout of an LLM request."""
     llm_max_retries: int = Field(default=3, ge=0, le=10)
@@ -119,8 +128,11 @@ class Settings(BaseSettings):
     """Tool rounds the planner may make answering one message before it must answer in text."""
     planner_plan_attempts: int = Field(default=3, ge=1, le=10)
     """`create_plan` calls the planner may make per message before an invalid plan fails it."""
-    executor_token_budget: int = Field(default=1_500, ge=500)
-    """Most tokens one executor prompt may hold (the small context of the cheap tier)."""
+    executor_token_budget: int = Field(default=16_000, ge=500)
+    """Most tokens one executor prompt may hold. A cap, not a cost: a call pays for what it
+    sends. Sized by measurement (`python -m bench.economics`: the largest executor prompt of its
+    requests is ~3,700 tokens, a few pages of results) with room for several more pages;
+    DeepSeek Flash's window is 1M. Past it results are cut, saying what was left out."""
     executor_max_turns: int = Field(default=6, ge=1, le=50)
     """Model calls one step's agent may make before its thread closes as `timeout`."""
     executor_timeout_seconds: float = Field(default=120.0, gt=0)
@@ -222,6 +234,27 @@ class Settings(BaseSettings):
             )
         return value
 
+    @model_validator(mode="after")
+    def _models_in_service(self) -> Settings:
+        """Refuse a model name the registry knows to be retired (it would fail every turn)."""
+        from shared.llm.registry import load_registry  # the registry only when validating
+
+        registry = load_registry(self.llm_models_file)
+        for variable, name, default in (
+            ("LLM_PLANNER_MODEL", self.llm_planner_model, "deepseek-v4-pro"),
+            ("LLM_EXECUTOR_MODEL", self.llm_executor_model, "deepseek-flash"),
+        ):
+            info = registry.lookup(name)
+            if info.retired is not None:
+                successor = f"use {info.replaced_by} (its replacement)" if info.replaced_by else ""
+                if info.replaced_by != default:
+                    successor += f"{' or ' if successor else 'use '}{default} (Parley's default)"
+                raise ValueError(
+                    f"{variable}={name} names a model retired on {info.retired}: requests with "
+                    f"it fail. Set {variable} to a current model: {successor}."
+                )
+        return self
+
     @property
     def jwks_url(self) -> str | None:
         """Where asymmetric JWT signing keys are published, if anywhere."""
@@ -268,11 +301,17 @@ def load_settings(**overrides: object) -> Settings:
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']).upper() or 'settings'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise ConfigurationError(f"Invalid configuration — {problems}") from exc
+        raise ConfigurationError(f"Invalid configuration — {_problems(exc)}") from exc
+
+
+def _problems(exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]).upper()
+        cause = (err.get("ctx") or {}).get("error")
+        message = str(cause) if err["type"] == "value_error" and cause else err["msg"]
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)
 
 
 @lru_cache(maxsize=1)

@@ -2,6 +2,9 @@
 
 PLANNER_MODEL = "test-planner"
 EXECUTOR_MODEL = "test-executor"
+THINKER_MODEL = "test-thinker"
+SERVED = (PLANNER_MODEL, EXECUTOR_MODEL, THINKER_MODEL)
+"""The test models the fake model server serves (beside DeepSeek's and the demo's names)."""
 MODELS = """
 [[model]]
 match = "test-planner.*"

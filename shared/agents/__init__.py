@@ -20,8 +20,9 @@ Modules: `turns` (entry points), `planner` (the planner's loop), `plan_runner` (
 dependency order, concurrently — or handed to a queue), `executor` + `step_loop` +
 `step_setup` (one step's agent), `questions` (the planner answering executors), `finishing`
 (how a run ends), `abandoning` (ending what no run will finish), `history` (histories rebuilt
-from rows), `budget` + `tokens` (prompts within budgets), `accounting`, `control_tools`,
-`prompts`, `approvals`, `leases`, `invoker` + `http_invoker`, `events`, `errors`, `outcomes`.
+from rows), `budget` (prompts within budgets, counted by `shared.llm.tokens`), `accounting`,
+`control_tools`, `prompts`, `approvals`, `leases`, `invoker` + `http_invoker`, `events`,
+`errors`, `outcomes`.
 """
 
 from shared.agents.approvals import (
@@ -47,8 +48,8 @@ from shared.agents.executor import run_executor_step
 from shared.agents.invoker import InProcessInvoker, Invoker
 from shared.agents.outcomes import PlanOutcome, StepOutcome, TurnOutcome, TurnStarted
 from shared.agents.planner import run_plan
-from shared.agents.tokens import DeepSeekTokenizer, TokenCounter, count_prompt
 from shared.agents.turns import request_cancel, run_turn, start_turn
+from shared.llm.tokens import DeepSeekTokenizer, TokenCounter, count_prompt
 
 __all__ = [
     "ALLOW",

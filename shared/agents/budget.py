@@ -1,4 +1,5 @@
-"""Keeping a prompt within an agent's `token_budget`, measured with the stated tokenizer.
+"""Keeping a prompt within an agent's `token_budget`, measured with the stated tokenizer — and
+never shortening it without telling the model what was left out and how to get it.
 
 A prompt is the system prompt, then segments in order. A segment is what must stay or go
 together so the history stays valid: a past request with its answer, or an assistant turn with
@@ -6,11 +7,16 @@ every tool result answering it. Pinned segments (the latest user message, the cu
 are never dropped. When the prompt is too large, in this order:
 
 1. tool results longer than a quarter of the budget are cut to that size;
-2. the oldest unpinned segments are dropped (the system prompt then says how many messages
-   were left out);
+2. the oldest unpinned segments are dropped;
 3. tool results are cut harder (an eighth, a sixteenth, ... of the budget, at least 40 tokens);
 4. if the system prompt, the tool schemas and the pinned messages still do not fit, the prompt
    cannot be made valid: `PromptTooLarge` says by how much.
+
+A cut tool result ends with a note naming how many of its tokens were left out and how to see
+them (call the tool again for a smaller page). Dropped messages are announced at the start of
+the first user message: how many, and which tool calls they held. The system prompt is never
+changed, so the cached prefix (system prompt, tools) stays byte-identical. `FittedPrompt.
+left_out` describes every shortening, for the record of the step.
 
 Everything counted here is what is sent: `count_prompt` over the wire form, tool schemas
 included, so a test can count the request a server received and get the same number.
@@ -18,15 +24,28 @@ included, so a test can count the request a server received and get the same num
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from shared.agents.errors import PromptTooLarge
-from shared.agents.tokens import TokenCounter, count_messages, count_tools
-from shared.llm import Message, SystemMessage, ToolMessage, ToolSchema
+from shared.llm import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolMessage,
+    ToolSchema,
+    UserMessage,
+)
 from shared.llm.messages import to_wire
+from shared.llm.tokens import TokenCounter, count_messages, count_tools
 
 MIN_TOOL_RESULT = 40
+CUT_NOTE = (
+    "\n[Left out to fit your context budget: the last {left} of this result's {total} tokens. "
+    "To see them, call {tool} again asking for less at once (a smaller limit, then the next "
+    "pages with offset).]"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +67,8 @@ class FittedPrompt:
     """Messages left out."""
     cut: int
     """Tool results shortened."""
+    left_out: tuple[str, ...] = ()
+    """What was left out, one phrase each (empty when the prompt was sent whole)."""
 
 
 @dataclass(slots=True)
@@ -57,18 +78,34 @@ class _Fitting:
     fixed: int
     counter: TokenCounter
     thinking: bool
-    dropped: int = 0
-    cut: int = 0
+    earlier: str | None
+    originals: dict[str, str]
+    """Tool call id → its result as stored (every cut starts from the whole text)."""
+    dropped: list[Message] = field(default_factory=list)
+    cut: dict[str, str] = field(default_factory=dict)
+    """Tool call id → what was cut from its result."""
 
     def size(self) -> int:
         return self.fixed + count_messages(self.counter, self._wire(self.messages()))
 
     def messages(self) -> list[Message]:
-        system = self.system
+        kept = [m for segment in self.segments for m in segment.messages]
+        note = self.note()
+        for index, message in enumerate(kept):
+            if note is not None and isinstance(message, UserMessage):
+                kept[index] = UserMessage(f"{note}\n\n{message.content}")
+                break
+        return [self.system, *kept]
+
+    def note(self) -> str | None:
+        """The announcement of what this prompt leaves out before its messages."""
+        parts = [self.earlier] if self.earlier else []
         if self.dropped:
-            note = f"\n\n(Note: {self.dropped} earlier messages were left out to fit the budget.)"
-            system = SystemMessage(system.content + note)
-        return [system, *(m for segment in self.segments for m in segment.messages)]
+            parts.append(f"{len(self.dropped)} earlier messages{_calls_in(self.dropped)} were "
+                         "left out to fit the context budget")  # fmt: skip
+        if not parts:
+            return None
+        return f"(Note: {'; '.join(parts)}. Ask again or call the tools again if you need them.)"
 
     def cap_tool_results(self, cap: int) -> None:
         self.segments = [
@@ -79,23 +116,43 @@ class _Fitting:
     def drop_oldest(self) -> bool:
         for index, segment in enumerate(self.segments):
             if not segment.pinned:
-                self.dropped += len(segment.messages)
+                self.dropped += segment.messages
                 del self.segments[index]
                 return True
         return False
 
+    def left_out(self) -> tuple[str, ...]:
+        found = list(self.cut.values())
+        if self.dropped:
+            found.append(f"{len(self.dropped)} earlier messages{_calls_in(self.dropped)}")
+        if self.earlier:
+            found.append(self.earlier)
+        return tuple(found)
+
     def _capped(self, message: Message, cap: int) -> Message:
         if not isinstance(message, ToolMessage):
             return message
-        tokens = self.counter.count(message.content)
-        if tokens <= cap:
+        whole = self.originals.get(message.tool_call_id, message.content)
+        total = self.counter.count(whole)
+        if total <= cap:
             return message
-        self.cut += 1
-        kept = self.counter.truncate(message.content, cap)
-        return replace(message, content=f"{kept}… [cut to fit the budget: {tokens - cap} tokens]")
+        kept = self.counter.truncate(whole, cap)
+        left = total - self.counter.count(kept)
+        tool = message.name or "the tool"
+        self.cut[message.tool_call_id] = f"the last {left} of {total} tokens of a {tool} result"
+        return replace(message, content=kept + CUT_NOTE.format(left=left, total=total, tool=tool))
 
     def _wire(self, messages: Sequence[Message]) -> list[dict[str, object]]:
         return to_wire(messages, thinking=self.thinking)
+
+
+def _calls_in(messages: Sequence[Message]) -> str:
+    calls = Counter(c.name for m in messages if isinstance(m, AssistantMessage)
+                    for c in m.tool_calls)  # fmt: skip
+    if not calls:
+        return ""
+    named = ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in sorted(calls.items()))
+    return f" (with the results of {named})"
 
 
 def fit_prompt(
@@ -106,10 +163,18 @@ def fit_prompt(
     budget: int,
     counter: TokenCounter,
     thinking: bool,
+    earlier: str | None = None,
 ) -> FittedPrompt:
-    """The prompt within `budget` tokens, or `PromptTooLarge` (see the module docstring)."""
+    """The prompt within `budget` tokens, or `PromptTooLarge` (see the module docstring).
+
+    `earlier` says what the caller already left out before `segments` (e.g. "messages before
+    the last 200 of this conversation"); it is announced like dropped messages.
+    """
     wire_tools = [tool.to_wire() for tool in tools]
-    fitting = _Fitting(system, list(segments), count_tools(counter, wire_tools), counter, thinking)
+    originals = {m.tool_call_id: m.content for segment in segments for m in segment.messages
+                 if isinstance(m, ToolMessage)}  # fmt: skip
+    fitting = _Fitting(system, list(segments), count_tools(counter, wire_tools), counter, thinking,
+                       earlier, originals)  # fmt: skip
     size = fitting.size()
     if size > budget:
         fitting.cap_tool_results(max(budget // 4, MIN_TOOL_RESULT))
@@ -122,4 +187,17 @@ def fit_prompt(
         size, divisor = fitting.size(), divisor * 2
     if size > budget:
         raise PromptTooLarge(needed=size, budget=budget)
-    return FittedPrompt(fitting.messages(), size, fitting.dropped, fitting.cut)
+    return FittedPrompt(
+        fitting.messages(), size, len(fitting.dropped), len(fitting.cut), fitting.left_out()
+    )
+
+
+def clip(counter: TokenCounter, text: str, tokens: int, *, how: str) -> str:
+    """`text` within `tokens`; if shortened, it ends by saying how much is left out and `how`
+    to get it (e.g. "ask_planner for the rest")."""
+    total = counter.count(text)
+    if total <= tokens:
+        return text
+    kept = counter.truncate(text, tokens)
+    left = total - counter.count(kept)
+    return f"{kept}\n[… the last {left} of its {total} tokens are left out here; {how}.]"

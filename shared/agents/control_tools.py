@@ -10,7 +10,8 @@ recognise them by name and act on their validated arguments.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import copy
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared.agents.plan_schema import PlanDraft
 from shared.llm import ToolSchema
+from shared.tools.results import problem_list
 from shared.tools.schema import function_parameters
 
 CREATE_PLAN = "create_plan"
@@ -38,7 +40,7 @@ class _Args(BaseModel):
 class CompleteArgs(_Args):
     result: str = Field(
         min_length=1,
-        max_length=8000,
+        max_length=32_000,
         description="What you found, self-contained: the facts the planner needs (ids, names, "
         "dates, numbers), not how you found them.",
     )
@@ -61,15 +63,15 @@ class AskPlannerArgs(_Args):
 
 
 _DESCRIPTIONS = {
-    CREATE_PLAN: "Write a plan for a request that needs several steps or several tools. Give "
-    "read-only lookups to executors (list the read tools each needs) and do every write "
-    "yourself (assignee `planner`). Steps without dependencies run in parallel.",
-    COMPLETE: "Finish your step and report its result. Call it alone, after you have seen the "
-    "results of your tool calls.",
-    FAIL: "Give up on your step because it cannot be done; say why.",
-    ESCALATE: "Stop because only the user can decide or provide something; say what.",
-    ASK_PLANNER: "Ask the planner a question about your step when something is unclear; its "
-    "answer comes back as this call's result.",
+    CREATE_PLAN: "Plan a request that needs the user's data: executors (cheap, read-only) do "
+    "the reads; you do every write (assignee planner). Steps without dependencies run in "
+    "parallel.",
+    COMPLETE: "End your step with its result: the facts the planner needs (ids, names, dates, "
+    "numbers). Call it alone, after your tool results.",
+    FAIL: "End your step: it cannot be done; say why.",
+    ESCALATE: "End your step: only the user can decide or provide something; ask them.",
+    ASK_PLANNER: "Ask the planner about something unclear in your step; the answer is this "
+    "call's result.",
 }
 _MODELS: dict[str, type[BaseModel]] = {
     CREATE_PLAN: PlanDraft,
@@ -81,8 +83,23 @@ _MODELS: dict[str, type[BaseModel]] = {
 
 
 def schema(name: str) -> ToolSchema:
-    """The tool definition of one control call."""
-    return ToolSchema(name, _DESCRIPTIONS[name], function_parameters(_MODELS[name]))
+    """The tool definition of one control call, compact: its one text field, with the limits
+    checked on arrival (`parse_control`) rather than spelled out on every call."""
+    if name == CREATE_PLAN:
+        return ToolSchema(name, _DESCRIPTIONS[name], function_parameters(PlanDraft))
+    field = next(iter(_MODELS[name].model_fields))
+    parameters = {"type": "object", "properties": {field: {"type": "string"}},
+                  "required": [field], "additionalProperties": False}  # fmt: skip
+    return ToolSchema(name, _DESCRIPTIONS[name], parameters)
+
+
+def create_plan(tool_names: Sequence[str]) -> ToolSchema:
+    """`create_plan`, naming the tools a step may list (all of them: executors get the read
+    ones), so the planner needs no schema of a tool it only delegates."""
+    parameters: dict[str, Any] = copy.deepcopy(dict(function_parameters(PlanDraft)))
+    step = parameters["properties"]["steps"]["items"]
+    step["properties"]["tools"]["items"]["enum"] = list(tool_names)
+    return ToolSchema(CREATE_PLAN, _DESCRIPTIONS[CREATE_PLAN], parameters)
 
 
 def step_tools(*, can_ask: bool) -> list[ToolSchema]:
@@ -105,10 +122,10 @@ def parse_control(name: str, arguments: Mapping[str, Any]) -> ControlCall | str:
     try:
         value = model.model_validate(dict(arguments))
     except ValidationError as exc:
-        problems = "; ".join(
+        problems = problem_list([
             f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
-            for err in exc.errors(include_url=False, include_input=False)[:5]
-        )
+            for err in exc.errors(include_url=False, include_input=False)
+        ])  # fmt: skip
         return f"invalid arguments for {name}: {problems}"
     field = next(iter(model.model_fields))
     return ControlCall(name, str(getattr(value, field)))

@@ -16,7 +16,7 @@ StepsHandedOff (not an error) the plan's steps run elsewhere; this invocation en
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from psycopg import OperationalError
@@ -120,3 +120,6 @@ class TurnStillRunning(Conflict):
         super().__init__(message)
         self.plan_id = plan.id
         self.status = plan.status
+
+    def problem_fields(self) -> dict[str, Any]:
+        return {"plan_id": str(self.plan_id), "plan_status": self.status}

@@ -119,7 +119,7 @@ def _worker(services: Services, opened: OpenedStep, emitter: EventEmitter) -> St
         step=opened.step,
         thread=opened.thread,
         system_prompt=prompts.EXECUTOR if executor else prompts.PLANNER_STEP,
-        tools=tool_schemas(offered) + controls,
+        tools=controls + tool_schemas(offered),  # the controls first: a prefix all steps share
         can_ask=executor,
         deadline=opened.clock_from + timedelta(seconds=services.settings.executor_timeout_seconds),
     )

@@ -52,6 +52,22 @@ class AgentRun:
         """The agent's token budget, never more than its model's context window allows."""
         return min(self.agent.token_budget, self.model.context_window)
 
+    @property
+    def thinking(self) -> bool | None:
+        """The thinking mode to ask for: the role's setting (`LLM_PLANNER_THINKING`,
+        `LLM_EXECUTOR_THINKING`) where the model has a switch; None = the model's default."""
+        settings = self.services.settings
+        mode = settings.llm_executor_thinking if self.agent.role == "executor" else (
+            settings.llm_planner_thinking)  # fmt: skip
+        if mode == "auto" or not self.model.thinking_toggle:
+            return None
+        return mode == "enabled"
+
+    @property
+    def thinks(self) -> bool:
+        """Whether the model's replies will carry reasoning to pass back on tool-call turns."""
+        return self.model.thinking if self.thinking is None else self.thinking
+
 
 def tool_schemas(definitions: Sequence[ToolDefinition]) -> list[ToolSchema]:
     """What the model is shown of the tools an agent may use."""
@@ -65,15 +81,18 @@ def build_request(
     segments: Sequence[Segment],
     tools: Sequence[ToolSchema] = (),
     tool_choice: ToolChoice = "auto",
+    earlier: str | None = None,
 ) -> tuple[ChatRequest, FittedPrompt]:
-    """The request for the agent's next call, its prompt kept within the agent's budget."""
+    """The request for the agent's next call, its prompt kept within the agent's budget
+    (`earlier`: what the caller already left out before `segments`, announced to the model)."""
     fitted = fit_prompt(
         system=SystemMessage(system),
         segments=segments,
         tools=tools,
         budget=run.budget,
         counter=run.services.tokens,
-        thinking=run.model.thinking,
+        thinking=run.thinks,
+        earlier=earlier,
     )
     request = ChatRequest(
         run.agent.model,
@@ -81,6 +100,7 @@ def build_request(
         tools=tuple(tools),
         tool_choice=tool_choice if tools else "auto",
         history="strict",
+        thinking=run.thinking,
     )
     return request, fitted
 

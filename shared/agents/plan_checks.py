@@ -14,11 +14,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from shared.agents.plan_schema import InvalidPlan, PlanDraft, validate_plan
-from shared.agents.tokens import TokenCounter, count_tools
 from shared.db.plans import NewStep
 from shared.llm import ToolCall
+from shared.llm.tokens import TokenCounter, count_tools
 from shared.tools import ToolRegistry
 
+MAX_PROBLEMS = 10
 TOOL_SHARE = 3
 """An executor step's tool schemas may take 1/3 of the executor's budget."""
 
@@ -32,7 +33,11 @@ def read_plan(
     try:
         draft = PlanDraft.model_validate(dict(call.arguments))
     except ValidationError as exc:
-        return [_problem(err) for err in exc.errors(include_url=False, include_input=False)[:10]]
+        problems = [_problem(err) for err in exc.errors(include_url=False, include_input=False)]
+        if len(problems) > MAX_PROBLEMS:
+            more = f"and {len(problems) - MAX_PROBLEMS} more problems (fix these first)"
+            problems = [*problems[:MAX_PROBLEMS], more]
+        return problems
     writes = {tool.name for tool in registry if tool.access == "write"}
     try:
         draft = validate_plan(draft, known_tools={t.name for t in registry}, write_tools=writes)

@@ -18,24 +18,21 @@ MAX_STEPS = 8
 
 
 class StepDraft(BaseModel):
-    """One step as the model writes it."""
+    """One step of a plan."""
 
     model_config = ConfigDict(extra="forbid")
 
-    step_number: int = Field(ge=1, description="1, 2, 3… in the order the steps were written.")
+    step_number: int = Field(ge=1, description="1, 2, 3…")
     description: str = Field(
-        min_length=1,
-        max_length=2000,
-        description="What to do and what to report back, self-contained for whoever runs it.",
+        min_length=1, max_length=2000, description="What to do and report, self-contained."
     )
     assignee: Literal["executor", "planner"] = Field(
-        description="`executor` for read-only lookups and analysis; `planner` for any step that "
-        "creates, updates or deletes something."
+        description="executor: reads only; planner: any step that writes."
     )
     depends_on: list[int] = Field(
-        default_factory=list, description="Numbers of earlier steps whose results this step needs."
+        default_factory=list, description="Earlier steps whose results this step needs."
     )
-    tools: list[str] = Field(default_factory=list, description="Tools the step is expected to use.")
+    tools: list[str] = Field(default_factory=list, description="The tools the step needs.")
 
 
 class PlanDraft(BaseModel):
@@ -43,7 +40,7 @@ class PlanDraft(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    goal: str = Field(min_length=1, max_length=1000, description="What the plan achieves.")
+    goal: str = Field(min_length=1, max_length=1000)
     steps: list[StepDraft] = Field(min_length=1, max_length=MAX_STEPS)
 
 

@@ -2,14 +2,15 @@
 
 The planner's turn is one loop over its stored messages (`chat_messages` with the plan's id):
 
-1. No answer yet and nothing pending → call the model (streamed) with the domain tools it may
-   use and `create_plan`. Text only is the answer (strategy `direct` if it is the first call);
-   domain calls make the strategy `tool`; a valid `create_plan` makes it `complex` and stores
-   the steps with the call; an invalid one is answered with its problems (bounded retries).
+1. No answer yet and nothing pending → call the model (streamed) with the write tools it may
+   use and `create_plan` (`routing_tools`: reads are delegated). Text only is the answer
+   (strategy `direct` if it is the first call); write calls make the strategy `tool`; a valid
+   `create_plan` makes it `complex` and stores the steps with the call; an invalid one is
+   answered with its problems (bounded retries).
 2. Calls without results → run them (the tool executor checks permission; destructive tools
    ask the approval gate) and store each result.
 3. An accepted `create_plan` without a result → run the steps (`plan_runner`); their outcomes
-   become that call's result, and the next model call (tools off) writes the final answer.
+   become that call's result, and the next model call (sent no tools) writes the final answer.
 
 Each decision is committed before it is published, so a re-invocation continues where the
 last one stopped: finished steps are reused, answered calls are not repeated. Exactly one
@@ -57,11 +58,11 @@ from shared.agents.tool_runs import run_tool
 from shared.db import agents, chats, executions, leases, plans
 from shared.db.database import Connection
 from shared.db.leases import PARKED
-from shared.db.records import ChatMessage, Plan, PlanStep, PlanStrategy
+from shared.db.records import Agent, ChatMessage, Plan, PlanStep, PlanStrategy
 from shared.errors import NotFound
 from shared.events import EventEmitter
-from shared.llm import Completion, ToolCall, ToolChoice, ToolSchema, UserMessage
-from shared.tools import ToolResult, TurnCache, offered_tools
+from shared.llm import Completion, ToolCall, ToolSchema, UserMessage
+from shared.tools import ToolRegistry, ToolResult, TurnCache, offered_tools
 
 if TYPE_CHECKING:
     from shared.services import Services
@@ -69,6 +70,8 @@ if TYPE_CHECKING:
 PLAN_RESULTS = "plan_results"
 """`metadata.kind` of the tool row holding an accepted plan's step outcomes."""
 NOT_RUN = "Not run: you wrote a plan in the same turn; its steps do this work."
+HISTORY_LOADED = 200
+"""Past messages (requests and answers) loaded for the planner's history, newest first."""
 ONE_PLAN = "Not used: write one plan per turn."
 
 
@@ -181,9 +184,8 @@ class PlannerRun:
             plan = await plans.update_plan(conn, plan_id=plan.id, status="executing")
         await emitter.emit("status_update", {"status": "thinking"}, plan_id=plan.id,
                            agent_id=planner.id)  # fmt: skip
-        tools = tool_schemas(offered_tools(planner, services.tools))
-        tools.append(control_tools.schema(control_tools.CREATE_PLAN))
-        return cls(AgentRun(services, emitter, plan, planner, execution), invoker, request, tools)
+        return cls(AgentRun(services, emitter, plan, planner, execution), invoker, request,
+                   routing_tools(planner, services.tools))  # fmt: skip
 
     @property
     def services(self) -> Services:
@@ -220,11 +222,10 @@ class PlannerRun:
         synthesis = turn.last is not None and PLAN_RESULTS in turn.last.kinds.values()
         rounds = sum(1 for t in turn.turns if t.calls)
         final = synthesis or rounds >= self.services.settings.planner_max_tool_rounds
-        choice: ToolChoice = "none" if final else "auto"
-        segments = await self._segments(turn)
-        request, _ = build_request(
+        segments, earlier = await self._segments(turn)
+        request, _ = build_request(  # a call that may not call tools is sent none to call
             self.run, system=prompts.with_date(prompts.PLANNER), segments=segments,
-            tools=self.tools, tool_choice=choice,
+            tools=() if final else self.tools, earlier=earlier,
         )  # fmt: skip
         completion = await call_model(self.run, request, stream_text=True)
         await self._store_turn(completion, turn, final=final)
@@ -235,13 +236,18 @@ class PlannerRun:
             agent_id=self.run.agent.id,
         )  # fmt: skip
 
-    async def _segments(self, turn: PlannerTurn) -> list[Segment]:
+    async def _segments(self, turn: PlannerTurn) -> tuple[list[Segment], str | None]:
+        """The conversation so far and the current turn; and what is not loaded of it."""
         async with self.services.db.service() as conn:
             past = await chats.list_conversation(
-                conn, session_id=self.run.plan.session_id, before_seq=self.request.seq
-            )
+                conn, session_id=self.run.plan.session_id, before_seq=self.request.seq,
+                limit=HISTORY_LOADED,
+            )  # fmt: skip
+        earlier = None
+        if len(past) == HISTORY_LOADED:  # there may be more: say so rather than hide it
+            earlier = f"messages before the last {HISTORY_LOADED} of this chat are not shown"
         current = (UserMessage(self.request.content), *turn.messages())
-        return [*conversation_segments(past), Segment(current, pinned=True)]
+        return [*conversation_segments(past), Segment(current, pinned=True)], earlier
 
     async def _store_turn(self, completion: Completion, turn: PlannerTurn, *, final: bool) -> None:
         calls = () if final else completion.tool_calls
@@ -329,9 +335,8 @@ class PlannerRun:
 
     def _plan_results(self, steps: Sequence[PlanStep]) -> str:
         lines = [prompts.PLAN_RESULTS, ""]
-        for step in steps:
-            who = "executor" if step.executor_required else "planner"
-            lines.append(f"Step {step.step_number} ({who}, {step.status}): {step.description}")
+        for step in steps:  # each step's description is in the plan above: not repeated
+            lines.append(f"Step {step.step_number}: {step.status}")
             if step.result:
                 lines.append(f"Result: {step.result}")
             if step.error:
@@ -396,6 +401,15 @@ class _Decision:
                 f"The planner could not write a valid plan in {made} attempts: "
                 + "; ".join(self.problems)
             )
+
+
+def routing_tools(planner: Agent, registry: ToolRegistry) -> list[ToolSchema]:
+    """What the planner is offered when it decides: the write tools it may use (it does every
+    write itself) and `create_plan`, which names every tool a step may list. Reads are the
+    executors' job: their schemas would only make each planner call dearer."""
+    offered = offered_tools(planner, registry)
+    writes = tool_schemas([tool for tool in offered if tool.access == "write"])
+    return [*writes, control_tools.create_plan([tool.name for tool in offered])]
 
 
 def _arguments(call: ToolCall) -> JsonValue:

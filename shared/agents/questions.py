@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from shared.agents import prompts
 from shared.agents.accounting import account_call, emit_usage
-from shared.agents.budget import Segment
+from shared.agents.budget import Segment, clip
 from shared.agents.events import emit_agent_message
 from shared.agents.model_calls import AgentRun, build_request, call_model
 from shared.db import agents, chats, dialogue, executions, plans
@@ -18,7 +18,8 @@ from shared.db.records import AgentMessage, AgentThread, PlanStep
 from shared.errors import NotFound
 from shared.llm import ToolCall, UserMessage
 
-RESULT_PREVIEW = 600
+RESULTS_SHARE = 2
+"""The step results shown with a question may fill 1/2 of the planner's budget."""
 
 
 async def answer_question(
@@ -74,10 +75,10 @@ async def _plan_context(planner: AgentRun, asking: PlanStep) -> str:
         f"Goal of the plan: {planner.plan.goal or '(none)'}",
         "Steps:",
     ]
+    share = max(planner.budget // RESULTS_SHARE // max(len(steps), 1), 40)
+    how = "answer from what is shown, or say what is missing"
     for step in steps:
-        outcome = step.result or step.error or ""
-        if len(outcome) > RESULT_PREVIEW:
-            outcome = outcome[:RESULT_PREVIEW] + "…"
+        outcome = clip(planner.services.tokens, step.result or step.error or "", share, how=how)
         lines.append(f"{step.step_number}. [{step.status}] {step.description}"
                      + (f" — {outcome}" if outcome else ""))  # fmt: skip
     lines.append(f"The question comes from the executor working on step {asking.step_number}.")

@@ -16,13 +16,14 @@ Because every step is stored first, a re-run of the same attempt resumes exactly
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal
 
 from shared.agents import control_tools as control
 from shared.agents.accounting import account_call, emit_usage
 from shared.agents.approvals import Escalation
+from shared.agents.budget import clip
 from shared.agents.errors import AwaitingApproval
 from shared.agents.events import emit_agent_message
 from shared.agents.history import ThreadView, Turn, stored_arguments, thread_view
@@ -35,8 +36,12 @@ from shared.db.records import AgentMessage, AgentMessageType, AgentThread, PlanS
 from shared.llm import Completion, ToolCall, ToolSchema
 from shared.tools import ToolResult, TurnCache
 
-PARTIAL_RESULTS = 2
-"""A timed-out step reports its last few tool results."""
+PARTIAL_RESULTS = 3
+"""A timed-out step reports its last few tool results (each within a share of its budget)."""
+INCOMPLETE = (
+    "(Note: to fit its context budget, this step's agent did not see everything it read — "
+    "{what}. It was told how to fetch the rest; this result may be incomplete.)"
+)
 ALONE = "Not done: call {name} alone, after you have seen the results of your other calls."
 
 EndingKind = Literal["complete", "fail", "timeout", "cancel"]
@@ -64,9 +69,19 @@ class StepWorker:
     can_ask: bool
     deadline: datetime
     cache: TurnCache = field(default_factory=TurnCache)
+    left_out: dict[str, None] = field(default_factory=dict)
+    """What the agent's prompts left out to fit its budget (ordered, without repeats)."""
 
     async def work(self) -> Ending:
-        """Run turns until the agent ends the step or a limit does."""
+        """Run turns until the agent ends the step or a limit does; a result built while
+        parts of the agent's data were left out of its prompt says so."""
+        ending = await self._work()
+        if self.left_out and ending.kind in ("complete", "timeout"):
+            note = INCOMPLETE.format(what="; ".join(self.left_out))
+            ending = replace(ending, text=f"{ending.text}\n\n{note}")
+        return ending
+
+    async def _work(self) -> Ending:
         while True:
             view = await self._view()
             last = view.last
@@ -95,18 +110,27 @@ class StepWorker:
         return None
 
     def timeout(self, view: ThreadView, why: str) -> Ending:
-        """A timeout whose text is the partial result: the last results the agent had seen."""
-        share = max(self.run.budget // 8, 40)
-        found = [self.run.services.tokens.truncate(text, share)
-                 for text in view.tool_results()[-PARTIAL_RESULTS:]]  # fmt: skip
-        text = "\n".join(found) if found else "nothing yet"
-        return Ending("timeout", f"Partial result (the step {why} before completing): {text}", why)
+        """A timeout whose text is the partial result: the last results the agent had seen,
+        saying what of them is left out."""
+        results = view.tool_results()
+        shown = results[-PARTIAL_RESULTS:]
+        share = max(self.run.budget // (2 * PARTIAL_RESULTS), 40)
+        how = "ask the user to retry with a narrower request for the rest"
+        found = [clip(self.run.services.tokens, text, share, how=how) for text in shown]
+        head = f"Partial result (the step {why} before completing)"
+        if not found:
+            return Ending("timeout", f"{head}: nothing yet.", why)
+        if len(results) > len(shown):
+            head += (f"; the last {len(shown)} of the {len(results)} tool results it saw, the "
+                     f"first {len(results) - len(shown)} left out")  # fmt: skip
+        return Ending("timeout", f"{head}:\n" + "\n".join(found), why)
 
     async def _take_turn(self, view: ThreadView) -> Ending | None:
-        request, _ = build_request(
+        request, fitted = build_request(
             self.run, system=with_date(self.system_prompt), segments=view.segments(),
             tools=self.tools, tool_choice="required",
         )  # fmt: skip
+        self.left_out.update(dict.fromkeys(fitted.left_out))
         remaining = (self.deadline - datetime.now(UTC)).total_seconds()
         try:
             async with asyncio.timeout(max(remaining, 0.001)):

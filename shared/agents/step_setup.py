@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from shared.agents import prompts
+from shared.agents.budget import clip
 from shared.agents.leases import Lease, new_owner
-from shared.agents.tokens import TokenCounter
 from shared.db import agents, approvals, chats, dialogue, executions, plans
 from shared.db.database import Connection
 from shared.db.records import Agent, AgentMessage, AgentThread, Execution, Plan, PlanStep
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from shared.services import Services
 
 DELEGATION_SHARE = 4
-"""A delegation may fill 1/4 of the agent's budget; dependency results are cut to fit."""
+"""A delegation may fill 1/4 of the agent's budget; longer dependency results are cut to fit,
+saying how much is left out (the planner has them whole: an executor can ask)."""
 FINISHED = frozenset({"completed", "failed", "skipped", "cancelled"})
 
 
@@ -170,14 +171,10 @@ async def _delegation(
     steps = {s.step_number: s for s in await plans.list_steps(conn, plan_id=plan.id)}
     done = [steps[n] for n in step.depends_on if n in steps]
     share = max(agent.token_budget // DELEGATION_SHARE // max(len(done), 1), 40)
-    results = [(s, _clip(services.tokens, s.result or s.error or "(no result)", share))
+    how = "ask_planner for it if you need it" if agent.role == "executor" else "it is in the plan"
+    results = [(s, clip(services.tokens, s.result or s.error or "(no result)", share, how=how))
                for s in done]  # fmt: skip
     if not plan.goal:
         request = await chats.get_message(conn, message_id=plan.user_message_id)
-        plan = plan if request is None else replace(plan, goal=request.content[:500])
+        plan = plan if request is None else replace(plan, goal=request.content)
     return prompts.delegation(plan, step, results)
-
-
-def _clip(counter: TokenCounter, text: str, tokens: int) -> str:
-    kept = counter.truncate(text, tokens)
-    return kept if kept == text else kept + "… [cut to fit]"

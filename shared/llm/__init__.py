@@ -3,7 +3,7 @@
 Build a client once per cold start and pass typed messages:
 
     client = OpenAIClient.from_settings()          # LLM_BASE_URL, DEEPSEEK_API_KEY / LLM_API_KEY
-    request = ChatRequest("deepseek-chat", [SystemMessage("..."), UserMessage("Hi")], tools=[
+    request = ChatRequest("deepseek-v4-pro", [SystemMessage("..."), UserMessage("Hi")], tools=[
         ToolSchema("search_notes", "Search the user's notes", {"type": "object", ...}),
     ])
     async for event in client.stream(request):     # streaming is the default
@@ -24,7 +24,9 @@ Build a client once per cold start and pass typed messages:
   (`ChatRequest.history="strict"` raises `InvalidHistory`, sending nothing) or repaired
   (`"repair"`); see `shared.llm.history`. `reasoning_content` is sent only to thinking models.
 - Models: `models.toml` matches names by regex, general to specific (`load_registry().lookup`);
-  `LLM_MODELS_FILE` adds entries. Unknown models work, priced at 0 with `cost_known=False`.
+  `LLM_MODELS_FILE` adds entries. A call is priced by the hour it finished (peak / off-peak
+  rates and schedules are registry data). Unknown models work, priced at 0 with
+  `cost_known=False`. Token counts: `shared.llm.tokens` (DeepSeek's tokenizer).
 - Failures are `LLMError`s (`shared.llm.errors`). 429, 5xx, connection errors and timeouts are
   retried with exponential backoff and full jitter (Retry-After honoured, capped), but only
   before anything was yielded; `LLM_MAX_RETRIES` retries in all.

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -66,7 +67,8 @@ class OpenAIClient:
     ) -> None:
         """`timeout` bounds each wait on the network (connecting, the first byte, every gap
         between streamed chunks), not a whole reply: an answer that keeps streaming is not cut.
-        `sleep` and `now` are seams for tests: they see every backoff without waiting."""
+        `sleep` and `now` are seams for tests: they see every backoff without waiting, and
+        `now` is also the clock a reply is priced by (peak or off-peak, per the registry)."""
         self.base_url = base_url.rstrip("/")
         self._api_key = resolve_api_key(self.base_url, api_key)
         self._timeout = timeout
@@ -217,11 +219,12 @@ class OpenAIClient:
             yield ToolCallReady(call)
         info = self.registry.lookup(request.model)
         tokens = outcome.tokens or TokenCounts()
+        finished = datetime.fromtimestamp(self._now(), UTC)  # priced at the hour it finished
         yield Completed(
             Completion(
                 message=assembler.message(calls),
                 finish_reason=_finish_reason(assembler.finish_reason),
-                usage=info.usage(tokens),
+                usage=info.usage(tokens, at=finished),
                 tokens=tokens,
                 model=outcome.model,
                 cost_known=info.price is not None,

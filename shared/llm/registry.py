@@ -1,7 +1,8 @@
-"""The model registry: price, context window and capabilities, found by model name.
+"""The model registry: prices (by time of day), context window and capabilities, by model name.
 
 The shipped table is `models.toml` beside this module (its header explains the format). An
-override file (setting `LLM_MODELS_FILE`) adds entries that apply after the shipped ones.
+override file (setting `LLM_MODELS_FILE`) adds entries — and peak-hour schedules — that apply
+after the shipped ones.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ import logging
 import re
 import tomllib
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -28,6 +31,27 @@ ModelRole = Literal["planner", "executor", "any"]
 
 
 @dataclass(frozen=True, slots=True)
+class PeakHours:
+    """When a provider bills its peak rate: weekday windows in its time zone, holidays aside."""
+
+    zone: ZoneInfo
+    weekdays: frozenset[int]
+    """ISO weekdays (1 = Monday … 7 = Sunday) that have peak windows."""
+    windows: tuple[tuple[time, time], ...]
+    """Local [start, end) windows of those days."""
+    holidays: frozenset[date]
+    """Local dates that are off-peak all day."""
+
+    def is_peak(self, when: datetime) -> bool:
+        """Whether `when` (an aware datetime) falls in a peak window."""
+        local = when.astimezone(self.zone)
+        if local.isoweekday() not in self.weekdays or local.date() in self.holidays:
+            return False
+        clock = local.time().replace(tzinfo=None)
+        return any(start <= clock < end for start, end in self.windows)
+
+
+@dataclass(frozen=True, slots=True)
 class ModelInfo:
     """What Parley knows about one model name."""
 
@@ -37,7 +61,8 @@ class ModelInfo:
     known: bool
     """False when no registry entry matched: every field is a fallback default."""
     price: Price | None
-    """None when the price is unknown: calls then cost 0 and `Completion.cost_known` is False."""
+    """The standard (peak) rate; None when unknown: calls then cost 0 and
+    `Completion.cost_known` is False."""
     context_window: int
     supports_tools: bool
     thinking: bool
@@ -46,10 +71,24 @@ class ModelInfo:
     role: ModelRole
     matched: tuple[str, ...]
     """The patterns that applied, general to specific (for debugging a lookup)."""
+    off_peak_price: Price | None = None
+    """The rate outside `peak_hours` (None: `price` at all hours)."""
+    peak_hours: PeakHours | None = None
+    retired: str | None = None
+    """When the provider retired the name (requests with it fail); None while it is served."""
+    replaced_by: str | None = None
+    """The provider's successor to a retired name."""
 
-    def usage(self, tokens: TokenCounts) -> Usage:
-        """The storable usage of a call to this model, priced from the registry."""
-        return tokens.to_usage(self.price)
+    def price_at(self, when: datetime) -> Price | None:
+        """The rate a call finishing at `when` is billed at (peak or off-peak)."""
+        if self.off_peak_price is None or self.peak_hours is None:
+            return self.price
+        return self.price if self.peak_hours.is_peak(when) else self.off_peak_price
+
+    def usage(self, tokens: TokenCounts, *, at: datetime | None = None) -> Usage:
+        """The storable usage of a call to this model that finished `at` (default: now),
+        priced from the registry."""
+        return tokens.to_usage(self.price_at(at or datetime.now(UTC)))
 
 
 class _PriceFields(BaseModel):
@@ -69,6 +108,52 @@ class _Fields(BaseModel):
     thinking_toggle: bool | None = None
     role: ModelRole | None = None
     price: _PriceFields | None = None
+    off_peak_price: _PriceFields | None = None
+    peak_hours: str | None = None
+    """The name of a `[peak_hours.<name>]` schedule."""
+    retired: str | None = None
+    replaced_by: str | None = None
+
+
+class _Schedule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    timezone: str
+    weekdays: list[int] = Field(min_length=1)
+    hours: list[str] = Field(min_length=1)
+    """Local windows, "HH:MM-HH:MM" (end exclusive)."""
+    holidays: list[date] = []
+
+    @field_validator("weekdays")
+    @classmethod
+    def _iso_days(cls, value: list[int]) -> list[int]:
+        if not all(1 <= day <= 7 for day in value):
+            raise ValueError("weekdays are ISO numbers: 1 (Monday) to 7 (Sunday)")
+        return value
+
+    @field_validator("hours")
+    @classmethod
+    def _windows(cls, value: list[str]) -> list[str]:
+        for window in value:
+            _window(window)
+        return value
+
+    def compile(self, name: str) -> PeakHours:
+        try:
+            zone = ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"peak_hours.{name}: unknown time zone {self.timezone!r}") from None
+        return PeakHours(zone, frozenset(self.weekdays), tuple(_window(w) for w in self.hours),
+                         frozenset(self.holidays))  # fmt: skip
+
+
+def _window(text: str) -> tuple[time, time]:
+    try:
+        start, end = (time.fromisoformat(part.strip()) for part in text.split("-"))
+    except ValueError:
+        raise ValueError(f"{text!r} is not a window like 09:00-12:00") from None
+    if end <= start:
+        raise ValueError(f"{text!r} ends before it starts")
+    return start, end
 
 
 class _Entry(_Fields):
@@ -88,6 +173,7 @@ class _File(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     defaults: _Fields = _Fields()
     model: list[_Entry] = []
+    peak_hours: dict[str, _Schedule] = {}
 
 
 _FALLBACK: dict[str, Any] = {
@@ -102,9 +188,15 @@ class ModelRegistry:
     def __init__(self, files: list[_File]) -> None:
         self._defaults: dict[str, Any] = dict(_FALLBACK)
         self._entries: list[tuple[re.Pattern[str], _Entry]] = []
+        self._schedules: dict[str, PeakHours] = {}
         for file in files:
             self._defaults.update(_set_fields(file.defaults))
             self._entries += [(re.compile(entry.match), entry) for entry in file.model]
+            self._schedules |= {name: s.compile(name) for name, s in file.peak_hours.items()}
+        named = [self._defaults.get("peak_hours"), *(e.peak_hours for _, e in self._entries)]
+        for schedule in named:
+            if schedule is not None and schedule not in self._schedules:
+                raise ValueError(f"peak_hours = {schedule!r} names no [peak_hours.{schedule}]")
         self._cache: dict[str, ModelInfo] = {}
 
     def lookup(self, name: str) -> ModelInfo:
@@ -129,19 +221,27 @@ class ModelRegistry:
                 fields.update(_set_fields(entry))
                 matched.append(entry.match)
                 family = family or entry.family
-        price = fields.get("price")
+        schedule = fields.get("peak_hours")
         return ModelInfo(
             name=name,
             family=family or "unknown",
             known=bool(matched),
-            price=Price(price.cache_hit, price.cache_miss, price.output) if price else None,
+            price=_price(fields.get("price")),
             context_window=fields["context_window"],
             supports_tools=fields["supports_tools"],
             thinking=fields["thinking"],
             thinking_toggle=fields["thinking_toggle"],
             role=fields["role"],
             matched=tuple(matched),
+            off_peak_price=_price(fields.get("off_peak_price")),
+            peak_hours=self._schedules[schedule] if schedule else None,
+            retired=fields.get("retired"),
+            replaced_by=fields.get("replaced_by"),
         )
+
+
+def _price(fields: _PriceFields | None) -> Price | None:
+    return Price(fields.cache_hit, fields.cache_miss, fields.output) if fields else None
 
 
 def _set_fields(fields: _Fields) -> dict[str, Any]:
@@ -170,7 +270,11 @@ def _load(override: Path | None) -> ModelRegistry:
                 "point it at a TOML model registry or unset it"
             ) from exc
         files.append(_parse(text, origin=str(override)))
-    return ModelRegistry(files)
+    try:
+        return ModelRegistry(files)
+    except ValueError as exc:
+        where = f"{override} or shared/llm/{SHIPPED}" if override else f"shared/llm/{SHIPPED}"
+        raise LLMNotConfigured(f"model registry {where} is invalid — {exc}") from exc
 
 
 def _parse(text: str, *, origin: str) -> _File:

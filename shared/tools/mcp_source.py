@@ -192,7 +192,10 @@ def registered_name(config: McpServerConfig, tool_name: str) -> str:
 def _payload(result: CallToolResult) -> JsonObject:
     texts = [block.text for block in result.content if block.type == "text"]
     if result.is_error:
-        message = "\n".join(texts)[:MAX_ERROR_CHARS] or "the MCP tool reported an error"
+        message = "\n".join(texts) or "the MCP tool reported an error"
+        if len(message) > MAX_ERROR_CHARS:
+            left = len(message) - MAX_ERROR_CHARS
+            message = f"{message[:MAX_ERROR_CHARS]}… [{left} more characters of the error left out]"
         raise ToolCallError("tool_failed", message)
     payload: dict[str, Any] = {}
     if result.structured_content is not None:  # its text blocks only repeat it as JSON

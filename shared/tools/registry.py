@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from shared.db.database import Connection
 from shared.errors import ConfigurationError
-from shared.tools.results import ToolCallError
+from shared.tools.results import ToolCallError, problem_list
 from shared.tools.schema import JsonObject, flatten_schema, function_parameters
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class ExternalTool:
             for err in self._validator.iter_errors(arguments)
         ]
         if problems:
-            raise ToolCallError("invalid_arguments", "; ".join(sorted(problems)[:10]))
+            raise ToolCallError("invalid_arguments", problem_list(sorted(problems)))
         return ParsedArguments(arguments, canonical_json(arguments))
 
 
@@ -205,7 +205,7 @@ def _offered_schema(schema: dict[str, Any]) -> JsonObject:
 
 def _pydantic_problems(exc: ValidationError) -> str:
     problems = []
-    for err in exc.errors(include_url=False, include_input=False)[:10]:
+    for err in exc.errors(include_url=False, include_input=False):
         where = ".".join(str(part) for part in err["loc"]) or "arguments"
         problems.append(f"{where}: {err['msg']}")
-    return "; ".join(problems)
+    return problem_list(problems)

@@ -66,3 +66,11 @@ class ToolCallError(Exception):
         super().__init__(message)
         self.code: ToolErrorCode = code
         self.message = message
+
+
+def problem_list(problems: list[str], *, shown: int = 10) -> str:
+    """Problems joined for the model: the first `shown`, then how many more were found."""
+    text = "; ".join(problems[:shown])
+    if len(problems) > shown:
+        text += f"; and {len(problems) - shown} more problems (fix these first)"
+    return text

@@ -75,8 +75,7 @@ class ZonedArgs(ToolArgs):
     """Arguments of a tool that reads and renders wall-clock times in a time zone."""
 
     timezone: str | None = Field(default=None, max_length=64)
-    """IANA time zone (e.g. Europe/Berlin) for times without an offset and for the reply.
-    Default UTC."""
+    """IANA zone (e.g. Europe/Berlin) of times without offset and of the reply; default UTC."""
 
     @field_validator("timezone")
     @classmethod

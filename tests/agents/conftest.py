@@ -16,7 +16,7 @@ from shared.services import Services
 from shared.settings import Settings
 from tests import databases
 from tests.agents.scripting import Script
-from tests.models import EXECUTOR_MODEL, PLANNER_MODEL
+from tests.models import EXECUTOR_MODEL, PLANNER_MODEL, SERVED
 
 MakeServices = Callable[..., Services]
 
@@ -37,8 +37,8 @@ async def db(database_url: str) -> AsyncIterator[Database]:
 
 
 @pytest.fixture(scope="package")
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
+def fake(tokenizer: DeepSeekTokenizer) -> Iterator[FakeModelServer]:
+    with FakeModelServer(models=SERVED, tokenizer=tokenizer) as server:
         yield server
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from typing import Any
 
@@ -47,8 +48,14 @@ def complete_with_results(prefix: str) -> Any:
     """An executor turn that completes with what its tools returned (it saw its results)."""
 
     def answer(request: RecordedRequest) -> Reply:
-        found = [json.loads(r) for r in tool_results(request) if r.startswith("{")]
-        titles = [t["title"] for r in found for t in [*r.get("tasks", ()), *r.get("events", ())]]
+        titles: list[str] = []
+        for text in tool_results(request):
+            try:
+                found = json.loads(text) if text.startswith("{") else {}
+            except ValueError:  # a result cut to fit the budget: the titles it still shows
+                titles += re.findall(r'"title":"([^"]*)"', text)
+                continue
+            titles += [t["title"] for t in [*found.get("tasks", ()), *found.get("events", ())]]
         return reply(tool_call("complete", result=f"{prefix}: {', '.join(titles) or 'none'}"))
 
     return answer

@@ -8,6 +8,7 @@ from shared.agents import DeepSeekTokenizer, count_prompt, prompts, run_turn
 from shared.db import Database, chats
 from shared.events import InMemoryPublisher
 from shared.llm.fake_server import FakeModelServer, RecordedRequest, reply, tool_call
+from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices
 from tests.agents.plans import complete_with_results, plan_call, synthesis
 from tests.agents.scripting import Script, requests_of
@@ -68,13 +69,17 @@ async def test_a_long_history_is_trimmed_to_the_planner_budget_keeping_system_an
     history = sum(tokenizer.count(f"Question {n}: {PARAGRAPH}") * 2 for n in range(30))
     assert history > 2 * budget
     assert prompt_size(tokenizer, sent) <= budget
-    system, *rest = sent.messages
-    assert system["role"] == "system" and str(system["content"]).startswith(prompts.PLANNER)
-    assert "earlier messages were left out" in str(system["content"])
+    system, oldest, *rest = sent.messages
+    assert system == {"role": "system", "content": prompts.with_date(prompts.PLANNER)}
+    note, _, kept = str(oldest["content"]).partition("\n\n")  # the prefix stays cacheable
+    assert note.startswith("(Note: ") and "earlier messages were left out" in note
+    assert kept.startswith("Question ")
     assert rest[-1] == {"role": "user", "content": "What did we decide about Lisbon?"}
     contents = [str(m["content"]) for m in rest]
     assert any(c.startswith("Answer 29:") for c in contents)  # the newest history is kept
     assert not any(c.startswith("Question 0:") for c in contents)  # the oldest went first
+    dropped = int(note.removeprefix("(Note: ").split()[0])
+    assert dropped == 60 - len(rest)  # exactly the history not sent
 
 
 async def test_an_executors_large_tool_result_is_cut_to_fit_its_small_budget(
@@ -84,14 +89,14 @@ async def test_an_executors_large_tool_result_is_cut_to_fit_its_small_budget(
     fake: FakeModelServer,
     tokenizer: DeepSeekTokenizer,
 ) -> None:
-    services = make_services()  # executor budget: 1500 tokens
+    services = make_services(executor_token_budget=1_500)
     user = await make_user(db)
     for n in range(20):
         await make_task(db, user, title=f"Task {n} " + "detail " * 30, description=PARAGRAPH)
     script.planner(plan_call(ONE_STEP), synthesis)
     script.step(LOOKUP, reply(tool_call("list_tasks", limit=20)), complete_with_results("Tasks"))
 
-    await run_turn(
+    turn = await run_turn(
         services,
         user_id=user,
         session_id=None,
@@ -101,7 +106,13 @@ async def test_an_executors_large_tool_result_is_cut_to_fit_its_small_budget(
 
     first, second = requests_of(fake, "executor")
     assert prompt_size(tokenizer, first) <= 1_500 and prompt_size(tokenizer, second) <= 1_500
-    result = second.messages[-1]
-    assert result["role"] == "tool" and "[cut to fit the budget" in str(result["content"])
+    result = str(second.messages[-1]["content"])
+    assert second.messages[-1]["role"] == "tool"
+    assert "[Left out to fit your context budget: the last " in result
+    assert "call list_tasks again asking for less at once" in result  # how to get the rest
     assert second.messages[0]["role"] == "system" and second.messages[1]["role"] == "user"
     assert LOOKUP in str(second.messages[1]["content"])  # the delegation is kept whole
+    step = (await stored(db, turn.started.plan_id)).steps[0]
+    assert step.result is not None and step.result.startswith("Tasks: ")
+    assert "did not see everything it read — the last " in step.result  # the record says so
+    assert "tokens of a list_tasks result" in step.result

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from shared.agents import run_turn
+from datetime import UTC, datetime, timedelta
+
+from shared.agents import InProcessInvoker, run_turn
+from shared.approvals import decide_approval, list_approvals
+from shared.auth import User
 from shared.db import Database
 from shared.events import InMemoryPublisher
 from shared.llm.fake_server import NOTICE, FakeModelServer
 from tests.agents.builders import stored, types
 from tests.agents.conftest import MakeServices
 from tests.factories import make_user
-from tests.tools.builders import make_task
+from tests.tools.builders import fetch_row, make_event, make_task
 
 DEMO = {"llm_planner_model": "parley-demo", "llm_executor_model": "parley-demo"}
 
@@ -63,3 +67,33 @@ async def test_the_demo_model_answers_a_greeting_directly(
 
     assert len(fake.requests) == 1
     assert turn.plan.strategy == "direct" and NOTICE in (turn.plan.answer or "")
+
+
+async def test_the_demo_model_deletes_the_event_its_calendar_step_found_once_approved(
+    db: Database, make_services: MakeServices, fake: FakeModelServer
+) -> None:
+    services = make_services(**DEMO)  # approvals on: the console's demo turn
+    user = await make_user(db)
+    event = await make_event(db, user, datetime.now(UTC) + timedelta(days=1), title="Dentist")
+
+    turn = await run_turn(
+        services, user_id=user, session_id=None, publisher=InMemoryPublisher(),
+        message="plan my week: list my tasks and my calendar, then delete the first calendar event",
+    )  # fmt: skip
+
+    assert turn.plan.status == "awaiting_approval"
+    [pending] = await list_approvals(services, User(user, {}), turn.started.plan_id)
+    assert (pending.tool_name, pending.tool_args) == (
+        "delete_calendar_event",
+        {"event_id": str(event)},
+    )
+    await decide_approval(
+        services, User(user, {}), plan_id=turn.started.plan_id, approval_id=pending.id,
+        decision="approve",
+    )  # fmt: skip
+    resumed = await InProcessInvoker(services, InMemoryPublisher()).run_plan(
+        plan_id=turn.started.plan_id
+    )
+    assert resumed.status == "completed"
+    row = await fetch_row(db, "calendar_events", event)
+    assert row["deleted_at"] is not None

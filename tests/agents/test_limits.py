@@ -118,7 +118,9 @@ async def test_the_wall_clock_limit_closes_a_step_even_while_its_model_call_hang
     assert rows.thread_of(1).status == "timeout"
     (step,) = rows.steps
     assert (step.status, step.error) == ("completed", "ran out of time")
-    assert step.result == "Partial result (the step ran out of time before completing): nothing yet"
+    assert step.result == (
+        "Partial result (the step ran out of time before completing): nothing yet."
+    )
     assert rows.plan.status == "completed"
 
 

@@ -9,12 +9,14 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from shared.agents import DeepSeekTokenizer
 from shared.auth import mint_token
 from shared.llm.fake_server import FakeModelServer
 from shared.services import Services, get_services
 from shared.serving import BackgroundServer
 from shared.settings import load_settings
 from tests.agents.scripting import Script
+from tests.models import SERVED
 
 SECRET = "functions-test-secret-at-least-32-characters"
 
@@ -35,9 +37,9 @@ def token(user_id: UUID | None = None, *, role: str = "authenticated", **claims:
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeModelServer]:
+def fake(tokenizer: DeepSeekTokenizer) -> Iterator[FakeModelServer]:
     """The fake model for this module's functions (modules that run turns)."""
-    with FakeModelServer() as server:
+    with FakeModelServer(models=SERVED, tokenizer=tokenizer) as server:
         yield server
 
 

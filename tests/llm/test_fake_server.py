@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import httpx
 import pytest
 
-from shared.llm.fake_server import FakeModelServer, RecordedRequest, reply, tool_call, usage
+from shared.llm.fake_server import (
+    DEEPSEEK_MODELS,
+    FakeModelServer,
+    RecordedRequest,
+    reply,
+    tool_call,
+    usage,
+)
+from shared.llm.fake_server.cache import STORAGE_UNIT
+from shared.llm.tokens import DeepSeekTokenizer, count_prompt
 
-BODY = {"model": "deepseek-reasoner", "messages": [{"role": "user", "content": "hi"}],
+BODY = {"model": "deepseek-v4-pro", "messages": [{"role": "user", "content": "hi"}],
         "stream": True, "stream_options": {"include_usage": True}}  # fmt: skip
 
 
@@ -75,7 +84,8 @@ async def test_deepseek_style_path_models_list_and_redacted_secrets(
 
     assert plain.json()["object"] == "chat.completion"
     assert plain.json()["choices"][0]["message"]["content"] == "1 message(s)"
-    assert [m["id"] for m in models["data"]] == ["parley-demo"]
+    assert {"parley-demo", *DEEPSEEK_MODELS} <= {m["id"] for m in models["data"]}
+    assert "deepseek-chat" not in {m["id"] for m in models["data"]}
     (recorded,) = fake.requests
     assert isinstance(recorded, RecordedRequest) and recorded.path == "/chat/completions"
     assert recorded.headers["authorization"] == "[redacted]"
@@ -123,3 +133,89 @@ async def test_broken_tool_pairing_gets_the_providers_400(
     assert "must be a response to a preceding message" in first.json()["error"]["message"]
     assert "did not have response messages: c1" in second.json()["error"]["message"]
     assert len(fake.requests) == 2 and fake.pending == 1
+
+
+@pytest.mark.parametrize("model", ["deepseek-chat", "deepseek-reasoner", "deepseek-coder", "gpt-x"])
+async def test_a_retired_or_unknown_model_gets_deepseeks_400(
+    fake: FakeModelServer, http: httpx.AsyncClient, model: str
+) -> None:
+    fake.script(reply("kept for the next request"))
+
+    response = await http.post("/chat/completions", json={**BODY, "model": model})
+
+    assert response.status_code == 400
+    assert response.json() == {"error": {"message": "Model Not Exist",
+                                         "type": "invalid_request_error", "param": None,
+                                         "code": "invalid_request_error"}}  # fmt: skip
+    assert fake.pending == 1 and fake.exchanges[0].usage is None
+
+
+SYSTEM: dict[str, object] = {"role": "system", "content": "You are a careful assistant. " * 40}
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "list_tasks",
+            "description": "List tasks.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+]
+
+
+async def plain(http: httpx.AsyncClient, messages: Sequence[object]) -> dict[str, int]:
+    body = {**BODY, "stream": False, "messages": messages, "tools": TOOLS}
+    response = await http.post("/chat/completions", json=body)
+    assert response.status_code == 200
+    return dict(response.json()["usage"])
+
+
+async def test_usage_counts_prompt_tokens_as_parley_does(
+    fake: FakeModelServer, http: httpx.AsyncClient, tokenizer: DeepSeekTokenizer
+) -> None:
+    fake.script(reply("Done."))
+    messages: list[dict[str, object]] = [SYSTEM, {"role": "user", "content": "What is due?"}]
+
+    reported = await plain(http, messages)
+
+    assert reported["prompt_tokens"] == count_prompt(tokenizer, messages, TOOLS)
+    assert reported["completion_tokens"] == tokenizer.count("Done.")
+    assert reported["prompt_cache_hit_tokens"] == 0  # a cold cache
+
+
+async def test_a_conversation_hits_the_prefix_its_last_request_persisted(
+    fake: FakeModelServer, http: httpx.AsyncClient
+) -> None:
+    call = tool_call("list_tasks").with_id("c1")
+    fake.script(reply(call), reply("Two tasks."), reply("Hi."))
+    first = [SYSTEM, {"role": "user", "content": "What is due?"}]
+    answered = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "list_tasks", "arguments": "{}"}}
+        ],
+    }
+    second = [*first, answered, {"role": "tool", "tool_call_id": "c1", "content": "[a, b]"}]
+    changed = [{"role": "system", "content": "Now: 12:01. " + str(SYSTEM["content"])},
+               *second[1:]]  # fmt: skip
+
+    cold, warm, broken = [await plain(http, m) for m in (first, second, changed)]
+
+    assert cold["prompt_cache_hit_tokens"] == 0
+    hit = warm["prompt_cache_hit_tokens"]
+    assert hit % STORAGE_UNIT == 0 and cold["prompt_tokens"] - STORAGE_UNIT < hit
+    assert hit < warm["prompt_tokens"]
+    assert broken["prompt_cache_hit_tokens"] == 0  # a per-call value before the history
+
+
+async def test_a_prefix_shared_by_two_requests_is_hit_by_the_third(
+    fake: FakeModelServer, http: httpx.AsyncClient
+) -> None:
+    fake.respond_with(lambda request: reply("ok"))
+    asks = [[SYSTEM, {"role": "user", "content": f"Question {n}?"}] for n in range(3)]
+
+    first, second, third = [await plain(http, m) for m in asks]
+
+    assert first["prompt_cache_hit_tokens"] == second["prompt_cache_hit_tokens"] == 0
+    assert 0 < third["prompt_cache_hit_tokens"] < third["prompt_tokens"]

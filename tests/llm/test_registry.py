@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 from email.utils import formatdate
 from pathlib import Path
@@ -28,7 +29,11 @@ def test_specific_patterns_override_general_ones() -> None:
     assert (reasoner.thinking, reasoner.context_window) == (True, 128_000)
     assert (flash.thinking, flash.context_window) == (True, 1_000_000)
     assert chat.price == reasoner.price == flash.price is not None
-    assert chat.matched == ("deepseek-.*", "deepseek-(chat|reasoner).*", "deepseek-chat.*")
+    assert chat.matched == (
+        "deepseek-.*", "deepseek-(chat|reasoner|coder).*", "deepseek-(chat|coder).*"
+    )  # fmt: skip
+    assert (chat.retired, chat.replaced_by) == ("2026-07-24", "deepseek-flash")
+    assert flash.retired is None and REGISTRY.lookup("deepseek-v4-pro").retired is None
 
 
 def test_new_names_of_known_families_need_no_config() -> None:
@@ -61,6 +66,56 @@ async def test_unknown_model_calls_work_and_say_the_cost_is_unknown(
     done = await make_client().complete(ChatRequest("mystery-1", [UserMessage("x")]))
 
     assert done.usage == Usage(10, 5, 0, Decimal(0)) and not done.cost_known
+
+
+PRO_PEAK = Price(Decimal("0.044"), Decimal("1.32"), Decimal("3.96"))
+PRO_OFF_PEAK = Price(Decimal("0.022"), Decimal("0.66"), Decimal("1.98"))
+
+
+@pytest.mark.parametrize(
+    ("when", "price"),
+    [
+        (datetime(2026, 11, 23, 2, 0, tzinfo=UTC), PRO_PEAK),  # Monday 10:00 in Beijing
+        (datetime(2026, 11, 23, 1, 0, tzinfo=UTC), PRO_PEAK),  # 09:00: the window opens
+        (datetime(2026, 11, 23, 4, 0, tzinfo=UTC), PRO_OFF_PEAK),  # 12:00: lunch is off-peak
+        (datetime(2026, 11, 23, 6, 0, tzinfo=UTC), PRO_PEAK),  # 14:00
+        (datetime(2026, 11, 23, 9, 59, tzinfo=UTC), PRO_PEAK),  # 17:59
+        (datetime(2026, 11, 23, 12, 0, tzinfo=UTC), PRO_OFF_PEAK),  # 20:00
+        (datetime(2026, 11, 28, 2, 0, tzinfo=UTC), PRO_OFF_PEAK),  # Saturday
+        (datetime(2026, 10, 1, 2, 0, tzinfo=UTC), PRO_OFF_PEAK),  # National Day (a Thursday)
+    ],
+)
+def test_deepseek_calls_are_priced_by_the_hour_they_finish(when: datetime, price: Price) -> None:
+    pro = REGISTRY.lookup("deepseek-v4-pro")
+    tokens = TokenCounts(prompt_tokens=10_000, completion_tokens=1_000, cache_hit_tokens=4_000)
+
+    assert pro.price_at(when) == price
+    assert pro.usage(tokens, at=when).cost_usd == tokens.cost(price)
+
+
+async def test_the_client_prices_a_reply_by_its_clock(
+    fake: FakeModelServer, make_client: MakeClient, tmp_path: Path
+) -> None:
+    path = tmp_path / "models.toml"
+    path.write_text('[peak_hours.office]\ntimezone = "Europe/Berlin"\nweekdays = [1, 2, 3, 4, 5]\n'
+                    'hours = ["09:00-17:00"]\n\n[[model]]\nmatch = "test-model"\n'
+                    'price = { cache_hit = "1", cache_miss = "10", output = "20" }\n'
+                    'off_peak_price = { cache_hit = "0.5", cache_miss = "5", output = "10" }\n'
+                    'peak_hours = "office"\n')  # fmt: skip
+    registry = load_registry(path)
+    saturday = datetime(2026, 11, 28, 12, 0, tzinfo=UTC).timestamp()
+    monday = datetime(2026, 11, 23, 12, 0, tzinfo=UTC).timestamp()
+    fake.script(reply("a", usage=usage(1000, 100)), reply("b", usage=usage(1000, 100)))
+
+    weekend = await make_client(registry=registry, now=lambda: saturday).complete(
+        ChatRequest("test-model", [UserMessage("x")])
+    )
+    weekday = await make_client(registry=registry, now=lambda: monday).complete(
+        ChatRequest("test-model", [UserMessage("x")])
+    )
+
+    assert weekend.usage.cost_usd == Decimal("0.006")  # (1000*5 + 100*10) / 1e6
+    assert weekday.usage.cost_usd == Decimal("0.012")
 
 
 def test_cost_is_exact_decimal_arithmetic() -> None:
@@ -109,6 +164,13 @@ def test_override_file_adds_and_overrides_entries(tmp_path: Path) -> None:
         ('[[model]]\nmatch = "x"\nprice = { cache_hit = -1, cache_miss = 0, output = 0 }\n',
          "greater than or equal to 0"),
         ("[[model]\n", "not valid TOML"),
+        ('[[model]]\nmatch = "x"\npeak_hours = "nope"\n', "names no \\[peak_hours.nope\\]"),
+        ('[peak_hours.x]\ntimezone = "Mars/Olympus"\nweekdays = [1]\nhours = ["09:00-10:00"]\n',
+         "unknown time zone"),
+        ('[peak_hours.x]\ntimezone = "UTC"\nweekdays = [8]\nhours = ["09:00-10:00"]\n',
+         "ISO numbers"),
+        ('[peak_hours.x]\ntimezone = "UTC"\nweekdays = [1]\nhours = ["10:00-09:00"]\n',
+         "ends before it starts"),
     ],
 )  # fmt: skip
 def test_a_broken_override_file_is_a_clear_configuration_error(

@@ -19,8 +19,49 @@ def test_defaults_need_no_environment() -> None:
     settings = load_settings()
     assert settings.database_url is None
     assert settings.llm_base_url == "https://api.deepseek.com"
-    assert settings.llm_planner_model == "deepseek-chat"
     assert settings.jwks_url is None
+
+
+def test_with_only_a_deepseek_key_the_current_deepseek_models_are_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
+
+    settings = load_settings()
+
+    assert (settings.llm_planner_model, settings.llm_executor_model) == (
+        "deepseek-v4-pro", "deepseek-flash"
+    )  # fmt: skip
+    assert (settings.llm_planner_thinking, settings.llm_executor_thinking) == ("auto", "disabled")
+
+
+@pytest.mark.parametrize(
+    ("name", "model", "replacement"),
+    [
+        ("LLM_PLANNER_MODEL", "deepseek-chat", "deepseek-v4-pro"),
+        ("LLM_PLANNER_MODEL", "deepseek-reasoner", "deepseek-flash"),
+        ("LLM_EXECUTOR_MODEL", "deepseek-coder", "deepseek-flash"),
+        ("LLM_EXECUTOR_MODEL", "deepseek/deepseek-chat", "deepseek-flash"),
+    ],
+)
+def test_a_retired_model_fails_at_start_naming_the_variable_and_replacement(
+    monkeypatch: pytest.MonkeyPatch, name: str, model: str, replacement: str
+) -> None:
+    monkeypatch.setenv(name, model)
+
+    with pytest.raises(ConfigurationError) as caught:
+        load_settings()
+
+    message = str(caught.value)
+    assert f"{name}={model}" in message and "retired on 2026-07-24" in message
+    assert replacement in message and "Value error" not in message
+
+
+def test_thinking_is_one_of_three_modes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLM_EXECUTOR_THINKING", "maybe")
+
+    with pytest.raises(ConfigurationError, match="LLM_EXECUTOR_THINKING"):
+        load_settings()
 
 
 def test_env_vars_map_to_fields(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,7 +38,7 @@ async def test_unknown_tool_is_answered_and_counted(
     [
         ('{"limit": ', "not valid JSON"),
         ("[1, 2]", "must be a JSON object"),
-        ('{"limit": 500}', "limit: Input should be less than or equal to 50"),
+        ('{"limit": 500}', "limit: Input should be less than or equal to 100"),
         ('{"status": ["someday"]}', "status.0: Input should be"),
         ('{"colour": "red"}', "colour: Extra inputs are not permitted"),
     ],
@@ -120,7 +120,7 @@ async def test_identical_calls_in_one_turn_run_once(
     turn = TurnCache()
     context = crew.as_executor()
 
-    first = await call(executor, context, "list_tasks", turn, raw='{"limit": 20}')
+    first = await call(executor, context, "list_tasks", turn, raw='{"limit": 25}')
     second = await call(executor, context, "list_tasks", turn, raw="{ }")  # same once defaulted
     other = await call(executor, context, "list_tasks", turn, raw='{"limit": 5}')
     next_turn = await call(executor, context, "list_tasks", TurnCache(), raw="{}")

@@ -19,11 +19,16 @@ from shared.llm.fake_server import demo_agents as agents
 from shared.llm.fake_server.script import RecordedRequest, Reply, ScriptedCall, reply
 
 DEMO_MODEL = "parley-demo"
+DEMO_MODELS = (DEMO_MODEL, "parley-demo-thinking")
+"""The demo's names (the second one thinks: it sends `reasoning_content`)."""
 NOTICE = (
     "I am Parley's offline demo model (parley-demo), not a real LLM: my replies are canned. "
     "To use a real model set DEEPSEEK_API_KEY, or LLM_BASE_URL and LLM_API_KEY for any "
     "OpenAI-compatible server (OpenAI, Ollama, vLLM, OpenRouter)."
 )
+NIL_ID = "00000000-0000-4000-8000-000000000000"
+"""The id a demo call uses when the conversation names none (the tool answers "not found")."""
+_UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _TEXT_FIELDS = ("query", "q", "text", "title", "content", "description", "goal", "name", "task")
 
 
@@ -41,7 +46,7 @@ def demo_reply(request: RecordedRequest) -> Reply:
         return reply("(demo) Writing a plan.", call, reasoning=reasoning)
     tool = _tool_to_call(request, user_text) if last.get("role") == "user" else None
     if tool is not None:
-        call = _demo_call(tool, agents.step_hint(user_text))
+        call = _demo_call(tool, agents.step_hint(user_text), _conversation_text(messages))
         return reply(f"(demo) Calling {call.name}.", call, reasoning=reasoning)
     results = [str(m.get("content", "")) for m in messages[_last_turn_start(messages) :]
                if m.get("role") == "tool"]  # fmt: skip
@@ -66,7 +71,8 @@ def _plan(
         tools, agents.CREATE_PLAN
     ):
         return None
-    return agents.demo_plan(agents.domain_tools(tools), user_text, _best_tool)
+    return agents.demo_plan(agents.plannable(tools), user_text, _best_tool,
+                            direct=agents.domain_tools(tools))  # fmt: skip
 
 
 def _tool_to_call(request: RecordedRequest, user_text: str) -> Mapping[str, Any] | None:
@@ -103,13 +109,17 @@ def _words_of(tool: Mapping[str, Any]) -> set[str]:
     return set(re.findall(r"[a-z]{3,}", text)) - {"the", "and", "for", "with", "from", "this"}
 
 
-def _demo_call(tool: Mapping[str, Any], user_text: str) -> ScriptedCall:
-    arguments = example_value(tool.get("parameters") or {}, hint=user_text, key="")
+def _demo_call(tool: Mapping[str, Any], user_text: str, seen: str) -> ScriptedCall:
+    arguments = example_value(tool.get("parameters") or {}, hint=user_text, key="", seen=seen)
     return ScriptedCall(str(tool.get("name", "")), json.dumps(arguments))
 
 
-def example_value(schema: Mapping[str, Any], *, hint: str, key: str) -> Any:
-    """A plausible value satisfying a (simple) JSON Schema: required fields, enums, formats."""
+def example_value(schema: Mapping[str, Any], *, hint: str, key: str, seen: str = "") -> Any:
+    """A plausible value satisfying a (simple) JSON Schema: required fields, enums, formats.
+
+    An id field (`format: uuid`) takes the first id of that name in `seen` (the conversation:
+    earlier tool results), so a demo write acts on a row an earlier step found.
+    """
     if schema.get("enum"):
         return schema["enum"][0]
     if "default" in schema:
@@ -123,22 +133,26 @@ def example_value(schema: Mapping[str, Any], *, hint: str, key: str) -> Any:
     if kind == "object":
         properties: Mapping[str, Any] = schema.get("properties", {})
         return {
-            name: example_value(properties[name], hint=hint, key=name)
+            name: example_value(properties[name], hint=hint, key=name, seen=seen)
             for name in schema.get("required", ())
             if name in properties
         }
     if kind == "array":
         count = max(int(schema.get("minItems", 1)), 1)
-        return [example_value(schema.get("items", {}), hint=hint, key=key) for _ in range(count)]
+        item = schema.get("items", {})
+        return [example_value(item, hint=hint, key=key, seen=seen) for _ in range(count)]
     if kind in ("integer", "number"):
         return schema.get("minimum", 1)
     if kind == "boolean":
         return False
-    return _example_string(schema, hint=hint, key=key)
+    return _example_string(schema, hint=hint, key=key, seen=seen)
 
 
-def _example_string(schema: Mapping[str, Any], *, hint: str, key: str) -> str:
+def _example_string(schema: Mapping[str, Any], *, hint: str, key: str, seen: str) -> str:
     fmt = schema.get("format")
+    if fmt == "uuid":
+        found = re.search(rf'"{re.escape(key)}"\s*:\s*"({_UUID})"', seen) if key else None
+        return found.group(1) if found else NIL_ID
     if fmt == "date-time":
         return datetime.now(UTC).replace(microsecond=0).isoformat()
     if fmt == "date":
@@ -146,6 +160,10 @@ def _example_string(schema: Mapping[str, Any], *, hint: str, key: str) -> str:
     if key in _TEXT_FIELDS and hint:
         return _clip(hint, int(schema.get("maxLength", 200)))
     return f"demo {key}".strip()
+
+
+def _conversation_text(messages: list[dict[str, Any]]) -> str:
+    return "\n".join(str(m.get("content") or "") for m in messages)
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str:

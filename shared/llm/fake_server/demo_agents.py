@@ -23,7 +23,7 @@ GREETING = re.compile(r"^\W*(hello|hi|hey|good (morning|afternoon|evening)|thank
 MULTI_STEP = re.compile(r"\b(plan|then|and then|after that|first)\b", re.IGNORECASE)
 CLAUSES = re.compile(r"[,:;.]|\band then\b|\bthen\b|\band\b", re.IGNORECASE)
 STEP_LINE = re.compile(r"^Your step: (.+)$", re.MULTILINE)
-STEP_REPORT = re.compile(r"^Step (\d+) \([^)]*\): .*\n(?:Result|Problem): (.*)$", re.MULTILINE)
+STEP_REPORT = re.compile(r"^Step (\d+): .*\n(?:Result|Problem): (.*)$", re.MULTILINE)
 QUOTED = re.compile(r"[\"“']([^\"”']{3,80})[\"”']")
 
 
@@ -41,13 +41,34 @@ def domain_tools(tools: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [tool for tool in tools if tool.get("name") not in CONTROL]
 
 
-def demo_plan(tools: Sequence[Mapping[str, Any]], text: str, best: Any) -> dict[str, Any] | None:
-    """A `create_plan` argument for a multi-step request, or None (fewer than two steps).
+def plannable(tools: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The tools a plan may use: those offered, and those `create_plan` lets a step name
+    (the reads Parley's planner delegates without being shown their schemas)."""
+    domain = domain_tools(tools)
+    offered = {tool.get("name") for tool in domain}
+    plan = next((tool for tool in tools if tool.get("name") == CREATE_PLAN), {})
+    try:
+        step = plan["parameters"]["properties"]["steps"]["items"]
+        named = list(step["properties"]["tools"]["items"].get("enum", ()))
+    except (KeyError, TypeError):
+        named = []
+    delegated = [{"name": n, "description": ""} for n in named if n not in offered]
+    return [*delegated, *domain]  # ties go to reads: the words of a request name what it reads
+
+
+def demo_plan(
+    tools: Sequence[Mapping[str, Any]], text: str, best: Any, *, direct: Sequence[Any] = ()
+) -> dict[str, Any] | None:
+    """A `create_plan` argument for a multi-step request, or for one read the planner cannot
+    make itself (a tool it may only name in a plan, not in `direct`); else None.
 
     `best(tools, clause)` picks the tool a clause names (the demo's word matching).
     """
     if not MULTI_STEP.search(text):
-        return None
+        tool = best(tools, text)
+        if tool is None or tool in direct or _writes(tool):
+            return None
+        return {"goal": f"(demo) {text[:200]}", "steps": [_step(1, tool, "executor", [])]}
     picked: list[Mapping[str, Any]] = []
     for clause in CLAUSES.split(text):
         tool = best(tools, clause) if clause.strip() else None
@@ -96,7 +117,9 @@ def _writes(tool: Mapping[str, Any]) -> bool:
 
 def _step(number: int, tool: Mapping[str, Any], assignee: str, after: list[int]) -> dict[str, Any]:
     name = str(tool.get("name", ""))
-    if assignee == "planner":
+    if assignee == "planner" and name.startswith("delete_"):
+        description = f"Use {name} on the first one the earlier steps found."
+    elif assignee == "planner":
         description = f'Use {name} for "Demo task from Parley", using the earlier results.'
     else:
         description = f"Use {name} and report what it returns."

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from types import TracebackType
 
 from shared.llm.fake_server.app import FakeModel
+from shared.llm.tokens import DeepSeekTokenizer
 from shared.serving import BackgroundServer
 
 
@@ -14,8 +16,15 @@ class FakeModelServer(FakeModel):
     `base_url` ends in `/v1`, as OpenAI's does; `/chat/completions` without it works too.
     """
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        models: Iterable[str] = (),
+        tokenizer: DeepSeekTokenizer | None = None,
+    ) -> None:
+        super().__init__(models=models, tokenizer=tokenizer)
         self._server = BackgroundServer(self.app, host=host, port=port, name="fake-model-server")
 
     @property

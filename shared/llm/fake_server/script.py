@@ -102,6 +102,7 @@ class ErrorReply:
     message: str
     headers: Mapping[str, str] = field(default_factory=dict)
     type: str = "server_error"
+    code: str | None = None
 
 
 ScriptItem = Reply | ErrorReply

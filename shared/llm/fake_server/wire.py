@@ -13,19 +13,14 @@ from shared.llm.fake_server.script import RecordedRequest, Reply, ScriptedCall, 
 FINGERPRINT = "fp_parley_fake"
 
 
-def estimate_tokens(text: str) -> int:
-    """About four characters a token: good enough for a demo's usage figures."""
-    return -(-len(text) // 4)
-
-
-def usage_of(reply: Reply, request: RecordedRequest) -> ScriptedUsage:
-    if reply.usage is not None:
-        return reply.usage
-    prompt = json.dumps([request.body.get("messages"), request.body.get("tools")])
-    arguments = "".join(call.arguments_json for call in reply.tool_calls)
-    reasoning = estimate_tokens("".join(reply.reasoning))
-    output = reasoning + estimate_tokens(reply.text + arguments)
-    return ScriptedUsage(estimate_tokens(prompt), output, 0, reasoning)
+def assistant_message(reply: Reply) -> dict[str, Any]:
+    """The reply as the assistant message a client sends back in its next request."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.reasoning:
+        message["reasoning_content"] = "".join(reply.reasoning)
+    if reply.tool_calls:
+        message["tool_calls"] = [_call_json(call, call.id or "") for call in reply.tool_calls]
+    return message
 
 
 def usage_json(usage: ScriptedUsage) -> dict[str, Any]:
@@ -49,7 +44,7 @@ def finish_reason(reply: Reply) -> str:
     return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
 
 
-def completion(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
+def completion(reply: Reply, request: RecordedRequest, usage: ScriptedUsage) -> dict[str, Any]:
     """A `chat.completion` object (the non-streamed reply)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
     if reply.reasoning:
@@ -73,7 +68,7 @@ def completion(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
                 "finish_reason": finish_reason(reply),
             }
         ],
-        "usage": usage_json(usage_of(reply, request)),
+        "usage": usage_json(usage),
     }
 
 
@@ -85,7 +80,7 @@ def _call_json(call: ScriptedCall, call_id: str) -> dict[str, Any]:
     }
 
 
-def chunks(reply: Reply, request: RecordedRequest) -> list[dict[str, Any]]:
+def chunks(reply: Reply, request: RecordedRequest, usage: ScriptedUsage) -> list[dict[str, Any]]:
     """The `chat.completion.chunk` objects of a streamed reply, in order, without `[DONE]`."""
     include_usage = bool((request.body.get("stream_options") or {}).get("include_usage"))
     envelope: dict[str, Any] = {
@@ -108,7 +103,7 @@ def chunks(reply: Reply, request: RecordedRequest) -> list[dict[str, Any]]:
     out += [chunk({"tool_calls": [delta]}) for delta in _tool_call_deltas(reply)]
     out.append(chunk({}, finish_reason(reply)))
     if include_usage:
-        out.append({**envelope, "choices": [], "usage": usage_json(usage_of(reply, request))})
+        out.append({**envelope, "choices": [], "usage": usage_json(usage)})
     return out
 
 
@@ -135,5 +130,5 @@ def sse(data: dict[str, Any] | str) -> bytes:
     return f"data: {payload}\n\n".encode()
 
 
-def error_body(message: str, type_: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": type_, "param": None, "code": None}}
+def error_body(message: str, type_: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": None, "code": code}}

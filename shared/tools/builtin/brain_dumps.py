@@ -13,13 +13,13 @@ from shared.tools.builtin.common import (
     TextSearch,
     columns,
     ensure_visible,
-    fetch_models,
     like_pattern,
     require,
 )
 from shared.tools.builtin.outputs import PREVIEW_CHARS, BrainDump, BrainDumpStatus, BrainDumpSummary
+from shared.tools.builtin.paging import Page, PageArgs, fetch_page, page_of
 from shared.tools.registry import DatabaseTool
-from shared.tools.values import ToolArgs, ToolOutput
+from shared.tools.values import ToolArgs
 
 SEARCH = TextSearch(
     expression="b.title || ' ' || b.content",  # as in the brain_dumps_search_idx trigram index
@@ -29,17 +29,16 @@ SEARCH = TextSearch(
 BRAIN_DUMP = columns(BrainDump, "b")
 
 
-class SearchBrainDumpsArgs(ToolArgs):
+class SearchBrainDumpsArgs(PageArgs):
     query: str | None = Field(default=None, max_length=200)
     """Words that must all appear in the title or content."""
     project_id: UUID | None = None
     status: BrainDumpStatus | None = None
-    limit: int = Field(default=10, ge=1, le=20)
+    limit: int = Field(default=20, ge=1, le=50)
 
 
-class BrainDumpList(ToolOutput):
+class BrainDumpList(Page):
     brain_dumps: list[BrainDumpSummary]
-    count: int
 
 
 def search_query(args: SearchBrainDumpsArgs) -> tuple[sql.Composed, dict[str, Any]]:
@@ -47,13 +46,14 @@ def search_query(args: SearchBrainDumpsArgs) -> tuple[sql.Composed, dict[str, An
     matches, params = SEARCH.predicate(args.query)
     query = sql.SQL(
         """SELECT b.id, b.title, b.status, b.project_id, b.created_at,
-                  left(b.content, {chars}) AS preview
+                  left(b.content, {chars}) AS preview,
+                  count(*) OVER () AS total
            FROM brain_dumps b
            WHERE {matches}
              AND (%(project)s::uuid IS NULL OR b.project_id = %(project)s)
              AND (%(status)s::text IS NULL OR b.status = %(status)s)
-           ORDER BY (b.title ILIKE %(phrase)s) IS TRUE DESC, b.created_at DESC
-           LIMIT %(limit)s"""
+           ORDER BY (b.title ILIKE %(phrase)s) IS TRUE DESC, b.created_at DESC, b.id
+           LIMIT %(limit)s OFFSET %(offset)s"""
     ).format(chars=PREVIEW_CHARS, matches=matches)
     return query, {
         **params,
@@ -61,12 +61,14 @@ def search_query(args: SearchBrainDumpsArgs) -> tuple[sql.Composed, dict[str, An
         "status": args.status,
         "phrase": like_pattern(args.query),
         "limit": args.limit,
+        "offset": args.offset,
     }
 
 
 async def search_brain_dumps(conn: Connection, args: SearchBrainDumpsArgs) -> BrainDumpList:
-    dumps = await fetch_models(conn, BrainDumpSummary, *search_query(args))
-    return BrainDumpList(brain_dumps=dumps, count=len(dumps))
+    dumps, total = await fetch_page(conn, BrainDumpSummary, *search_query(args))
+    paging = page_of("search_brain_dumps", offset=args.offset, count=len(dumps), total=total)
+    return BrainDumpList(brain_dumps=dumps, **paging)
 
 
 class GetBrainDumpDetailsArgs(ToolArgs):

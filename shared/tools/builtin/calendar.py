@@ -17,6 +17,7 @@ from shared.db.database import Connection
 from shared.errors import InvalidInput, NotFound
 from shared.tools.builtin.common import Updates, columns, ensure_visible, fetch_models, require
 from shared.tools.builtin.outputs import CalendarEvent, Occurrence, Recurrence
+from shared.tools.builtin.paging import Page, PageArgs, fetch_page, page_of
 from shared.tools.builtin.timeslots import Interval, occurrences
 from shared.tools.registry import DatabaseTool
 from shared.tools.schema import nullable
@@ -48,10 +49,16 @@ async def occurrences_in(conn: Connection, window: Interval, zone: tzinfo) -> li
            WHERE e.deleted_at IS NULL AND e.start_at < %(end)s
              AND (e.recurrence_pattern IS NOT NULL OR e.end_at > %(start)s)
            ORDER BY e.start_at LIMIT %(rows)s""",
-        {"start": window.start, "end": window.end, "rows": MAX_EVENT_ROWS},
+        {"start": window.start, "end": window.end, "rows": MAX_EVENT_ROWS + 1},
     )
+    rows = await cur.fetchall()
+    if len(rows) > MAX_EVENT_ROWS:  # never a silently partial calendar
+        raise InvalidInput(
+            f"the window holds more than {MAX_EVENT_ROWS} events: ask for a shorter window "
+            "(time_min/time_max) and page through it"
+        )
     found = []
-    for row in await cur.fetchall():
+    for row in rows:
         fields = {k: row[k] for k in ("title", "task_id", "recurrence_pattern")}
         spans = occurrences(
             Interval(row["start_at"], row["end_at"]),
@@ -64,15 +71,15 @@ async def occurrences_in(conn: Connection, window: Interval, zone: tzinfo) -> li
             Occurrence(event_id=row["id"], start_at=span.start, end_at=span.end, **fields)
             for span in spans
         ]
-    return sorted(found, key=lambda o: (o.start_at, o.end_at))
+    return sorted(found, key=lambda o: (o.start_at, o.end_at, str(o.event_id)))
 
 
-class GetCalendarEventsArgs(ZonedArgs):
+class GetCalendarEventsArgs(ZonedArgs, PageArgs):
     time_min: datetime | None = None
     """Window start (ISO 8601). Default: now."""
     time_max: datetime | None = None
     """Window end. Default: 7 days after time_min."""
-    limit: int = Field(default=20, ge=1, le=100)
+    limit: int = Field(default=50, ge=1, le=200)
 
 
 class Window(ToolOutput):
@@ -80,42 +87,45 @@ class Window(ToolOutput):
     end: Instant
 
 
-class EventList(ToolOutput):
+class EventList(Page):
     events: list[Occurrence]
-    count: int
-    truncated: bool
-    """True when the window holds more events than the limit."""
     window: Window
 
 
 async def get_calendar_events(conn: Connection, args: GetCalendarEventsArgs) -> EventList:
     window = window_of(args, args.time_min, args.time_max)
     found = await occurrences_in(conn, window, args.zone())
-    shown = found[: args.limit]
-    return EventList(
-        events=shown,
-        count=len(shown),
-        truncated=len(found) > len(shown),
-        window=Window(start=window.start, end=window.end),
-    )
+    shown = found[args.offset : args.offset + args.limit]
+    paging = page_of("get_calendar_events", offset=args.offset, count=len(shown),
+                     total=len(found))  # fmt: skip
+    return EventList(events=shown, window=Window(start=window.start, end=window.end), **paging)
 
 
-class TaskEventsArgs(ToolArgs):
+class TaskEventsArgs(PageArgs):
     task_id: UUID
     include_deleted: bool = False
     """Also return events that were deleted (they have deleted_at set)."""
+    limit: int = Field(default=50, ge=1, le=200)
 
 
-class TaskEvents(ToolOutput):
+class TaskEvents(Page):
     task_id: UUID
     events: list[CalendarEvent]
-    count: int
 
 
 async def get_task_calendar_events(conn: Connection, args: TaskEventsArgs) -> TaskEvents:
     await ensure_visible(conn, "tasks", args.task_id, "task")
-    events = await _task_events(conn, args.task_id, include_deleted=args.include_deleted)
-    return TaskEvents(task_id=args.task_id, events=events, count=len(events))
+    query = sql.SQL(
+        """SELECT {}, count(*) OVER () AS total FROM calendar_events e
+           WHERE e.task_id = %(task)s AND (%(deleted)s OR e.deleted_at IS NULL)
+           ORDER BY e.start_at, e.id LIMIT %(limit)s OFFSET %(offset)s"""
+    ).format(EVENT)
+    params = {"task": args.task_id, "deleted": args.include_deleted, "limit": args.limit,
+              "offset": args.offset}  # fmt: skip
+    events, total = await fetch_page(conn, CalendarEvent, query, params)
+    paging = page_of("get_task_calendar_events", offset=args.offset, count=len(events),
+                     total=total)  # fmt: skip
+    return TaskEvents(task_id=args.task_id, events=events, **paging)
 
 
 async def _task_events(
@@ -124,7 +134,7 @@ async def _task_events(
     query = sql.SQL(
         """SELECT {} FROM calendar_events e
            WHERE e.task_id = %(task)s AND (%(deleted)s OR e.deleted_at IS NULL)
-           ORDER BY e.start_at LIMIT 50"""
+           ORDER BY e.start_at, e.id"""
     ).format(EVENT)
     return await fetch_models(
         conn, CalendarEvent, query, {"task": task_id, "deleted": include_deleted}

@@ -13,13 +13,13 @@ from shared.tools.builtin.common import (
     TextSearch,
     columns,
     ensure_visible,
-    fetch_models,
     like_pattern,
     require,
 )
 from shared.tools.builtin.outputs import PREVIEW_CHARS, Note, NoteSummary
+from shared.tools.builtin.paging import Page, PageArgs, fetch_page, page_of
 from shared.tools.registry import DatabaseTool
-from shared.tools.values import ToolArgs, ToolOutput
+from shared.tools.values import ToolArgs
 
 SEARCH = TextSearch(
     expression="n.title || ' ' || n.content",  # as in the notes_search_idx trigram index
@@ -29,17 +29,16 @@ SEARCH = TextSearch(
 NOTE = columns(Note, "n")
 
 
-class SearchNotesArgs(ToolArgs):
+class SearchNotesArgs(PageArgs):
     query: str | None = Field(default=None, max_length=200)
     """Words that must all appear in the title or content."""
     project_id: UUID | None = None
     category: str | None = Field(default=None, max_length=100)
-    limit: int = Field(default=10, ge=1, le=20)
+    limit: int = Field(default=20, ge=1, le=50)
 
 
-class NoteList(ToolOutput):
+class NoteList(Page):
     notes: list[NoteSummary]
-    count: int
 
 
 def search_query(args: SearchNotesArgs) -> tuple[sql.Composed, dict[str, Any]]:
@@ -47,13 +46,14 @@ def search_query(args: SearchNotesArgs) -> tuple[sql.Composed, dict[str, Any]]:
     matches, params = SEARCH.predicate(args.query)
     query = sql.SQL(
         """SELECT n.id, n.title, n.category, n.project_id, n.tags, n.created_at,
-                  left(n.content, {chars}) AS preview
+                  left(n.content, {chars}) AS preview,
+                  count(*) OVER () AS total
            FROM notes n
            WHERE {matches}
              AND (%(project)s::uuid IS NULL OR n.project_id = %(project)s)
              AND (%(category)s::text IS NULL OR n.category = %(category)s)
-           ORDER BY (n.title ILIKE %(phrase)s) IS TRUE DESC, n.created_at DESC
-           LIMIT %(limit)s"""
+           ORDER BY (n.title ILIKE %(phrase)s) IS TRUE DESC, n.created_at DESC, n.id
+           LIMIT %(limit)s OFFSET %(offset)s"""
     ).format(chars=PREVIEW_CHARS, matches=matches)
     return query, {
         **params,
@@ -61,12 +61,14 @@ def search_query(args: SearchNotesArgs) -> tuple[sql.Composed, dict[str, Any]]:
         "category": args.category,
         "phrase": like_pattern(args.query),
         "limit": args.limit,
+        "offset": args.offset,
     }
 
 
 async def search_notes(conn: Connection, args: SearchNotesArgs) -> NoteList:
-    notes = await fetch_models(conn, NoteSummary, *search_query(args))
-    return NoteList(notes=notes, count=len(notes))
+    notes, total = await fetch_page(conn, NoteSummary, *search_query(args))
+    paging = page_of("search_notes", offset=args.offset, count=len(notes), total=total)
+    return NoteList(notes=notes, **paging)
 
 
 class GetNoteDetailsArgs(ToolArgs):

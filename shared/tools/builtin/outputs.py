@@ -1,7 +1,8 @@
 """What the built-in tools return: compact summaries for lists, full records for details.
 
 Field names are the column names, so a row validates straight into its model. Summaries carry
-ids, titles, a short preview and counts; the `*_details` tools return the full records.
+ids, titles, a short preview and counts, and leave out fields that are null (`Compact`); the
+`*_details` tools return the full records.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from datetime import date
 from typing import Literal
 from uuid import UUID
 
+from shared.tools.builtin.paging import Compact
 from shared.tools.values import Instant, ToolOutput
 
 TaskStatus = Literal["backlog", "in_progress", "done", "blocked"]
@@ -23,14 +25,14 @@ PREVIEW_CHARS = 200
 """Length of the text previews in list and search results."""
 
 
-class TaskSummary(ToolOutput):
+class TaskSummary(Compact):
     id: UUID
     title: str
     status: TaskStatus
     priority: Priority
     start_date: Instant | None
+    """Absent: not scheduled."""
     duration_minutes: int
-    project_id: UUID | None
     project_name: str | None = None
     parent_task_id: UUID | None
 
@@ -54,7 +56,7 @@ class Task(ToolOutput):
     updated_at: Instant
 
 
-class ProjectSummary(ToolOutput):
+class ProjectSummary(Compact):
     id: UUID
     name: str
     status: ProjectStatus
@@ -83,7 +85,7 @@ class Project(ToolOutput):
     updated_at: Instant
 
 
-class NoteSummary(ToolOutput):
+class NoteSummary(Compact):
     id: UUID
     title: str
     category: str | None
@@ -104,7 +106,7 @@ class Note(ToolOutput):
     updated_at: Instant
 
 
-class BrainDumpSummary(ToolOutput):
+class BrainDumpSummary(Compact):
     id: UUID
     title: str
     status: BrainDumpStatus
@@ -136,7 +138,7 @@ class CalendarEvent(ToolOutput):
     updated_at: Instant
 
 
-class Occurrence(ToolOutput):
+class Occurrence(Compact):
     """One occurrence of an event in a time window (a recurring event has several)."""
 
     event_id: UUID

@@ -15,7 +15,6 @@ from shared.tools.builtin.common import (
     TextSearch,
     Updates,
     columns,
-    fetch_models,
     like_pattern,
     require,
     set_clause,
@@ -30,10 +29,11 @@ from shared.tools.builtin.outputs import (
     TaskStatus,
     TaskSummary,
 )
-from shared.tools.builtin.tasks import SUMMARY as TASK_SUMMARY
+from shared.tools.builtin.paging import Compact, Page, PageArgs, fetch_page, page_of
+from shared.tools.builtin.tasks import ListTasksArgs, list_query
 from shared.tools.registry import DatabaseTool
 from shared.tools.schema import nullable
-from shared.tools.values import ToolArgs, ToolOutput
+from shared.tools.values import ToolArgs
 
 SEARCH = TextSearch(
     # as in the projects_search_idx trigram index:
@@ -44,18 +44,22 @@ SEARCH = TextSearch(
 PROJECT = columns(Project, "p")
 
 
-class SearchProjectsArgs(ToolArgs):
+TASKS_SHOWN = 50
+LISTED_SHOWN = 20
+"""Notes and brain dumps get_project_details lists (newest first)."""
+
+
+class SearchProjectsArgs(PageArgs):
     query: str | None = Field(default=None, max_length=200)
     """Words that must all appear in the name, description or executive summary."""
     status: ProjectStatus | None = None
     has_active_tasks: bool | None = None
     """true: only projects with at least one task not done; false: only those without."""
-    limit: int = Field(default=10, ge=1, le=20)
+    limit: int = Field(default=20, ge=1, le=50)
 
 
-class ProjectList(ToolOutput):
+class ProjectList(Page):
     projects: list[ProjectSummary]
-    count: int
 
 
 def search_query(args: SearchProjectsArgs) -> tuple[sql.Composed, dict[str, Any]]:
@@ -65,7 +69,7 @@ def search_query(args: SearchProjectsArgs) -> tuple[sql.Composed, dict[str, Any]
         """SELECT p.id, p.name, p.status, p.start_date, p.end_date, p.tags, p.updated_at,
                   left(coalesce(nullif(p.description, ''), p.executive_summary), {chars})
                       AS preview,
-                  counts.task_count, counts.active_task_count
+                  counts.task_count, counts.active_task_count, count(*) OVER () AS total
            FROM projects p
            CROSS JOIN LATERAL (
                SELECT count(*) AS task_count,
@@ -74,8 +78,8 @@ def search_query(args: SearchProjectsArgs) -> tuple[sql.Composed, dict[str, Any]
            WHERE {matches}
              AND (%(status)s::text IS NULL OR p.status = %(status)s)
              AND (%(active)s::boolean IS NULL OR (counts.active_task_count > 0) = %(active)s)
-           ORDER BY (p.name ILIKE %(phrase)s) IS TRUE DESC, p.updated_at DESC
-           LIMIT %(limit)s"""
+           ORDER BY (p.name ILIKE %(phrase)s) IS TRUE DESC, p.updated_at DESC, p.id
+           LIMIT %(limit)s OFFSET %(offset)s"""
     ).format(chars=PREVIEW_CHARS, matches=matches)
     return query, {
         **params,
@@ -83,31 +87,36 @@ def search_query(args: SearchProjectsArgs) -> tuple[sql.Composed, dict[str, Any]
         "active": args.has_active_tasks,
         "phrase": like_pattern(args.query),
         "limit": args.limit,
+        "offset": args.offset,
     }
 
 
 async def search_projects(conn: Connection, args: SearchProjectsArgs) -> ProjectList:
-    projects = await fetch_models(conn, ProjectSummary, *search_query(args))
-    return ProjectList(projects=projects, count=len(projects))
+    projects, total = await fetch_page(conn, ProjectSummary, *search_query(args))
+    paging = page_of("search_projects", offset=args.offset, count=len(projects), total=total)
+    return ProjectList(projects=projects, **paging)
 
 
 class GetProjectDetailsArgs(ToolArgs):
     project_id: UUID
     include_tasks: bool = False
-    """Also list the project's tasks (compact, up to 50, open ones first)."""
+    """Also list the project's tasks (compact, the first 50, open ones first: list_tasks
+    with sort_by=open_first pages on)."""
     include_notes: bool = False
-    """Also list the project's notes (compact, up to 20, newest first)."""
+    """Also list the project's notes (compact, the newest 20)."""
     include_brain_dumps: bool = False
-    """Also list the project's brain dumps (compact, up to 20, newest first)."""
+    """Also list the project's brain dumps (compact, the newest 20)."""
 
 
-class ProjectDetails(ToolOutput):
+class ProjectDetails(Compact):
     project: Project
     task_counts: dict[TaskStatus, int]
     """How many of its tasks are in each status."""
     tasks: list[TaskSummary] | None = None
     notes: list[NoteSummary] | None = None
     brain_dumps: list[BrainDumpSummary] | None = None
+    more: list[str] | None = None
+    """What the lists above leave out, and how to get it."""
 
 
 async def get_project_details(conn: Connection, args: GetProjectDetailsArgs) -> ProjectDetails:
@@ -118,32 +127,41 @@ async def get_project_details(conn: Connection, args: GetProjectDetailsArgs) -> 
     )
     counts = dict.fromkeys(("backlog", "in_progress", "done", "blocked"), 0)
     counts |= {row["status"]: row["n"] for row in await cur.fetchall()}
-    details = ProjectDetails.model_validate({"project": project, "task_counts": counts})
+    details: dict[str, Any] = {"project": project, "task_counts": counts}
+    more: list[str] = []
+    page = {"id": args.project_id, "offset": 0}
     if args.include_tasks:
-        details = details.model_copy(update={"tasks": await _tasks(conn, args.project_id)})
-    if args.include_notes:
-        notes = await fetch_models(conn, NoteSummary, _listing("notes"), key)
-        details = details.model_copy(update={"notes": notes})
-    if args.include_brain_dumps:
-        dumps = await fetch_models(conn, BrainDumpSummary, _listing("brain_dumps"), key)
-        details = details.model_copy(update={"brain_dumps": dumps})
-    return details
-
-
-async def _tasks(conn: Connection, project_id: UUID) -> list[TaskSummary]:
-    query = sql.SQL(
-        """SELECT {summary} FROM tasks t LEFT JOIN projects p ON p.id = t.project_id
-           WHERE t.project_id = %(id)s
-           ORDER BY t.status = 'done', t.start_date NULLS LAST, t.created_at DESC LIMIT 50"""
-    ).format(summary=TASK_SUMMARY)
-    return await fetch_models(conn, TaskSummary, query, {"id": project_id})
+        wanted = ListTasksArgs(project_id=args.project_id, sort_by="open_first", limit=TASKS_SHOWN)
+        tasks, total = await fetch_page(conn, TaskSummary, *list_query(wanted))
+        details["tasks"] = tasks
+        if total > len(tasks):
+            more.append(
+                f"{total - len(tasks)} more tasks — call list_tasks with project_id="
+                f"{args.project_id}, sort_by=open_first and offset={len(tasks)}."
+            )
+    for included, table, model, tool in (
+        (args.include_notes, "notes", NoteSummary, "search_notes"),
+        (args.include_brain_dumps, "brain_dumps", BrainDumpSummary, "search_brain_dumps"),
+    ):
+        if not included:
+            continue
+        shown = {**page, "limit": LISTED_SHOWN}
+        listed, total = await fetch_page(conn, model, _listing(table), shown)
+        details[table] = listed
+        if total > len(listed):
+            what = table.replace("_", " ")
+            more.append(f"{total - len(listed)} more {what} — call {tool} with "
+                        f"project_id={args.project_id} and offset={len(listed)}.")  # fmt: skip
+    return ProjectDetails.model_validate({**details, "more": more or None})
 
 
 def _listing(table: str) -> sql.Composed:
     extra = "category, tags" if table == "notes" else "status"
     return sql.SQL(
-        """SELECT id, title, project_id, created_at, {extra}, left(content, {chars}) AS preview
-           FROM {table} WHERE project_id = %(id)s ORDER BY created_at DESC LIMIT 20"""
+        """SELECT id, title, project_id, created_at, {extra}, left(content, {chars}) AS preview,
+                  count(*) OVER () AS total
+           FROM {table} WHERE project_id = %(id)s ORDER BY created_at DESC, id
+           LIMIT %(limit)s OFFSET %(offset)s"""
     ).format(extra=sql.SQL(extra), chars=PREVIEW_CHARS, table=sql.Identifier(table))
 
 
@@ -192,7 +210,8 @@ TOOLS = [
     DatabaseTool(
         "search_projects",
         "Find the user's projects by words in name/description/summary, status, or whether "
-        "they have open tasks. Compact rows with task counts; use get_project_details for one.",
+        "they have open tasks. Compact rows with task counts, one page at a time; "
+        "get_project_details shows one in full.",
         SearchProjectsArgs,
         "read",
         search_projects,
@@ -207,8 +226,7 @@ TOOLS = [
     ),
     DatabaseTool(
         "update_project",
-        "Change fields of a project (name, description, executive_summary, context, status, "
-        "start_date, end_date, tags). Returns the updated project.",
+        "Change a project's fields; returns the project.",
         UpdateProjectArgs,
         "write",
         update_project,

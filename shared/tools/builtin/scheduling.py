@@ -18,6 +18,7 @@ from shared.errors import Conflict, InvalidInput, NotFound
 from shared.tools.builtin.calendar import EVENT, occurrences_in, window_of
 from shared.tools.builtin.common import fetch_models, require
 from shared.tools.builtin.outputs import CalendarEvent, Occurrence, Recurrence, Task
+from shared.tools.builtin.paging import Page, PageArgs, page_of
 from shared.tools.builtin.tasks import task_query
 from shared.tools.builtin.timeslots import Interval, free_slots
 from shared.tools.registry import DatabaseTool
@@ -27,7 +28,7 @@ from shared.tools.values import Instant, ToolOutput, ZonedArgs
 Hour = Annotated[int, Field(ge=0, le=23)]
 
 
-class FindAvailableSlotsArgs(ZonedArgs):
+class FindAvailableSlotsArgs(ZonedArgs, PageArgs):
     time_min: datetime
     """Start of the window to search (ISO 8601)."""
     time_max: datetime
@@ -37,7 +38,7 @@ class FindAvailableSlotsArgs(ZonedArgs):
     preferred_hours: list[Hour] | None = Field(default=None, max_length=24)
     """Hours of the day (0-23, in `timezone`) a slot may use, e.g. [9,10,11,14,15,16];
     consecutive hours join. Default: any time in the window."""
-    limit: int = Field(default=10, ge=1, le=50)
+    limit: int = Field(default=20, ge=1, le=100)
 
 
 class Slot(ToolOutput):
@@ -47,10 +48,8 @@ class Slot(ToolOutput):
     """How long the slot is free (at least duration_minutes)."""
 
 
-class SlotList(ToolOutput):
+class SlotList(Page):
     slots: list[Slot]
-    count: int
-    truncated: bool
     busy_count: int
     """How many event occurrences in the window were avoided."""
 
@@ -67,11 +66,11 @@ async def find_available_slots(conn: Connection, args: FindAvailableSlotsArgs) -
     )
     slots = [
         Slot(start_at=s.start, end_at=s.end, minutes=int(s.length.total_seconds() // 60))
-        for s in spans[: args.limit]
+        for s in spans[args.offset : args.offset + args.limit]
     ]
-    return SlotList(
-        slots=slots, count=len(slots), truncated=len(spans) > len(slots), busy_count=len(busy)
-    )
+    paging = page_of("find_available_slots", offset=args.offset, count=len(slots),
+                     total=len(spans))  # fmt: skip
+    return SlotList(slots=slots, busy_count=len(busy), **paging)
 
 
 class Scheduled(ToolOutput):

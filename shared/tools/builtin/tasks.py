@@ -16,7 +16,6 @@ from shared.tools.builtin.common import (
     columns,
     ensure_visible,
     fetch_model,
-    fetch_models,
     require,
     set_clause,
 )
@@ -27,12 +26,13 @@ from shared.tools.builtin.outputs import (
     TaskSummary,
     TaskType,
 )
+from shared.tools.builtin.paging import Page, PageArgs, fetch_page, page_of
 from shared.tools.registry import DatabaseTool
 from shared.tools.schema import nullable
 from shared.tools.values import ToolArgs, ToolOutput, UtcDatetime
 
 SUMMARY = sql.SQL(
-    "t.id, t.title, t.status, t.priority, t.start_date, t.duration_minutes, t.project_id, "
+    "t.id, t.title, t.status, t.priority, t.start_date, t.duration_minutes, "
     "p.name AS project_name, t.parent_task_id"
 )
 TASK = columns(Task, "t")
@@ -45,17 +45,21 @@ SEARCH = TextSearch(
 COMPLETED_AT = (
     "completed_at = CASE WHEN %(status)s::text = 'done' THEN coalesce(completed_at, now()) END"
 )
-ORDER = {
+ORDER = {  # `t.id` last: a stable order, so pages neither repeat nor skip rows
     "priority": "CASE t.priority WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END, "
-    "t.created_at DESC",
-    "start_date": "t.start_date ASC NULLS LAST, t.created_at DESC",
-    "created_at": "t.created_at DESC",
+    "t.created_at DESC, t.id",
+    "start_date": "t.start_date ASC NULLS LAST, t.created_at DESC, t.id",
+    "created_at": "t.created_at DESC, t.id",
+    "open_first": "t.status = 'done', t.start_date ASC NULLS LAST, t.created_at DESC, t.id",
 }
+SUBTASKS_SHOWN = 50
 
 
-class ListTasksArgs(ToolArgs):
+class ListTasksArgs(PageArgs):
     project_id: UUID | None = None
     """Only tasks of this project."""
+    parent_task_id: UUID | None = None
+    """Only subtasks of this task."""
     status: list[TaskStatus] | None = None
     """Only tasks in one of these statuses."""
     priority: list[Priority] | None = None
@@ -64,15 +68,12 @@ class ListTasksArgs(ToolArgs):
     """true: only scheduled tasks (with a start date); false: only unscheduled ones."""
     query: str | None = Field(default=None, max_length=200)
     """Words that must all appear in the title or description."""
-    sort_by: Literal["priority", "start_date", "created_at"] = "created_at"
-    limit: int = Field(default=20, ge=1, le=50)
+    sort_by: Literal["priority", "start_date", "created_at", "open_first"] = "created_at"
+    limit: int = Field(default=25, ge=1, le=100)
 
 
-class TaskList(ToolOutput):
+class TaskList(Page):
     tasks: list[TaskSummary]
-    count: int
-    total: int
-    """How many tasks match in all (more than `count` when the limit cut the list)."""
 
 
 def list_query(args: ListTasksArgs) -> tuple[sql.Composed, dict[str, Any]]:
@@ -83,26 +84,29 @@ def list_query(args: ListTasksArgs) -> tuple[sql.Composed, dict[str, Any]]:
            FROM tasks t LEFT JOIN projects p ON p.id = t.project_id
            WHERE {matches}
              AND (%(project)s::uuid IS NULL OR t.project_id = %(project)s)
+             AND (%(parent)s::uuid IS NULL OR t.parent_task_id = %(parent)s)
              AND (%(statuses)s::text[] IS NULL OR t.status = ANY(%(statuses)s))
              AND (%(priorities)s::text[] IS NULL OR t.priority = ANY(%(priorities)s))
              AND (%(has_date)s::boolean IS NULL OR (t.start_date IS NOT NULL) = %(has_date)s)
-           ORDER BY {order} LIMIT %(limit)s"""
+           ORDER BY {order} LIMIT %(limit)s OFFSET %(offset)s"""
     ).format(summary=SUMMARY, matches=matches, order=sql.SQL(ORDER[args.sort_by]))
     return query, {
         **params,
         "project": args.project_id,
+        "parent": args.parent_task_id,
         "statuses": args.status,
         "priorities": args.priority,
         "has_date": args.has_date,
         "limit": args.limit,
+        "offset": args.offset,
     }
 
 
 async def list_tasks(conn: Connection, args: ListTasksArgs) -> TaskList:
-    cur = await conn.execute(*list_query(args))
-    rows = await cur.fetchall()
-    tasks = [TaskSummary.model_validate(row) for row in rows]
-    return TaskList(tasks=tasks, count=len(tasks), total=rows[0]["total"] if rows else 0)
+    tasks, total = await fetch_page(conn, TaskSummary, *list_query(args))
+    return TaskList(
+        tasks=tasks, **page_of("list_tasks", offset=args.offset, count=len(tasks), total=total)
+    )
 
 
 class GetTaskDetailsArgs(ToolArgs):
@@ -125,6 +129,8 @@ class ProjectContext(ToolOutput):
 class TaskDetails(ToolOutput):
     task: Task
     subtasks: list[TaskSummary] | None = None
+    more_subtasks: str | None = None
+    """Set when the task has more subtasks than shown, saying how to list them."""
     project: ProjectContext | None = None
 
 
@@ -132,16 +138,13 @@ async def get_task_details(conn: Connection, args: GetTaskDetailsArgs) -> TaskDe
     task = await require(conn, Task, task_query(), {"id": args.task_id}, f"task {args.task_id}")
     details = TaskDetails(task=task)
     if args.include_subtasks:
-        subtasks = await fetch_models(
-            conn,
-            TaskSummary,
-            sql.SQL(
-                """SELECT {summary} FROM tasks t LEFT JOIN projects p ON p.id = t.project_id
-                   WHERE t.parent_task_id = %(id)s ORDER BY t.created_at LIMIT 50"""
-            ).format(summary=SUMMARY),
-            {"id": task.id},
-        )
-        details = details.model_copy(update={"subtasks": subtasks})
+        listed = ListTasksArgs(parent_task_id=task.id, sort_by="created_at", limit=SUBTASKS_SHOWN)
+        subtasks, total = await fetch_page(conn, TaskSummary, *list_query(listed))
+        more = None
+        if total > len(subtasks):
+            more = (f"{total - len(subtasks)} more subtasks — call list_tasks with "
+                    f"parent_task_id={task.id} and offset={len(subtasks)}.")  # fmt: skip
+        details = details.model_copy(update={"subtasks": subtasks, "more_subtasks": more})
     if args.include_project_context and task.project_id is not None:
         project = await fetch_model(
             conn,
@@ -233,9 +236,9 @@ def task_query() -> sql.Composed:
 TOOLS = [
     DatabaseTool(
         "list_tasks",
-        "List the user's tasks, filtered by project, status, priority, whether they are "
-        "scheduled, or words in title/description. Compact rows; use get_task_details for one "
-        "task in full.",
+        "List the user's tasks, filtered by project, parent task, status, priority, whether "
+        "they are scheduled, or words in title/description. Compact rows, one page at a time "
+        "(`more` says how to get the next); get_task_details shows one task in full.",
         ListTasksArgs,
         "read",
         list_tasks,
@@ -249,15 +252,14 @@ TOOLS = [
     ),
     DatabaseTool(
         "create_task",
-        "Create a task (in a project, or standalone). Returns the new task.",
+        "Create a task (in a project or standalone); returns it.",
         CreateTaskArgs,
         "write",
         create_task,
     ),
     DatabaseTool(
         "update_task",
-        "Change fields of a task (title, description, details, status, priority, start_date, "
-        "duration_minutes). Returns the updated task.",
+        "Change a task's fields; returns the task.",
         UpdateTaskArgs,
         "write",
         update_task,

@@ -53,9 +53,14 @@ class DeepSeekTokenizer:
         self._tokenizer: Tokenizer | None = None
         self._lock = threading.Lock()
         self._count = lru_cache(maxsize=16_384)(self._count_uncached)
+        self._ids = lru_cache(maxsize=4_096)(self._ids_uncached)
 
     def count(self, text: str) -> int:
         return self._count(text) if text else 0
+
+    def ids(self, text: str) -> tuple[int, ...]:
+        """The token ids of `text` (cached per text; the fake model's prefix cache uses them)."""
+        return self._ids(text) if text else ()
 
     def truncate(self, text: str, tokens: int) -> str:
         if tokens <= 0:
@@ -67,6 +72,9 @@ class DeepSeekTokenizer:
 
     def _count_uncached(self, text: str) -> int:
         return len(self._load().encode(text, add_special_tokens=False).ids)
+
+    def _ids_uncached(self, text: str) -> tuple[int, ...]:
+        return tuple(self._load().encode(text, add_special_tokens=False).ids)
 
     def _load(self) -> Tokenizer:
         if self._tokenizer is None:

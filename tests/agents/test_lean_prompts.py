@@ -1,0 +1,74 @@
+"""Prompts built for DeepSeek's prefix cache: each call is offered only what it can use, and
+calls that can share a prefix (system prompt, then tools, then history) send it byte-identical —
+so the provider's cache hits, and the hits are recorded."""
+
+from __future__ import annotations
+
+import json
+
+from shared.agents import run_turn
+from shared.db import Database
+from shared.events import InMemoryPublisher
+from shared.llm.fake_server import FakeModelServer, reply, tool_call
+from shared.services import Services
+from shared.tools import builtin_registry
+from tests.agents.builders import stored
+from tests.agents.plans import complete_with_results, plan_call, synthesis
+from tests.agents.scripting import Script, requests_of
+from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.factories import make_user
+from tests.tools.builders import make_task
+
+
+def prefix(body: dict[str, object], messages: int) -> str:
+    """The request's system prompt, tools and first `messages` messages, as sent."""
+    sent = body["messages"]
+    assert isinstance(sent, list)
+    return json.dumps([body.get("tools"), sent[:messages]])
+
+
+async def test_each_call_is_offered_only_what_it_can_use_with_a_shared_prefix(
+    db: Database, services: Services, script: Script, fake: FakeModelServer
+) -> None:
+    user = await make_user(db)
+    await make_task(db, user, title="Renew passport")
+    script.planner(plan_call(ONE_STEP), synthesis)
+    script.step(LOOKUP, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
+
+    turn = await run_turn(services, user_id=user, session_id=None, message="tasks?",
+                          publisher=InMemoryPublisher())  # fmt: skip
+
+    registry = builtin_registry()
+    routing, final = requests_of(fake, "planner")
+    writes = [t.name for t in registry if t.access == "write"]
+    assert routing.tool_names == [*writes, "create_plan"]  # reads are the executors' job
+    (plan_tool,) = [t for t in routing.body["tools"] if t["function"]["name"] == "create_plan"]
+    step = plan_tool["function"]["parameters"]["properties"]["steps"]["items"]
+    assert step["properties"]["tools"]["items"]["enum"] == [t.name for t in registry]
+    assert "tools" not in final.body and "tool_choice" not in final.body  # it cannot call any
+    assert final.messages[0] == routing.messages[0]  # the system prompt, byte for byte
+    first, second = requests_of(fake, "executor")
+    assert first.tool_names == ["complete", "fail", "escalate", "ask_planner", "list_tasks"]
+    assert prefix(dict(first.body), 2) == prefix(dict(second.body), 2)
+    assert turn.plan.status == "completed"
+
+
+async def test_cache_hits_are_reported_and_recorded_per_call(
+    db: Database, services: Services, script: Script, fake: FakeModelServer
+) -> None:
+    user = await make_user(db)
+    await make_task(db, user, title="Renew passport")
+    script.planner(plan_call(ONE_STEP), synthesis)
+    script.step(LOOKUP, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
+
+    turn = await run_turn(services, user_id=user, session_id=None, message="tasks?",
+                          publisher=InMemoryPublisher())  # fmt: skip
+
+    rows = await stored(db, turn.started.plan_id)
+    thread = rows.dialogue[rows.thread_of(1).id]
+    first, second = [m for m in thread if m.model is not None]  # one row per model call
+    assert first.cache_hit_tokens == 0  # a cold cache
+    assert second.cache_hit_tokens > 0  # it re-sent the first call's prompt and output
+    assert second.cache_hit_tokens == fake.exchanges[-2].usage.cache_hit_tokens  # type: ignore[union-attr]
+    executor = next(e for e in rows.executions if e.agent_role == "executor")
+    assert executor.cache_hit_tokens == first.cache_hit_tokens + second.cache_hit_tokens

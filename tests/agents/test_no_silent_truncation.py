@@ -1,0 +1,163 @@
+"""Nothing shortens what a model sees without telling it what was left out and how to get it —
+one test per path (tool results cut and history dropped to fit a budget: test_budgets; read
+tools' pages: tests/tools/test_paging)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from shared.agents import DeepSeekTokenizer, run_turn
+from shared.agents.plan_checks import MAX_PROBLEMS, read_plan
+from shared.db import Database, chats
+from shared.events import InMemoryPublisher
+from shared.llm import ToolCall
+from shared.llm.fake_server import FakeModelServer, reply, tool_call
+from shared.tools import builtin_registry
+from shared.tools.mcp_source import MAX_ERROR_CHARS, _payload
+from tests.agents.builders import stored
+from tests.agents.conftest import MakeServices
+from tests.agents.plans import complete_with_results, plan_call, synthesis
+from tests.agents.scripting import Script, delegation, requests_of
+from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.factories import make_session, make_user
+from tests.tools.builders import make_task
+
+LONG = "The supplier quoted 40 cabinets, 3 worktops, delivery in week 12, and more. " * 60
+FIRST, SECOND = "Collect every quote", "Compare the quotes"
+CHAIN: dict[str, Any] = {
+    "goal": "Compare quotes",
+    "steps": [
+        {"step_number": 1, "description": FIRST, "assignee": "executor", "tools": ["list_tasks"]},
+        {"step_number": 2, "description": SECOND, "assignee": "executor", "tools": ["list_tasks"],
+         "depends_on": [1]},
+    ],
+}  # fmt: skip
+
+
+async def test_a_conversation_longer_than_what_is_loaded_says_so(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    services = make_services()
+    user = await make_user(db)
+    session = await make_session(db, user)
+    async with db.service() as conn:
+        for n in range(101):
+            await chats.add_message(conn, session_id=session.id, user_id=user, role="user",
+                                    content=f"Q{n}")  # fmt: skip
+            await chats.add_message(conn, session_id=session.id, user_id=user, role="assistant",
+                                    content=f"A{n}", metadata={"kind": "answer"})  # fmt: skip
+    script.planner(reply("Noted."))
+
+    await run_turn(services, user_id=user, session_id=session.id, message="And now?",
+                   publisher=InMemoryPublisher())  # fmt: skip
+
+    (sent,) = fake.requests
+    first = str(sent.messages[1]["content"])
+    assert first.startswith("(Note: messages before the last 200 of this chat are not shown.")
+    assert first.endswith("\n\nQ1")  # the oldest loaded message, whole after the note
+
+
+async def test_a_dependency_result_cut_in_a_delegation_says_how_much_and_how_to_get_it(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    services = make_services(executor_token_budget=2_000)  # a delegation may fill 500 tokens
+    user = await make_user(db)
+    script.planner(plan_call(CHAIN), synthesis)
+    script.step(SECOND, reply(tool_call("complete", result="Compared.")))  # names step 1 too
+    script.step(FIRST, reply(tool_call("complete", result=LONG)))
+
+    await run_turn(services, user_id=user, session_id=None, message="quotes?",
+                   publisher=InMemoryPublisher())  # fmt: skip
+
+    (second,) = requests_of(fake, "executor", SECOND)
+    task = delegation(second)
+    assert "tokens are left out here; ask_planner for it if you need it.]" in task
+    assert LONG[:200] in task and LONG not in task
+
+
+async def test_a_timed_out_step_says_which_results_its_partial_result_leaves_out(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    services = make_services(executor_max_turns=4, executor_token_budget=1_500)
+    user = await make_user(db)
+    for n in range(30):
+        await make_task(db, user, title=f"Task {n} " + "detail " * 20)
+    script.planner(plan_call(ONE_STEP), synthesis)
+    calls = [reply(tool_call("list_tasks", limit=30, sort_by=s))
+             for s in ("created_at", "priority", "start_date", "open_first")]  # fmt: skip
+    script.step(LOOKUP, *calls)
+
+    turn = await run_turn(services, user_id=user, session_id=None, message="tasks?",
+                          publisher=InMemoryPublisher())  # fmt: skip
+
+    (step,) = (await stored(db, turn.started.plan_id)).steps
+    assert step.result is not None
+    assert step.result.startswith("Partial result (the step reached its limit of 4 turns "
+                                  "before completing); the last 3 of the 4 tool results it "
+                                  "saw, the first 1 left out:")  # fmt: skip
+    assert "tokens are left out here; ask the user to retry" in step.result
+
+
+async def test_the_planner_answering_a_question_is_told_what_of_a_long_result_is_left_out(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    services = make_services(planner_token_budget=6_000)  # two results may fill 1500 each
+    user = await make_user(db)
+    script.planner(plan_call(CHAIN), synthesis)
+    script.step(SECOND, reply(tool_call("ask_planner", question="Which quote is cheapest?")),
+                reply(tool_call("complete", result="Compared.")))  # fmt: skip
+    script.step(FIRST, reply(tool_call("complete", result=LONG * 2)))
+    script.answers(reply("The first."))
+
+    turn = await run_turn(services, user_id=user, session_id=None, message="quotes?",
+                          publisher=InMemoryPublisher())  # fmt: skip
+
+    assert [s.status for s in (await stored(db, turn.started.plan_id)).steps] == ["completed"] * 2
+    (asked,) = requests_of(fake, "answer")
+    context = str(asked.messages[-1]["content"])
+    assert "tokens are left out here; answer from what is shown, or say what is missing.]" in (
+        context
+    )
+
+
+async def test_an_executor_step_with_complete_data_has_no_note(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    services = make_services()
+    user = await make_user(db)
+    await make_task(db, user, title="Small")
+    script.planner(plan_call(ONE_STEP), synthesis)
+    script.step(LOOKUP, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
+
+    turn = await run_turn(services, user_id=user, session_id=None, message="tasks?",
+                          publisher=InMemoryPublisher())  # fmt: skip
+
+    (step,) = (await stored(db, turn.started.plan_id)).steps
+    assert step.result == "Tasks: Small"
+
+
+def test_a_plan_with_many_problems_says_how_many_more_there_are(
+    tokenizer: DeepSeekTokenizer,
+) -> None:
+    steps = [{"step_number": n, "description": "", "assignee": "nobody"} for n in range(1, 8)]
+    arguments = json.dumps({"goal": "x", "steps": steps})
+    call = ToolCall.parse(id="c1", name="create_plan", arguments_json=arguments)
+
+    problems = read_plan(call, registry=builtin_registry(), counter=tokenizer,
+                         executor_budget=16_000)  # fmt: skip
+
+    assert isinstance(problems, list) and len(problems) == MAX_PROBLEMS + 1
+    assert problems[-1] == "and 4 more problems (fix these first)"
+
+
+def test_a_long_mcp_error_says_how_much_was_left_out() -> None:
+    from mcp.types import CallToolResult, TextContent
+
+    result = CallToolResult(content=[TextContent(type="text", text="x" * 1500)], is_error=True)
+
+    try:
+        _payload(result)
+    except Exception as exc:
+        message = str(exc)
+    assert message == "x" * MAX_ERROR_CHARS + "… [500 more characters of the error left out]"

@@ -1,0 +1,305 @@
+"""Parley Console, end to end in Chromium: the demo user's turn arrives live, waits for an
+approval, completes, and reads back the same after a reload; another user cannot open it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from uuid import UUID
+
+import httpx
+from playwright.async_api import Page, Route, WebSocketRoute, expect
+
+from local.seed import DEMO_USER_ID
+from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack
+from shared.auth import mint_token
+from shared.db import Database
+from tests.factories import make_user
+from tests.web.conftest import Tab, screenshot
+
+
+async def sign_in_as_demo_user(page: Page) -> None:
+    await page.get_by_role("button", name="Sign in as the demo user").click()
+    await expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+
+
+async def start_demo_turn(page: Page) -> None:
+    await page.get_by_role("link", name="+ New chat").click()
+    await page.get_by_role("button", name=re.compile("^Try the demo")).click()
+    await page.get_by_role("button", name="Send").click()
+
+
+async def history(page: Page) -> dict[str, Any]:
+    """What the session view shows: turns, the plan's steps, each thread's messages."""
+    return {
+        "messages": await page.locator(".conversation .msg .text").all_inner_texts(),
+        "turns": await page.locator(".conversation .turn").evaluate_all(
+            "turns => turns.map(t => t.dataset.status)"
+        ),
+        "steps": await page.locator(".plan-graph .step").evaluate_all(
+            "steps => steps.map(s => [s.dataset.step, s.dataset.status])"
+        ),
+        "threads": await page.locator(".thread").evaluate_all(
+            "threads => threads.map(t => [t.dataset.step, "
+            "[...t.querySelectorAll('.agent-msg')].map(m => m.dataset.type)])"
+        ),
+    }
+
+
+def session_id_of(page: Page) -> str:
+    found = re.search(r"#/s/([0-9a-f-]{36})$", page.url)
+    assert found, page.url
+    return found.group(1)
+
+
+async def test_the_demo_turn_arrives_live_waits_for_approval_and_reloads_the_same(
+    tab: Tab, db: Database
+) -> None:
+    page, wire = tab.page, tab.wire
+    await sign_in_as_demo_user(page)
+    await start_demo_turn(page)
+
+    # The plan graph and two executors' threads fill in from the private channel.
+    graph = page.locator(".plan-graph .step")
+    await expect(graph).to_have_count(3)
+    executors = page.locator(
+        ".thread", has=page.get_by_role("heading", name=re.compile("Executor"))
+    )
+    await expect(executors).to_have_count(2)
+    for thread in await executors.all():
+        await expect(thread.locator('[data-type="completion"]')).to_be_visible()
+        await expect(thread.locator('[data-type="tool_call"]')).to_be_visible()
+    await expect(graph.locator('[data-status="completed"]')).to_have_count(2)
+    live_threads = {
+        e["data"]["thread_id"] for e in wire.of_type("agent_message")
+        if e["data"]["message_type"] == "completion"
+    }  # fmt: skip
+    assert len(live_threads) >= 2, "the executors' completions did not come over Realtime"
+    assert wire.of_type("plan_created") and wire.of_type("token")
+    assert [j["status"] for j in wire.joins] == ["ok"]  # joined the private channel at once
+
+    # The destructive call waits for the user.
+    card = page.get_by_role("group", name=re.compile("Approval needed"))
+    await expect(card).to_contain_text("delete_calendar_event")
+    await expect(page.locator('.step[data-step="3"]')).to_have_attribute(
+        "data-status", "awaiting_approval"
+    )
+    await screenshot(page, "approval")
+    event_id = re.search(r'"event_id": "([0-9a-f-]{36})"', await card.inner_text())
+    assert event_id is not None
+    await card.get_by_role("button", name="Approve").click()
+
+    # Deciding resumes the plan; it completes and the answer streams into the conversation.
+    turn = page.locator(".conversation .turn").last
+    await expect(turn).to_have_attribute("data-status", "completed")
+    await expect(graph.locator('[data-status="completed"]')).to_have_count(3)
+    answer = turn.locator(".msg.assistant")
+    await expect(answer).to_contain_text("(demo) The tools returned")
+    await expect(answer.get_by_role("button", name="Fork here")).to_be_visible()  # stored, read
+    await expect(card).to_have_count(0)
+    assert wire.of_type("done")[-1]["data"]["status"] == "completed"
+    async with db.service() as conn:
+        cur = await conn.execute(
+            "SELECT deleted_at FROM calendar_events WHERE id = %s", (UUID(event_id.group(1)),)
+        )
+        row = await cur.fetchone()
+    assert row is not None and row["deleted_at"] is not None
+    await expect(page.locator(".totals")).to_contain_text(re.compile(r"[1-9][\d,]* in"))
+    await screenshot(page, "dialogue")
+
+    before = await history(page)
+    await page.reload()
+    await expect(page.locator(".conversation .turn").last).to_have_attribute(
+        "data-status", "completed"
+    )
+    await expect(page.locator(".thread")).to_have_count(len(before["threads"]))
+    assert await history(page) == before
+    assert before["messages"][0] == CONSOLE_DEMO_MESSAGE
+
+
+async def test_events_missed_while_disconnected_are_caught_up_from_the_timeline(
+    tab: Tab, stack: RunningStack
+) -> None:
+    page, heard = tab.page, []
+    offline = False
+
+    async def realtime(route: WebSocketRoute) -> None:
+        if offline:  # the network is down: every reconnect attempt fails
+            await route.close(code=1011)
+            return
+        server = route.connect_to_server()
+
+        def forward(message: str | bytes) -> None:
+            heard.append(message)
+            route.send(message)
+
+        server.on_message(forward)
+        live.append((route, server))
+
+    live: list[tuple[WebSocketRoute, WebSocketRoute]] = []
+    await page.route_web_socket(lambda url: "/realtime/v1/websocket" in url, realtime)
+    await page.reload()  # the route takes effect from the next page load
+    await sign_in_as_demo_user(page)
+    await start_demo_turn(page)
+    card = page.get_by_role("group", name=re.compile("Approval needed"))
+    await expect(card).to_be_visible()
+    plan_id = await page.locator(".conversation .turn").last.get_attribute("data-plan-id")
+
+    offline = True
+    for route, server in live:
+        await route.close(code=1011)
+        await server.close()
+    await expect(page.get_by_role("status").filter(has_text="Reconnecting")).to_be_visible()
+    # Meanwhile the user approves elsewhere (another tab, another device): the plan resumes.
+    token = mint_token(stack.jwt_secret, sub=DEMO_USER_ID)
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=f"{stack.url}/agent_planner", headers=headers) as http:
+        [waiting] = (await http.get(f"/plans/{plan_id}/approvals")).json()["approvals"]
+        decided = await http.post(f"/plans/{plan_id}/approvals/{waiting['id']}",
+                                  json={"decision": "approve"})  # fmt: skip
+    assert decided.json()["plan"]["status"] == "completed"
+    heard_before = len(heard)
+    offline = False
+
+    turn = page.locator(".conversation .turn").last
+    await expect(page.get_by_role("status").filter(has_text="Live")).to_be_visible()
+    await expect(turn).to_have_attribute("data-status", "completed")
+    await expect(page.locator('.step[data-status="completed"]')).to_have_count(3)
+    await expect(card).to_have_count(0)
+    await expect(turn.locator(".msg.assistant")).to_contain_text("(demo) The tools returned")
+    assert not any('"done"' in str(m) for m in heard[heard_before:])  # read, not heard
+
+
+async def test_another_user_cannot_open_the_demo_users_session_by_url(
+    tab: Tab, stack: RunningStack, db: Database
+) -> None:
+    page = tab.page
+    await sign_in_as_demo_user(page)
+    await page.get_by_role("link", name="+ New chat").click()
+    await page.get_by_role("textbox", name="Message").fill("Hello!")
+    await page.get_by_role("button", name="Send").click()
+    await expect(page.locator(".conversation .turn").last).to_have_attribute(
+        "data-status", "completed"
+    )
+    session_url = page.url
+    await page.get_by_role("button", name="Sign out").click()
+
+    intruder = mint_token(stack.jwt_secret, sub=await make_user(db), extra={"email": "eve@x.test"})
+    await page.get_by_text("Use an access token").click()
+    await page.get_by_role("textbox", name=re.compile("Access token")).fill(intruder)
+    await page.get_by_role("button", name="Sign in with this token").click()
+    await expect(page.get_by_text("eve@x.test")).to_be_visible()
+    heard = len(tab.wire.events)
+    await page.goto(session_url)
+    await page.reload()
+
+    await expect(page.get_by_role("heading", name="Session not found")).to_be_visible()
+    await expect(page.get_by_text("Hello!")).to_have_count(0)
+    await expect(page.locator(".sessions li")).to_have_count(0)
+    assert tab.wire.events[heard:] == []
+
+
+async def test_a_send_that_fails_on_the_network_is_retried_with_the_same_id(tab: Tab) -> None:
+    page = tab.page
+    await sign_in_as_demo_user(page)
+    await page.get_by_role("link", name="+ New chat").click()
+    sends: list[dict[str, Any]] = []
+
+    async def drop_first(route: Route) -> None:
+        sends.append(dict(route.request.post_data_json or {}))
+        if len(sends) == 1:
+            await route.abort("internetdisconnected")
+        else:
+            await route.continue_()
+
+    await page.route("**/chat/chat", drop_first)
+    await page.get_by_role("textbox", name="Message").fill("Hello there")
+    await page.get_by_role("button", name="Send").click()
+    await expect(page.get_by_role("alert")).to_contain_text("Not sent")
+    await page.get_by_role("button", name="Retry").click()
+
+    await expect(page.locator(".conversation .turn").last).to_have_attribute(
+        "data-status", "completed"
+    )
+    assert len(sends) == 2 and sends[0]["client_message_id"] == sends[1]["client_message_id"]
+    await expect(page.locator(".msg.user")).to_have_count(1)
+
+
+async def test_a_message_while_a_turn_waits_offers_to_cancel_it(tab: Tab) -> None:
+    page = tab.page
+    await sign_in_as_demo_user(page)
+    await start_demo_turn(page)
+    await expect(page.get_by_role("button", name="Approve")).to_be_visible()
+
+    await page.get_by_role("textbox", name="Message").fill("Hello!")
+    await page.get_by_role("button", name="Send").click()
+    await expect(page.get_by_role("alert")).to_contain_text("waiting for your decision")
+    await page.get_by_role("button", name="Cancel the running turn").click()
+    await expect(page.locator(".conversation .turn").first).to_have_attribute(
+        "data-status", "cancelled"
+    )
+    await page.get_by_role("button", name="Send again").click()
+    await expect(page.locator(".conversation .turn")).to_have_count(2)
+    await expect(page.locator(".conversation .turn").last).to_have_attribute(
+        "data-status", "completed"
+    )
+
+
+async def test_sessions_are_renamed_forked_archived_and_deleted(tab: Tab) -> None:
+    page = tab.page
+    await sign_in_as_demo_user(page)
+    await page.get_by_role("link", name="+ New chat").click()
+    await page.get_by_role("textbox", name="Message").fill("Hello!")
+    await page.get_by_role("button", name="Send").click()
+    await expect(page.locator(".conversation .turn").last).to_have_attribute(
+        "data-status", "completed"
+    )
+    await page.get_by_role("button", name="Rename").click()
+    await page.get_by_role("textbox", name="Session title").fill("Greetings")
+    await page.get_by_role("button", name="Save").click()
+    await expect(page.get_by_role("heading", name="Greetings")).to_be_visible()
+    await expect(page.locator(".sessions [aria-current]")).to_contain_text("Greetings")
+
+    original = page.url
+    await page.locator(".msg.user").get_by_role("button", name="Fork here").click()
+    await expect(page).not_to_have_url(original)
+    await expect(page.locator(".msg.user")).to_have_text(re.compile("Hello!"))
+    await expect(page.locator(".msg.assistant")).to_have_count(0)  # forked at the question
+
+    await page.goto(original)
+    await page.get_by_role("button", name="Archive").click()
+    await expect(page.get_by_role("heading", name="Greetings (archived)")).to_be_visible()
+    await expect(
+        page.locator(".sessions .title").get_by_text("Greetings", exact=True)
+    ).to_have_count(0)
+    page.once("dialog", lambda dialog: dialog.accept())
+    await page.get_by_role("button", name="Delete").click()
+    await expect(page.get_by_role("heading", name="Welcome")).to_be_visible()
+    await page.goto(original)
+    await expect(page.get_by_role("heading", name="Session not found")).to_be_visible()
+
+
+async def test_operators_see_cost_and_step_duration_charts(tab: Tab) -> None:
+    page = tab.page
+    await sign_in_as_demo_user(page)  # locally, the demo user is an operator
+    await start_demo_turn(page)  # executor steps to chart
+    await expect(page.get_by_role("button", name="Approve")).to_be_visible()
+    await page.get_by_role("link", name="Operations").click()
+
+    charts = page.locator(".chart")
+    await expect(charts).to_have_count(2)
+    await expect(charts.locator("canvas")).to_have_count(2)  # drawn by uPlot
+    await expect(page.locator(".chart .u-legend").first).to_contain_text("parley-demo")
+    await expect(page.locator(".tiles")).to_contain_text("Agent runs")
+    await screenshot(page, "operations")
+    await page.get_by_text("Executor step durations: the figures").click()
+    await expect(page.locator("table").last).to_contain_text("parley-demo")
+
+
+async def test_the_demo_user_token_is_minted_only_for_the_demo_user(stack: RunningStack) -> None:
+    async with httpx.AsyncClient() as http:
+        minted = (await http.post(f"{stack.url}/local/demo-session")).json()
+        config = (await http.get(f"{stack.url}/config.json")).json()
+    assert minted["user"]["id"] == str(DEMO_USER_ID)
+    assert config["auth"]["mode"] == "local" and config["demoMessage"] == CONSOLE_DEMO_MESSAGE
+    assert stack.jwt_secret not in str(config)

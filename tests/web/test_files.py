@@ -1,0 +1,60 @@
+"""The console's files, without a browser: vendored files match the lockfile, every module
+import resolves, and the deployable config example holds no secret."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+WEB = Path(__file__).resolve().parents[2] / "web"
+PUBLIC = WEB / "public"
+IMPORT = re.compile(r"""^\s*import\b[^'"]*['"]([^'"]+)['"]""", re.MULTILINE)
+
+
+def test_vendored_files_match_the_lockfile() -> None:
+    checked = subprocess.run(
+        [sys.executable, str(WEB / "build.py"), "--check"], capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_every_import_resolves_to_a_served_file() -> None:
+    page = (PUBLIC / "index.html").read_text()
+    found = re.search(r'<script type="importmap">(.*?)</script>', page, re.DOTALL)
+    assert found is not None
+    mapped = json.loads(found.group(1))["imports"]
+    for target in mapped.values():
+        assert (PUBLIC / target).is_file(), target
+    for src in re.findall(r'<(?:script|link)[^>]+(?:src|href)="([^":]+)"', page):
+        assert (PUBLIC / src).is_file(), src
+    modules = list((PUBLIC / "src").rglob("*.js"))
+    assert len(modules) > 5
+    for module in [*modules, *[PUBLIC / t for t in mapped.values() if t.endswith("mjs")]]:
+        for name in IMPORT.findall(module.read_text()):
+            if name.startswith("."):
+                assert (module.parent / name).resolve().is_file(), f"{module}: {name}"
+            else:
+                assert name in mapped, f"{module}: {name} is not in the import map"
+
+
+def test_the_config_example_names_only_public_values() -> None:
+    example = json.loads((PUBLIC / "config.example.json").read_text())
+    assert set(example) <= {"label", "supabaseUrl", "supabaseAnonKey", "functions", "auth"}
+    assert set(example["functions"]) == {"chat", "planner"}
+    assert "service" not in json.dumps(example).lower()
+
+
+def test_the_guides_code_is_the_consoles_code() -> None:
+    """Each JavaScript excerpt in web/README.md names its file and appears in it, line by line."""
+    guide = (WEB / "README.md").read_text()
+    blocks = re.findall(r"```js\n// (web/public/\S+)\n(.*?)```", guide, re.DOTALL)
+    assert len(blocks) >= 8
+    for path, code in blocks:
+        source = [line.strip() for line in (WEB.parent / path).read_text().splitlines()]
+        at = 0
+        for line in filter(None, (line.strip() for line in code.splitlines())):
+            assert line in source[at:], f"{path}: {line!r} is not in the source (in this order)"
+            at = source.index(line, at) + 1

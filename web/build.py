@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Vendor the console's JavaScript dependencies into `web/public/vendor/` (no bundler).
+
+The console is plain ES modules; its dependencies are single browser files published in their
+npm packages (the supabase-js UMD bundle, Preact, htm, uPlot). This script installs exactly
+`package-lock.json` (`npm ci`) and copies those files, with their licences, into
+`public/vendor/`, then writes `public/vendor/manifest.json`: each file's package, version and
+SHA-256, and the lockfile's SHA-256. The vendored files are committed, so serving the console
+needs no Node; only changing `package.json` does.
+
+    python3 web/build.py             rebuild public/vendor/ from package-lock.json (needs npm)
+    python3 web/build.py --check     exit 1 if public/vendor/ does not match the lockfile
+    python3 web/build.py --if-stale  rebuild only if it does not match and npm is installed
+                                     (what `python3 dev.py run` does); otherwise just say so
+
+Standard library only: `dev.py` runs it before the virtualenv matters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+WEB = Path(__file__).resolve().parent
+VENDOR = WEB / "public" / "vendor"
+MANIFEST = VENDOR / "manifest.json"
+LOCK = WEB / "package-lock.json"
+
+FILES = {  # vendored name: (package, path inside the package)
+    "supabase.js": ("@supabase/supabase-js", "dist/umd/supabase.js"),
+    "preact.mjs": ("preact", "dist/preact.mjs"),
+    "preact-hooks.mjs": ("preact", "hooks/dist/hooks.mjs"),
+    "htm.mjs": ("htm", "dist/htm.mjs"),
+    "uplot.mjs": ("uplot", "dist/uPlot.esm.js"),
+    "uplot.css": ("uplot", "dist/uPlot.min.css"),
+}
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def locked_versions() -> dict[str, str]:
+    """Each vendored package's version, as `package-lock.json` pins it."""
+    packages = json.loads(LOCK.read_text())["packages"]
+    return {pkg: packages[f"node_modules/{pkg}"]["version"] for pkg, _ in FILES.values()}
+
+
+def problems() -> list[str]:
+    """Why `public/vendor/` does not match the lockfile (empty: it does)."""
+    if not MANIFEST.exists():
+        return ["public/vendor/manifest.json is missing"]
+    manifest = json.loads(MANIFEST.read_text())
+    found = []
+    if manifest.get("lock_sha256") != sha256(LOCK):
+        found.append("package-lock.json changed since public/vendor/ was built")
+    versions = locked_versions()
+    for name, (package, _) in FILES.items():
+        entry = manifest.get("files", {}).get(name)
+        path = VENDOR / name
+        if entry is None or not path.exists():
+            found.append(f"{name} is missing")
+        elif entry["version"] != versions[package]:
+            found.append(
+                f"{name} is {package} {entry['version']}, the lock says {versions[package]}"
+            )
+        elif entry["sha256"] != sha256(path):
+            found.append(f"{name} was changed by hand")
+    return found
+
+
+def build() -> None:
+    """`npm ci`, then copy the files and their licences and write the manifest."""
+    npm = shutil.which("npm")
+    if npm is None:
+        sys.exit("web/build.py: npm is needed to rebuild public/vendor/ (install Node.js 20+)")
+    subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=WEB, check=True)
+    modules = WEB / "node_modules"
+    VENDOR.mkdir(parents=True, exist_ok=True)
+    (VENDOR / "licenses").mkdir(exist_ok=True)
+    versions = locked_versions()
+    files = {}
+    for name, (package, source) in FILES.items():
+        shutil.copyfile(modules / package / source, VENDOR / name)
+        files[name] = {"package": package, "version": versions[package], "source": source,
+                       "sha256": sha256(VENDOR / name)}  # fmt: skip
+    for package in sorted({package for package, _ in FILES.values()}):
+        licence = modules / package / "LICENSE"
+        shutil.copyfile(licence, VENDOR / "licenses" / f"{package.replace('/', '__')}.txt")
+    manifest = {"lock_sha256": sha256(LOCK), "files": files}
+    MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
+    print(f"web/build.py: vendored {len(files)} files into {VENDOR.relative_to(WEB.parent)}")
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--check"]:
+        for problem in problems():
+            print(f"web/build.py: {problem}", file=sys.stderr)
+        return 1 if problems() else 0
+    if argv == ["--if-stale"]:
+        stale = problems()
+        if not stale:
+            return 0
+        if shutil.which("npm") is None:
+            print(f"web/build.py: {stale[0]}; serving the committed files. Install Node.js 20+ "
+                  "and run python3 web/build.py to rebuild.", file=sys.stderr)  # fmt: skip
+            return 0
+        try:
+            build()
+        except subprocess.CalledProcessError as exc:
+            print(f"web/build.py: npm ci failed ({exc.returncode}); serving the committed files.",
+                  file=sys.stderr)  # fmt: skip
+        return 0
+    if argv:
+        print(__doc__)
+        return 2
+    build()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

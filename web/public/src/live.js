@@ -1,0 +1,131 @@
+// A session, kept current: the private Realtime channel `session:<id>` for live events, and
+// HTTP reads to catch up (on open, after every reconnect, and when a turn ends).
+//
+// Order of work, so nothing falls between the two sources:
+//   1. join the channel; events that arrive while we read are held back;
+//   2. read the session (its `last_seq` is the snapshot's seq), the timeline after the last
+//      seq we hold, and the detail of every plan that is new or still open;
+//   3. apply the snapshot, then the held events (sorted by seq; older state never wins, see
+//      session_state.js); from then on apply events as they come.
+
+import { applyEvent, applyPlanDetail, applyTimeline, emptySession, openPlanIds } from './session_state.js';
+
+const CHANNEL_STATES = {
+  SUBSCRIBED: 'live',
+  CHANNEL_ERROR: 'reconnecting',
+  TIMED_OUT: 'reconnecting',
+  CLOSED: 'offline',
+};
+
+export class SessionFeed {
+  constructor({ client, api, sessionId, onChange }) {
+    this.client = client;
+    this.api = api;
+    this.state = emptySession(sessionId);
+    this.onChange = onChange;
+    this.connection = 'connecting';
+    this.held = null; // events received during a catch-up (null: none running)
+    this.catching = null; // the catch-up running, if any
+    this.again = false; // asked for while one ran: run once more after it
+    this.wanted = new Set(); // plans to re-read at the next catch-up
+    this.error = null; // why the last catch-up failed
+    this.closed = false;
+  }
+
+  get sessionId() {
+    return this.state.id;
+  }
+
+  async open() {
+    this.held = []; // hold events from the first moment: the first catch-up is coming
+    // Hand Realtime the user's token before joining: a private channel refuses the anon key.
+    await this.client.realtime.setAuth();
+    this.channel = this.client
+      .channel(`session:${this.sessionId}`, { config: { private: true } })
+      .on('broadcast', { event: '*' }, ({ payload }) => this.#receive(payload))
+      .subscribe((status) => this.#channelStatus(status));
+    await this.catchUp();
+  }
+
+  close() {
+    this.closed = true;
+    if (this.channel) this.client.removeChannel(this.channel);
+  }
+
+  /**
+   * Read what the tables hold beyond what we have, then apply the held events. Asked for while
+   * one runs, it runs once more afterwards (with every plan asked for meanwhile).
+   */
+  catchUp(planIds = []) {
+    planIds.forEach((id) => this.wanted.add(id));
+    if (this.catching) {
+      this.again = true;
+      return this.catching;
+    }
+    this.catching = this.#read().finally(() => {
+      this.catching = null;
+      if (this.again && !this.closed) {
+        this.again = false;
+        this.catchUp();
+      }
+    });
+    return this.catching;
+  }
+
+  async #read() {
+    const state = this.state;
+    const wanted = [...this.wanted];
+    this.wanted.clear();
+    this.held = this.held || [];
+    try {
+      const session = await this.api.getSession(this.sessionId); // its last_seq: the snapshot's
+      const entries = await this.api.timeline(this.sessionId, state.lastEntrySeq);
+      const planIds = new Set([...openPlanIds(state), ...wanted]);
+      for (const entry of entries) if (entry.plan_id && !state.plans.has(entry.plan_id)) planIds.add(entry.plan_id);
+      const details = await Promise.all([...planIds].map((id) => this.api.plan(id)));
+      state.session = session;
+      applyTimeline(state, entries);
+      for (const detail of details) applyPlanDetail(state, detail, session.last_seq);
+      this.error = null;
+    } catch (error) {
+      if (error.status === 404) {
+        state.missing = true;
+        this.close();
+      } else {
+        this.error = error; // shown; the next reconnect or turn end reads again
+      }
+    } finally {
+      const held = this.held.sort((a, b) => a.seq - b.seq);
+      this.held = null;
+      for (const event of held) this.#apply(event);
+      this.#changed();
+    }
+  }
+
+  #receive(event) {
+    if (!event || event.session_id !== this.sessionId) return;
+    if (this.held) {
+      this.held.push(event);
+      return;
+    }
+    this.#apply(event);
+    this.#changed();
+  }
+
+  #apply(event) {
+    applyEvent(this.state, event);
+    // The turn's rows (user message, answer, final accounting) are in the tables now.
+    if (event.type === 'done') this.catchUp([event.plan_id]);
+  }
+
+  #channelStatus(status) {
+    this.connection = CHANNEL_STATES[status] || status.toLowerCase();
+    // Joined (again): what was sent while we were not subscribed is in the tables.
+    if (status === 'SUBSCRIBED') this.catchUp();
+    this.#changed();
+  }
+
+  #changed() {
+    if (!this.closed || this.state.missing) this.onChange(this);
+  }
+}
