@@ -58,7 +58,7 @@ from tests.aws.conftest import FAKE_AWS
 from tests.factories import make_user
 from tests.functions.conftest import token
 from tests.functions.stack import Stack
-from tests.models import EXECUTOR_MODEL, MODELS, PLANNER_MODEL
+from tests.models import EXECUTOR_MODEL, MODELS, PLANNER_MODEL, SERVED
 
 MODES = ("wait", "accept", "accept-sqs")
 
@@ -203,7 +203,7 @@ async def run(args: argparse.Namespace) -> None:
     url = databases.create_database(server_url, template=databases.ensure_template(server_url))
     tokenizer = DeepSeekTokenizer()
     try:
-        with FakeModelServer() as fake:
+        with FakeModelServer(models=SERVED, tokenizer=tokenizer) as fake:
             for mode in args.modes:
                 fake.reset()
                 script_week(fake, args.model_seconds)

@@ -19,7 +19,7 @@ from tests.agents.scripting import Script
 from tests.aws.cloud import Cloud, Function
 from tests.functions.conftest import SECRET
 from tests.functions.stack import SERVICE_KEY
-from tests.models import EXECUTOR_MODEL, PLANNER_MODEL
+from tests.models import EXECUTOR_MODEL, PLANNER_MODEL, SERVED
 
 FAKE_AWS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -53,8 +53,8 @@ def cloud(aws: None) -> Cloud:
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeModelServer]:
-    with FakeModelServer() as server:
+def fake(tokenizer: DeepSeekTokenizer) -> Iterator[FakeModelServer]:
+    with FakeModelServer(models=SERVED, tokenizer=tokenizer) as server:
         yield server
 
 

@@ -74,7 +74,7 @@ async def test_a_complex_plan_completes_through_queue_messages_and_no_function_w
 
     # The planner's invocation has returned, and no step has run: it did not wait for them.
     handed = await stored(db, plan_id)
-    assert (handed.plan.status, handed.plan.strategy) == ("executing", "complex")
+    assert (handed.plan.status, handed.plan.strategy) == ("executing", "complex"), handed.plan.error
     assert [s.status for s in handed.steps] == ["pending", "pending", "pending"]
     assert [s.dispatched_at is not None for s in handed.steps] == [True, True, False]
     queued = cloud.bodies("executor")
