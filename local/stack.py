@@ -48,6 +48,9 @@ CONSOLE_DEMO_MESSAGE = (
     "plan my week: list my tasks and my calendar, then delete the first calendar event"
 )
 TEN_YEARS = 10 * 365 * 24 * 3600
+DEMO_MODEL_LATENCY = 0.5
+"""Seconds the offline demo model takes per reply when `dev.py run` serves: a real model's
+pace, so a turn in the console unfolds where a person can follow it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +112,13 @@ class RunningStack:
     """True when Parley's offline demo model answers (no model configured)."""
     sweep_every: float
     """Seconds between two runs of the sweeper."""
+    model_latency: float
+    """Seconds the offline demo model takes before each reply (0: at once)."""
+
+    @property
+    def console_url(self) -> str:
+        """The console's demo link: it signs in as the demo user and plays a turn, live."""
+        return f"{self.url}/#/demo"
 
 
 @contextlib.asynccontextmanager
@@ -119,8 +129,12 @@ async def running_stack(
     port: int = 8000,
     realtime_port: int = 4000,
     demo_message: str = CONSOLE_DEMO_MESSAGE,
+    model_latency: float = 0.0,
 ) -> AsyncIterator[RunningStack]:
-    """Realtime, the functions and the console on `database_url` (migrated and seeded)."""
+    """Realtime, the functions and the console on `database_url` (migrated and seeded).
+
+    `model_latency`: seconds the offline demo model takes before each reply (when it answers).
+    """
     secret = (
         settings.supabase_jwt_secret.get_secret_value()
         if settings.supabase_jwt_secret
@@ -129,7 +143,7 @@ async def running_stack(
     anon = mint_token(secret, role="anon", expires_in=TEN_YEARS)
     service = mint_token(secret, role="service_role", expires_in=TEN_YEARS)
     with contextlib.ExitStack() as stack:
-        model = _model_settings(settings, stack)
+        model = _model_settings(settings, stack, model_latency)
         realtime = RealtimeServer(RealtimeConfig.from_settings(
             settings, database_url=database_url, jwt_secret=secret, port=realtime_port,
             connect_error_delay=0.5, join_error_delay=0.5,
@@ -158,7 +172,8 @@ async def running_stack(
             sweeper = asyncio.create_task(_sweep_forever(local))
             try:
                 yield RunningStack(server.url, realtime, anon, secret, demo_model=bool(model),
-                                   sweep_every=local.sweep_interval_seconds)  # fmt: skip
+                                   sweep_every=local.sweep_interval_seconds,
+                                   model_latency=model_latency if model else 0.0)  # fmt: skip
             finally:
                 sweeper.cancel()
                 await asyncio.gather(sweeper, return_exceptions=True)
@@ -182,25 +197,38 @@ async def _sweep_forever(settings: Settings) -> None:
 
 async def serve(settings: Settings, database: LocalDatabase, args: argparse.Namespace) -> None:
     async with running_stack(
-        settings, database.url, port=args.port, realtime_port=args.realtime_port
-    ) as running:
-        _banner(running)
+        settings, database.url, port=args.port, realtime_port=args.realtime_port,
+        model_latency=_model_latency(args),
+    ) as running:  # fmt: skip
+        banner(running)
         session_id = await _demo(running, args.message)
-        print(f"\nSee it in the console: {running.url}/#/s/{session_id} — or start a new chat "
-              "there and send the demo message: a live plan with an approval.")  # fmt: skip
+        print(f"\nThis turn in the console: {running.url}/#/s/{session_id}")
+        print(f"\nWatch one live: open {running.console_url}\n  The console signs in as the "
+              "demo user and sends the demo message: you see the plan graph, two executors' "
+              "threads\n  filling in over Realtime, and a calendar event deletion waiting for "
+              "your approval.", flush=True)  # fmt: skip
         if not args.once:
             print("\nServing until Ctrl-C.", flush=True)
             await _until_interrupted()
 
 
-def _model_settings(settings: Settings, stack: contextlib.ExitStack) -> dict[str, object]:
+def _model_latency(args: argparse.Namespace) -> float:
+    """Paced for a person watching the console; at once for a scripted `--once`."""
+    if args.model_latency is not None:
+        return float(args.model_latency)
+    return 0.0 if args.once else DEMO_MODEL_LATENCY
+
+
+def _model_settings(
+    settings: Settings, stack: contextlib.ExitStack, latency: float
+) -> dict[str, object]:
     """The configured model, or the offline demo model served from this process."""
     if (
         settings.llm_api_key is not None
         or settings.llm_base_url != Settings.model_fields["llm_base_url"].default
     ):
         return {}
-    fake = stack.enter_context(FakeModelServer())
+    fake = stack.enter_context(FakeModelServer(latency=latency))
     return {
         "llm_base_url": fake.base_url,
         "llm_planner_model": DEMO_MODEL,
@@ -208,14 +236,18 @@ def _model_settings(settings: Settings, stack: contextlib.ExitStack) -> dict[str
     }
 
 
-def _banner(running: RunningStack) -> None:
+def banner(running: RunningStack) -> None:
+    """What the stack serves, and where."""
     if running.demo_model:
         label = f"{DEMO_MODEL} — Parley's OFFLINE DEMO MODEL, canned replies (set DEEPSEEK_API_KEY)"
+        if running.model_latency:
+            label += f", {running.model_latency:g} s each"
     else:
         label = "as configured (LLM_BASE_URL, LLM_PLANNER_MODEL, LLM_EXECUTOR_MODEL)"
     url = running.url
     print(f"  model       {label}")
-    print(f"  console     {url}/  (Parley Console: sign in as the demo user)")
+    print(f"  console     {running.console_url}  (Parley Console: a demo turn, live; "
+          f"{url}/ to sign in)")  # fmt: skip
     print(f"  functions   {url}/chat · {url}/agent_planner · "
           f"{url}/agent_executor  (OpenAPI: {url}/chat/docs)")  # fmt: skip
     print(f"  realtime    {running.realtime.url}  (SUPABASE_URL for supabase-js; "
@@ -258,6 +290,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--realtime-port", type=int, default=4000, help="Realtime port")
     parser.add_argument("--message", default=demo.DEMO_MESSAGE, help="the demo turn's message")
     parser.add_argument("--once", action="store_true", help="exit after the demo turn")
+    parser.add_argument(
+        "--model-latency", type=float, metavar="SECONDS",
+        help="how long the offline demo model takes before each reply, as a real model would, "
+        "so a turn can be watched in the console "
+        f"(default {DEMO_MODEL_LATENCY:g}; 0 with --once)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     settings = load_settings(**({"parley_data_dir": args.data_dir} if args.data_dir else {}))
 

@@ -8,10 +8,11 @@ from typing import Any
 from uuid import UUID
 
 import httpx
+import pytest
 from playwright.async_api import Page, Route, WebSocketRoute, expect
 
 from local.seed import DEMO_USER_ID
-from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack
+from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack, banner
 from shared.auth import mint_token
 from shared.db import Database
 from tests.factories import make_user
@@ -52,13 +53,20 @@ def session_id_of(page: Page) -> str:
     return found.group(1)
 
 
-async def test_the_demo_turn_arrives_live_waits_for_approval_and_reloads_the_same(
-    tab: Tab, db: Database
+async def test_the_console_link_the_stack_prints_plays_the_demo_turn_live(
+    tab: Tab, stack: RunningStack, db: Database, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Opened as `dev.py run` prints it, with no clicks: the demo turn arrives live, waits for
+    an approval, completes, and reads back the same after a reload."""
     page, wire = tab.page, tab.wire
-    await sign_in_as_demo_user(page)
-    await start_demo_turn(page)
+    banner(stack)
+    printed = re.search(r"^  console +(\S+)", capsys.readouterr().out, re.MULTILINE)
+    assert printed is not None
+    await page.goto("about:blank")
+    await page.goto(printed.group(1))  # a first visit: no stored sign-in, a fresh page load
 
+    await expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    await expect(page).to_have_url(re.compile(r"#/s/[0-9a-f-]{36}$"))  # the session's own link
     # The plan graph and two executors' threads fill in from the private channel.
     graph = page.locator(".plan-graph .step")
     await expect(graph).to_have_count(3)
@@ -75,7 +83,9 @@ async def test_the_demo_turn_arrives_live_waits_for_approval_and_reloads_the_sam
         if e["data"]["message_type"] == "completion"
     }  # fmt: skip
     assert len(live_threads) >= 2, "the executors' completions did not come over Realtime"
-    assert wire.of_type("plan_created") and wire.of_type("token")
+    # Joined before the turn began: the whole turn came over the channel, from its first event.
+    assert wire.of_type("status_update")[0]["data"]["status"] == "thinking"
+    assert {e["data"]["step_number"] for e in wire.of_type("step_started")} == {1, 2, 3}
     assert [j["status"] for j in wire.joins] == ["ok"]  # joined the private channel at once
 
     # The destructive call waits for the user.

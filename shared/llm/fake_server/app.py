@@ -59,10 +59,17 @@ class FakeModel:
     """
 
     def __init__(
-        self, *, models: Iterable[str] = (), tokenizer: DeepSeekTokenizer | None = None
+        self,
+        *,
+        models: Iterable[str] = (),
+        tokenizer: DeepSeekTokenizer | None = None,
+        latency: float = 0.0,
     ) -> None:
         self.models = frozenset((*DEEPSEEK_MODELS, *DEMO_MODELS, *models))
         """The model names served; any other gets DeepSeek's 400."""
+        self.latency = latency
+        """Seconds each answer waits before its first byte, as a real model's would (the local
+        stack paces the demo model so a person can watch a turn unfold; tests use 0)."""
         self._script = Script()
         self._tokenizer = tokenizer or DeepSeekTokenizer()
         self.cache = PrefixCache(self._tokenizer)
@@ -147,6 +154,8 @@ class FakeModel:
         recorded = RecordedRequest(
             request.method, request.url.path, body, redact(dict(request.headers))
         )
+        if self.latency:
+            await asyncio.sleep(self.latency)
         refused = self._refusal(recorded)
         if refused is not None:
             self._script.record(recorded)

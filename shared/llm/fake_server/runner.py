@@ -23,8 +23,9 @@ class FakeModelServer(FakeModel):
         port: int = 0,
         models: Iterable[str] = (),
         tokenizer: DeepSeekTokenizer | None = None,
+        latency: float = 0.0,
     ) -> None:
-        super().__init__(models=models, tokenizer=tokenizer)
+        super().__init__(models=models, tokenizer=tokenizer, latency=latency)
         self._server = BackgroundServer(self.app, host=host, port=port, name="fake-model-server")
 
     @property

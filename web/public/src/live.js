@@ -30,6 +30,7 @@ export class SessionFeed {
     this.wanted = new Set(); // plans to re-read at the next catch-up
     this.error = null; // why the last catch-up failed
     this.closed = false;
+    this.joined = null; // resolves open() at the channel's first status
   }
 
   get sessionId() {
@@ -44,7 +45,9 @@ export class SessionFeed {
       .channel(`session:${this.sessionId}`, { config: { private: true } })
       .on('broadcast', { event: '*' }, ({ payload }) => this.#receive(payload))
       .subscribe((status) => this.#channelStatus(status));
-    await this.catchUp();
+    // Joined (or refused: then the catch-up tells why) before anything is sent to this session.
+    await new Promise((resolve) => { this.joined = resolve; });
+    await (this.catching || this.catchUp());
   }
 
   close() {
@@ -122,6 +125,8 @@ export class SessionFeed {
     this.connection = CHANNEL_STATES[status] || status.toLowerCase();
     // Joined (again): what was sent while we were not subscribed is in the tables.
     if (status === 'SUBSCRIBED') this.catchUp();
+    this.joined?.();
+    this.joined = null;
     this.#changed();
   }
 

@@ -1,6 +1,8 @@
 // Parley Console: boot (config, sign-in) and the hash routes.
 //   #/            the sessions (and a hint)      #/s/<id>   one session
 //   #/new         a new chat                     #/ops      operators' charts
+//   #/demo        local stack only (the link `dev.py run` prints): sign in as the demo user,
+//                 then a new chat that sends the demo message at once
 
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
@@ -10,7 +12,7 @@ import { Auth } from './auth.js';
 import { loadConfig } from './config.js';
 import { Operations } from './ui/operations.js';
 import { SessionList } from './ui/sessions.js';
-import { NewChat, SessionView } from './ui/session_view.js';
+import { DemoTurn, NewChat, SessionView } from './ui/session_view.js';
 import { SignIn } from './ui/signin.js';
 
 function useRoute() {
@@ -24,15 +26,18 @@ function useRoute() {
   if (session) return { view: 'session', id: session[1].toLowerCase() };
   if (hash === '#/new') return { view: 'new' };
   if (hash === '#/ops') return { view: 'ops' };
+  if (hash === DEMO_ROUTE) return { view: 'demo' };
   return { view: 'home' };
 }
+
+const DEMO_ROUTE = '#/demo';
 
 function App({ app }) {
   const [session, setSession] = useState(app.auth.session);
   const [sessionsVersion, setSessionsVersion] = useState(0);
   const route = useRoute();
   useEffect(() => app.auth.onChange(setSession), []);
-  if (!session) return html`<${SignIn} config=${app.config} auth=${app.auth} />`;
+  if (!session) return html`<${SignIn} config=${app.config} auth=${app.auth} demo=${route.view === 'demo'} />`;
   const changed = () => setSessionsVersion((v) => v + 1);
   return html`
     <div class="shell">
@@ -53,6 +58,7 @@ function App({ app }) {
             <${SessionList} api=${app.api} currentId=${route.id} version=${sessionsVersion} />
             ${route.view === 'session' && html`<${SessionView} key=${route.id} app=${app} sessionId=${route.id} onSessionsChanged=${changed} />`}
             ${route.view === 'new' && html`<${NewChat} app=${app} onSessionsChanged=${changed} />`}
+            ${route.view === 'demo' && html`<${DemoTurn} app=${app} onSessionsChanged=${changed} />`}
             ${route.view === 'home' && html`
               <main id="main" class="session home">
                 <h2>Welcome</h2>

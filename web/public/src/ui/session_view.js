@@ -15,18 +15,19 @@ import { Threads } from './threads.js';
 
 const outbox = new Map(); // session id → the first message of a chat created a moment ago
 
+/** Create a session for `text` and open it; the session view sends `text` once joined. */
+async function startChat(api, text, onSessionsChanged, { replace = false } = {}) {
+  const session = await api.createSession(text.replace(/\s+/g, ' ').slice(0, 60));
+  outbox.set(session.id, text);
+  onSessionsChanged();
+  const target = `#/s/${session.id}`;
+  if (replace) window.location.replace(target);
+  else window.location.hash = target;
+}
+
 export function NewChat({ app, onSessionsChanged }) {
   const [error, setError] = useState(null);
-  const start = async (text) => {
-    try {
-      const session = await app.api.createSession(text.replace(/\s+/g, ' ').slice(0, 60));
-      outbox.set(session.id, text);
-      onSessionsChanged();
-      window.location.hash = `#/s/${session.id}`;
-    } catch (e) {
-      setError(e.message);
-    }
-  };
+  const start = (text) => startChat(app.api, text, onSessionsChanged).catch((e) => setError(e.message));
   return html`
     <main id="main" class="session new">
       <header class="session-header"><h2>New chat</h2></header>
@@ -36,6 +37,26 @@ export function NewChat({ app, onSessionsChanged }) {
         ${error && html`<p class="error" role="alert">${error}</p>`}
         <${Composer} demoMessage=${app.config.demoMessage} onSend=${start} />
       </div>
+    </main>`;
+}
+
+/**
+ * `#/demo` (the link the local stack prints): a new chat that sends the demo message by itself.
+ * The link gives way to the session's own (`#/s/<id>`), so a reload shows that turn again
+ * instead of starting another.
+ */
+export function DemoTurn({ app, onSessionsChanged }) {
+  const [error, setError] = useState(null);
+  const { demoMessage } = app.config;
+  useEffect(() => {
+    if (!demoMessage) window.location.replace('#/new'); // a deployment has no demo message
+    else startChat(app.api, demoMessage, onSessionsChanged, { replace: true }).catch((e) => setError(e.message));
+  }, []);
+  return html`
+    <main id="main" class="session new">
+      <header class="session-header"><h2>Demo turn</h2></header>
+      ${error ? html`<p class="error" role="alert">Could not start the demo turn: ${error}</p>`
+              : html`<p class="note" role="status">Starting the demo turn…</p>`}
     </main>`;
 }
 

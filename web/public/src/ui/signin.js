@@ -1,16 +1,16 @@
 // Sign-in: Supabase Auth (email + password, or a magic link) against a real project; on the
 // local stack, the demo user (the stack mints its token) or any access token you paste.
 
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { html } from '../html.js';
 
-export function SignIn({ config, auth }) {
+export function SignIn({ config, auth, demo }) {
   const [error, setError] = useState(null);
   const [note, setNote] = useState(null);
   const [busy, setBusy] = useState(false);
   const run = (action) => async (event) => {
-    event.preventDefault();
-    const form = event.currentTarget instanceof HTMLFormElement ? new FormData(event.currentTarget) : null;
+    event?.preventDefault();
+    const form = event?.currentTarget instanceof HTMLFormElement ? new FormData(event.currentTarget) : null;
     setBusy(true);
     setError(null);
     try {
@@ -25,17 +25,21 @@ export function SignIn({ config, auth }) {
     <main id="main" class="signin">
       <h1>Parley Console</h1>
       <p>Chat with Parley's planner and watch its executors work — ${config.label || 'your project'}.</p>
-      ${config.auth.mode === 'local' ? html`<${Local} auth=${auth} run=${run} busy=${busy} />`
+      ${config.auth.mode === 'local' ? html`<${Local} auth=${auth} run=${run} busy=${busy} demo=${demo} />`
                                      : html`<${Supabase} auth=${auth} config=${config} run=${run} busy=${busy} setNote=${setNote} />`}
       ${note && html`<p role="status">${note}</p>`}
       ${error && html`<p class="error" role="alert">${error}</p>`}
     </main>`;
 }
 
-function Local({ auth, run, busy }) {
+function Local({ auth, run, busy, demo }) {
+  const signIn = run(() => auth.signInAsDemoUser());
+  // The demo link (`#/demo`, printed by the local stack) signs in by itself: whoever ran the
+  // stack opened it.
+  useEffect(() => { if (demo) signIn(); }, [demo]);
   return html`
     <section aria-label="Local sign-in">
-      <button class="primary big" disabled=${busy} onClick=${run(() => auth.signInAsDemoUser())}>
+      <button class="primary big" disabled=${busy} onClick=${signIn}>
         Sign in as the demo user
       </button>
       <p class="note">The local stack has no Supabase Auth: it mints the demo user's token.</p>
