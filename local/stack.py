@@ -5,7 +5,8 @@ and seeded with the demo user's data. Then, in this one process: the local Supab
 server, the three functions behind one HTTP server (`/chat`, `/agent_planner`,
 `/agent_executor`), the sweeper every `SWEEP_INTERVAL_SECONDS` (as the EventBridge schedule runs
 it on AWS), and — when no model is configured — Parley's offline demo model. A demo turn runs
-through it all as a frontend would; then it keeps serving until Ctrl-C (`--once`: exit).
+through it all as a frontend would; then it prints the console's demo link (`/#/demo`: the
+console plays a turn live as the demo user) and keeps serving until Ctrl-C (`--once`: exit).
 """
 
 from __future__ import annotations
@@ -203,10 +204,10 @@ async def serve(settings: Settings, database: LocalDatabase, args: argparse.Name
         banner(running)
         session_id = await _demo(running, args.message)
         print(f"\nThis turn in the console: {running.url}/#/s/{session_id}")
-        print(f"\nWatch one live: open {running.console_url}\n  The console signs in as the "
-              "demo user and sends the demo message: you see the plan graph, two executors' "
-              "threads\n  filling in over Realtime, and a calendar event deletion waiting for "
-              "your approval.", flush=True)  # fmt: skip
+        print(f"\nWatch a turn live: open {running.console_url}\n"
+              "  The console signs in as the demo user and sends the demo message. You see the "
+              "plan graph,\n  two executors' threads filling in over Realtime, and a calendar "
+              "event's deletion waiting\n  for your approval.", flush=True)  # fmt: skip
         if not args.once:
             print("\nServing until Ctrl-C.", flush=True)
             await _until_interrupted()

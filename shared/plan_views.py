@@ -1,15 +1,42 @@
-"""A plan as its user sees it: steps, threads, executions (read under the user's RLS)."""
+"""Plans as their user sees them: steps, threads, executions, approvals (read under the user's RLS).
+
+One plan or a whole session's take the same five reads in one transaction: the plans, then each
+kind of row for all of them at once (`plan_id = ANY(...)`), grouped here.
+"""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
+from pydantic import BaseModel
+
 from shared.auth import User
-from shared.db import Database, approvals, dialogue, plans
+from shared.db import Connection, Database, chats, plans
 from shared.db._rows import fetch_all
-from shared.db.records import Execution, columns
+from shared.db.records import AgentThread, Approval, Execution, PlanStep, columns
 from shared.errors import NotFound
 from shared.models.turns import ApprovalOut, ExecutionOut, PlanDetail, StepOut, ThreadOut
+
+PARTS = ("steps", "threads", "executions", "approvals")
+PLAN_FIELDS = tuple(name for name in PlanDetail.model_fields if name not in PARTS)
+SESSION_PLANS = f"""
+    SELECT {", ".join(f"p.{name}" for name in PLAN_FIELDS)}, m.seq AS message_seq
+      FROM agent_plans p JOIN chat_messages m ON m.id = p.user_message_id
+     WHERE p.session_id = %s AND m.seq > %s
+     ORDER BY m.seq LIMIT %s"""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPlans:
+    """A page of a session's plans, in the order of the messages they answer."""
+
+    plans: list[PlanDetail]
+    last_seq: int
+    """The `seq` of the last plan's user message: `after_seq` for the next page."""
 
 
 async def plan_detail(db: Database, user: User, plan_id: UUID) -> PlanDetail:
@@ -18,24 +45,79 @@ async def plan_detail(db: Database, user: User, plan_id: UUID) -> PlanDetail:
         plan = await plans.get_plan(conn, plan_id=plan_id)
         if plan is None:
             raise NotFound(f"Plan {plan_id} not found")
-        steps = await plans.list_steps(conn, plan_id=plan_id)
-        threads = await dialogue.list_threads(conn, plan_id=plan_id)
-        waiting = await approvals.list_approvals(conn, plan_id=plan_id)
-        runs = await fetch_all(
-            conn,
-            Execution,
-            f"""SELECT {columns(Execution)} FROM agent_executions
-                WHERE plan_id = %s ORDER BY created_at, id""",
-            (plan_id,),
+        [detail] = await _details(conn, [{name: getattr(plan, name) for name in PLAN_FIELDS}])
+    return detail
+
+
+async def session_plans(
+    db: Database, user: User, session_id: UUID, *, after_seq: int = 0, limit: int = 50
+) -> SessionPlans:
+    """The session's plans whose user message comes after `after_seq`, each in full, oldest
+    first; `NotFound` if the session is missing, deleted or someone else's."""
+    async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
+        session = await chats.get_session(conn, session_id=session_id)
+        if session is None or session.status == "deleted":
+            raise NotFound(f"Chat session {session_id} not found")
+        cur = await conn.execute(SESSION_PLANS, (session_id, after_seq, limit))
+        rows = await cur.fetchall()
+        details = await _details(conn, rows)
+    return SessionPlans(details, rows[-1]["message_seq"] if rows else after_seq)
+
+
+class _PlanPart(Protocol):
+    @property
+    def plan_id(self) -> UUID: ...
+
+
+Out = TypeVar("Out", bound=BaseModel)
+
+
+async def _details(conn: Connection, found: Sequence[Mapping[str, Any]]) -> list[PlanDetail]:
+    """`found` (plan rows) with their steps, threads, executions and approvals."""
+    if not found:
+        return []
+    ids = [row["id"] for row in found]
+    steps = await fetch_all(
+        conn, PlanStep,
+        f"""SELECT {columns(PlanStep)} FROM agent_plan_steps
+             WHERE plan_id = ANY(%s) ORDER BY step_number""",
+        (ids,),
+    )  # fmt: skip
+    threads = await fetch_all(
+        conn, AgentThread,
+        f"""SELECT {columns(AgentThread)} FROM agent_chat_sessions
+             WHERE plan_id = ANY(%s) ORDER BY created_at, id""",
+        (ids,),
+    )  # fmt: skip
+    runs = await fetch_all(
+        conn, Execution,
+        f"""SELECT {columns(Execution)} FROM agent_executions
+             WHERE plan_id = ANY(%s) ORDER BY created_at, id""",
+        (ids,),
+    )  # fmt: skip
+    asked = await fetch_all(
+        conn, Approval,
+        f"""SELECT {columns(Approval)} FROM agent_approvals
+             WHERE plan_id = ANY(%s) ORDER BY created_at, id""",
+        (ids,),
+    )  # fmt: skip
+    parts: dict[str, Mapping[UUID, Sequence[BaseModel]]] = {
+        "steps": _by_plan(steps, StepOut),
+        "threads": _by_plan(threads, ThreadOut),
+        "executions": _by_plan(runs, ExecutionOut),
+        "approvals": _by_plan(asked, ApprovalOut),
+    }
+    return [
+        PlanDetail.model_validate(
+            {name: row[name] for name in PLAN_FIELDS}
+            | {part: rows.get(row["id"], []) for part, rows in parts.items()}
         )
-    return PlanDetail.model_validate(
-        {
-            **{
-                name: getattr(plan, name) for name in PlanDetail.model_fields if hasattr(plan, name)
-            },
-            "steps": [StepOut.model_validate(s) for s in steps],
-            "threads": [ThreadOut.model_validate(t) for t in threads],
-            "executions": [ExecutionOut.model_validate(e) for e in runs],
-            "approvals": [ApprovalOut.model_validate(a) for a in waiting],
-        }
-    )
+        for row in found
+    ]
+
+
+def _by_plan(rows: Iterable[_PlanPart], out: type[Out]) -> dict[UUID, list[Out]]:
+    grouped: defaultdict[UUID, list[Out]] = defaultdict(list)
+    for row in rows:
+        grouped[row.plan_id].append(out.model_validate(row))
+    return grouped

@@ -1,4 +1,4 @@
-"""Routes over the user's sessions: CRUD, fork, messages, timeline, plan transcripts."""
+"""Routes over the user's sessions: CRUD, fork, messages, timeline, plans, plan transcripts."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import PlainTextResponse
 
-from shared import sessions, transcripts
+from shared import plan_views, sessions, transcripts
 from shared.http import CurrentUser, ServicesDep, problems
 from shared.models.sessions import (
     ForkRequest,
@@ -21,10 +21,12 @@ from shared.models.sessions import (
     Timeline,
     TimelineEntryOut,
 )
+from shared.models.turns import PlanList
 
 router = APIRouter(tags=["sessions"])
 AfterSeq = Annotated[int, Query(ge=0, description="Only entries with a larger `seq`.")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many entries.")]
+PlanLimit = Annotated[int, Query(ge=1, le=200, description="At most this many plans.")]
 NOT_FOUND = problems(404)
 
 
@@ -116,6 +118,23 @@ async def get_timeline(
     found = await sessions.timeline(services.db, user, session_id, after_seq=after_seq, limit=limit)
     last = found[-1].seq if found else after_seq
     return Timeline(entries=[TimelineEntryOut.model_validate(e) for e in found], last_seq=last)
+
+
+@router.get("/sessions/{session_id}/plans", responses=NOT_FOUND)
+async def list_plans(
+    session_id: UUID,
+    user: CurrentUser,
+    services: ServicesDep,
+    after_seq: AfterSeq = 0,
+    limit: PlanLimit = 50,
+) -> PlanList:
+    """The session's turns in full, oldest first: each plan with its steps, threads, executions
+    and approvals (as `GET /plans/{id}` of the planner gives one). `after_seq` is a user
+    message's `seq`: only plans answering later messages."""
+    found = await plan_views.session_plans(
+        services.db, user, session_id, after_seq=after_seq, limit=limit
+    )
+    return PlanList(plans=found.plans, last_seq=found.last_seq)
 
 
 @router.get(

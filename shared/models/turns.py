@@ -208,6 +208,15 @@ class PlanDetail(_Out):
     approvals: list[ApprovalOut]
 
 
+class PlanList(BaseModel):
+    """A page of a session's plans, in the order of the messages they answer."""
+
+    plans: list[PlanDetail]
+    last_seq: int = Field(
+        description="The `seq` of the last plan's user message: `after_seq` for the next page."
+    )
+
+
 class ApprovalOut(_Out):
     """A destructive tool call or an executor's escalation that waits for (or got) the user's
     decision."""

@@ -7,6 +7,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Callable, Iterator, MutableMapping
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
@@ -29,6 +30,7 @@ from tests.agents.scripting import Script, delegation, requests_of
 from tests.factories import make_user
 from tests.functions.stack import SERVICE_KEY, Stack
 from tests.functions.test_chat_sessions import problem
+from tests.tools.builders import make_event
 
 Auth = Callable[[UUID], dict[str, str]]
 pytestmark = pytest.mark.usefixtures("script")  # every test starts with a fresh script
@@ -302,6 +304,46 @@ async def test_finished_plans_and_steps_are_redelivered_without_model_calls(
     )
     assert again.status_code == 200 and again.json()["status"] == "completed"
     assert len(fake.requests) == before
+
+
+async def test_a_sessions_plans_are_read_in_full_in_one_call_and_paged(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    fake: FakeModelServer,
+) -> None:  # fmt: skip
+    user_id = await make_user(db)
+    user, chat, planner = as_user(user_id), stack.url("chat"), stack.url("agent_planner")
+    week_plan_with_dependency(script)
+    first = (await http.post(f"{chat}/chat", json={"message": "?"}, headers=user)).json()
+    sid = first["session_id"]
+    event = await make_event(db, user_id, datetime.now(UTC) + timedelta(days=1))
+    Script(fake).planner(reply(tool_call("delete_calendar_event", event_id=str(event))))
+    second = (await http.post(f"{chat}/chat", json={"session_id": sid, "message": "Delete it"},
+                              headers=user)).json()  # fmt: skip
+    assert second["status"] == "awaiting_approval"
+    one_by_one = [
+        (await http.get(f"{planner}/plans/{turn['plan_id']}", headers=user)).json()
+        for turn in (first, second)
+    ]
+
+    listed = (await http.get(f"{chat}/sessions/{sid}/plans", headers=user)).json()
+    assert listed["plans"] == one_by_one
+    complex_turn, waiting = one_by_one
+    assert len(complex_turn["steps"]) == 2 and len(complex_turn["threads"]) == 2
+    assert len(complex_turn["executions"]) == 3 and waiting["approvals"][0]["status"] == "pending"
+    page = (await http.get(f"{chat}/sessions/{sid}/plans?limit=1", headers=user)).json()
+    assert page["plans"] == [complex_turn]
+    rest = await http.get(f"{chat}/sessions/{sid}/plans?after_seq={page['last_seq']}",
+                          headers=user)  # fmt: skip
+    assert rest.json()["plans"] == [waiting]
+    end = rest.json()["last_seq"]
+    assert (await http.get(f"{chat}/sessions/{sid}/plans?after_seq={end}", headers=user)).json() \
+        == {"plans": [], "last_seq": end}  # fmt: skip
+
+    intruder = as_user(await make_user(db))
+    problem(await http.get(f"{chat}/sessions/{sid}/plans", headers=intruder), 404)
+    problem(await http.get(f"{chat}/sessions/{sid}/plans?limit=201", headers=user), 422)
+    assert (await http.delete(f"{chat}/sessions/{sid}", headers=user)).status_code == 204
+    problem(await http.get(f"{chat}/sessions/{sid}/plans", headers=user), 404)
 
 
 async def test_plans_are_private(

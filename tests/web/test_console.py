@@ -117,13 +117,19 @@ async def test_the_console_link_the_stack_prints_plays_the_demo_turn_live(
     await expect(page.locator(".totals")).to_contain_text(re.compile(r"[1-9][\d,]* in"))
     await screenshot(page, "dialogue")
 
-    before = await history(page)
+    before, reads = await history(page), []
+    page.on("request", lambda request: reads.append(request.url))
     await page.reload()
     await expect(page.locator(".conversation .turn").last).to_have_attribute(
         "data-status", "completed"
     )
     await expect(page.locator(".thread")).to_have_count(len(before["threads"]))
     assert await history(page) == before
+    # Opening a session reads its turns in one call, not one per turn.
+    session = session_id_of(page)
+    assert [url for url in reads if "/plans" in url] == [
+        f"{stack.url}/chat/sessions/{session}/plans?after_seq=0&limit=100"
+    ]
     assert before["messages"][0] == CONSOLE_DEMO_MESSAGE
 
 

@@ -13,6 +13,7 @@ export class ApiError extends Error {
 export class NetworkError extends Error {}
 
 const TIMELINE_PAGE = 500;
+const PLANS_PAGE = 100;
 
 export class Api {
   constructor(config, auth) {
@@ -78,6 +79,19 @@ export class Api {
       });
       entries.push(...page.entries);
       if (page.entries.length < TIMELINE_PAGE) return entries;
+      afterSeq = page.last_seq;
+    }
+  }
+
+  /** Every plan of the session in full (as `plan()` gives one), oldest first (page by page). */
+  async sessionPlans(id, afterSeq = 0) {
+    const plans = [];
+    for (;;) {
+      const page = await this.request('chat', 'GET', `/sessions/${id}/plans`, {
+        query: { after_seq: afterSeq, limit: PLANS_PAGE },
+      });
+      plans.push(...page.plans);
+      if (page.plans.length < PLANS_PAGE) return plans;
       afterSeq = page.last_seq;
     }
   }

@@ -85,7 +85,10 @@ export class SessionFeed {
       const entries = await this.api.timeline(this.sessionId, state.lastEntrySeq);
       const planIds = new Set([...openPlanIds(state), ...wanted]);
       for (const entry of entries) if (entry.plan_id && !state.plans.has(entry.plan_id)) planIds.add(entry.plan_id);
-      const details = await Promise.all([...planIds].map((id) => this.api.plan(id)));
+      // The first read takes every turn of the session in one call; later ones, the new or open.
+      const details = state.plans.size === 0 && planIds.size > 0
+        ? await this.api.sessionPlans(this.sessionId)
+        : await Promise.all([...planIds].map((id) => this.api.plan(id)));
       state.session = session;
       applyTimeline(state, entries);
       for (const detail of details) applyPlanDetail(state, detail, session.last_seq);
