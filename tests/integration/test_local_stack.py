@@ -44,6 +44,8 @@ def test_run_command_serves_the_stack_and_a_demo_turn_twice(empty_database: str)
         arrived = re.search(r"(\d+) events arrived over Realtime", output)
         assert arrived is not None and int(arrived.group(1)) >= 20
         assert "plan_created" in output and "done           status=completed" in output
+        link = re.search(r"^  console +(http://127\.0\.0\.1:\d+/#/demo) ", output, re.MULTILINE)
+        assert link is not None and f"Watch a turn live: open {link.group(1)}" in output
 
 
 async def test_seed_is_idempotent(server_url: str, template_name: str) -> None:

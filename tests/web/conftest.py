@@ -20,7 +20,7 @@ import pytest
 from playwright.async_api import Browser, Page, WebSocket, async_playwright, expect
 
 from local.seed import seed_demo
-from local.stack import RunningStack, running_stack
+from local.stack import DEMO_MODEL_LATENCY, RunningStack, running_stack
 from shared.db import Database
 from shared.settings import load_settings
 
@@ -63,7 +63,11 @@ async def stack(database_url: str, db: Database) -> AsyncIterator[RunningStack]:
         for name in ("DEEPSEEK_API_KEY", "LLM_API_KEY", "LLM_BASE_URL", "APPROVALS"):
             env.delenv(name, raising=False)
         settings = load_settings(database_url=database_url)
-    async with running_stack(settings, database_url, port=0, realtime_port=0) as running:
+    # Screenshots are taken at `dev.py run`'s pace, so they show a turn as a person sees it.
+    latency = DEMO_MODEL_LATENCY if SCREENSHOTS else 0.0
+    async with running_stack(
+        settings, database_url, port=0, realtime_port=0, model_latency=latency
+    ) as running:
         yield running
 
 
