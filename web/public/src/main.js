@@ -1,8 +1,8 @@
 // Parley Console: boot (config, sign-in) and the hash routes.
 //   #/            the sessions (and a hint)      #/s/<id>   one session
 //   #/new         a new chat                     #/ops      operators' charts
-//   #/demo        local stack only (the link `dev.py run` prints): sign in as the demo user,
-//                 then a new chat that sends the demo message at once
+//   #/demo        the link `dev.py run` prints: signs in as the demo user (when no one is),
+//                 then a new chat that sends the local stack's demo message at once
 
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
