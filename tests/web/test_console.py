@@ -87,7 +87,7 @@ async def test_the_console_link_the_stack_prints_plays_the_demo_turn_live(
     assert len(live_threads) >= 2, "the executors' completions did not come over Realtime"
     # Joined before the turn began: the whole turn came over the channel, from its first event.
     assert wire.of_type("status_update")[0]["data"]["status"] == "thinking"
-    assert {e["data"]["step_number"] for e in wire.of_type("step_started")} == {1, 2, 3}
+    assert {1, 2} <= {e["data"]["step_number"] for e in wire.of_type("step_started")}
     assert [j["status"] for j in wire.joins] == ["ok"]  # joined the private channel at once
 
     # The destructive call waits for the user.
@@ -110,6 +110,7 @@ async def test_the_console_link_the_stack_prints_plays_the_demo_turn_live(
     await expect(answer.get_by_role("button", name="Fork here")).to_be_visible()  # stored, read
     await expect(card).to_have_count(0)
     assert wire.of_type("done")[-1]["data"]["status"] == "completed"
+    assert {e["data"]["step_number"] for e in wire.of_type("step_started")} == {1, 2, 3}
     async with db.service() as conn:
         cur = await conn.execute(
             "SELECT deleted_at FROM calendar_events WHERE id = %s", (UUID(event_id.group(1)),)
