@@ -1,0 +1,130 @@
+"""Benchmark: a function's cold start — importing its handler, then its first and warm turns.
+
+    .venv/bin/python -m bench.cold_start [--rounds 5]
+
+Each figure comes from a fresh Python process, as a new Lambda execution environment would
+start one. Per round, interleaved so that the machine's load falls on all alike:
+
+* `import openai` and `import fastapi` alone — the yardsticks;
+* `import functions.<name>.handler` for each of the three functions;
+* the chat handler imported, then two direct turns through it (`POST /chat` as a function
+  URL event through Mangum, the fake model answering at once): the first invoke pays for
+  everything a turn loads on first use; the second is warm.
+
+Prints the median of each over the rounds, and the ratios the performance targets use:
+chat handler import ÷ `import openai`, first turn ÷ warm turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.turn_kinds import Harness, harness
+from shared.auth import mint_token
+from tests.factories import make_user
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "bench-cold-start-secret-at-least-32-characters"
+EVENT = ROOT / "tests" / "lambda_events" / "chat_send_message.json"
+HANDLERS = ("chat", "agent_planner", "agent_executor")
+
+IMPORT = """
+import time
+started = time.perf_counter()
+import {module}
+print(time.perf_counter() - started)
+"""
+
+TURNS = """
+import json, sys, time
+started = time.perf_counter()
+from functions.chat.handler import handler
+imported = time.perf_counter() - started
+event = json.loads(sys.argv[1])
+times = []
+for n in range(2):
+    body = {{"message": "hi", "client_message_id": f"cold-{{n}}", "wait": True}}
+    event["body"] = json.dumps(body)
+    event["headers"].pop("prefer", None)
+    started = time.perf_counter()
+    response = handler(event, None)
+    times.append(time.perf_counter() - started)
+    assert response["statusCode"] == 200, response
+    assert json.loads(response["body"])["status"] == "completed", response["body"]
+print(json.dumps({{"import": imported, "first": times[0], "warm": times[1]}}))
+"""
+
+
+def child(code: str, env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"child failed:\n{done.stderr[-3000:]}")
+    return done.stdout.strip().splitlines()[-1]
+
+
+def environment(h: Harness) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "DEEPSEEK_"))}
+    env.update(
+        DATABASE_URL=h.url, SUPABASE_JWT_SECRET=SECRET, LLM_BASE_URL=h.fake.base_url,
+        LLM_API_KEY="bench", LLM_PLANNER_MODEL="test-planner", LLM_EXECUTOR_MODEL="test-executor",
+        LLM_MODELS_FILE=str(h.models_file), LLM_MAX_RETRIES="0",
+    )  # fmt: skip
+    return env
+
+
+def event_for(token: str) -> str:
+    event: dict[str, Any] = json.loads(EVENT.read_text().replace("{{TOKEN}}", token))
+    return json.dumps(event)
+
+
+def median_ms(values: list[float]) -> float:
+    return statistics.median(values) * 1000
+
+
+async def user_token(h: Harness) -> str:
+    from shared.db import Database
+
+    async with Database(h.url) as db:
+        user = await make_user(db)
+    return mint_token(SECRET, sub=user)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    import asyncio
+
+    with harness() as h:
+        env = environment(h)
+        event = event_for(asyncio.run(user_token(h)))
+        child(IMPORT.format(module="shared"), env)  # compile bytecode once, as a bundle ships it
+        figures: dict[str, list[float]] = {}
+        for _ in range(args.rounds):
+            for module in ("openai", "fastapi", *(f"functions.{n}.handler" for n in HANDLERS)):
+                seconds = float(child(IMPORT.format(module=module), env))
+                figures.setdefault(f"import {module}", []).append(seconds)
+            turns = json.loads(child(TURNS.format(), env, event))
+            for key, value in turns.items():
+                figures.setdefault(f"chat: {key}", []).append(value)
+    for name, values in figures.items():
+        print(f"{name:<40} p50 {median_ms(values):8.1f} ms   (min {min(values) * 1000:.1f})")
+    chat = median_ms(figures["import functions.chat.handler"])
+    openai = median_ms(figures["import openai"])
+    first, warm = median_ms(figures["chat: first"]), median_ms(figures["chat: warm"])
+    print(f"chat handler import ÷ import openai: {chat / openai:.2f}")
+    print(f"first direct turn ÷ warm turn:        {first / warm:.1f}")
+
+
+if __name__ == "__main__":
+    main()

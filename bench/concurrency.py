@@ -1,0 +1,186 @@
+"""Benchmark: one chat process under N concurrent users, the model holding each reply.
+
+    .venv/bin/python -m bench.concurrency [--users 10,50,200] [--seconds 10] [--hold 0.2]
+
+The chat function runs alone in its own process (uvicorn, one worker, `INVOKER_TRANSPORT=
+in_process`: the planner runs there too), configured from the environment as a deployment
+is. This process plays N users — each sends a direct turn (`POST /chat`, JSON), waits for its
+answer, and sends the next — and serves the fake model, which holds every reply `--hold`
+seconds (a real model's latency: the turn's own work must overlap it).
+
+A `503` is a turn the function refused to start (admission control): the user waits its
+`Retry-After` and resends with the same `client_message_id`. Printed per N: completed turns
+per second, p50/p95 of a completed turn's time (from its first send), 503s, other errors;
+then a check of the tables: every answered message stored exactly once, with exactly one
+answer, and nothing stored for a send that was never answered 200.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from uuid import UUID, uuid4
+
+import httpx
+
+from bench.turn_kinds import MESSAGES, Harness, harness
+from shared.auth import mint_token
+from shared.db import Database
+from tests.factories import make_user
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "bench-concurrency-secret-at-least-32-characters"
+
+
+@dataclass
+class Results:
+    times: list[float] = field(default_factory=list)
+    refused: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    answered: dict[str, UUID] = field(default_factory=dict)  # client_message_id → session
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def serve_chat(h: Harness, port: int, extra: dict[str, str]) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "DEEPSEEK_"))}
+    env.update(
+        DATABASE_URL=h.url, SUPABASE_JWT_SECRET=SECRET, LLM_BASE_URL=h.fake.base_url,
+        LLM_API_KEY="bench", LLM_PLANNER_MODEL="test-planner", LLM_EXECUTOR_MODEL="test-executor",
+        LLM_MODELS_FILE=str(h.models_file), LLM_MAX_RETRIES="0", **extra,
+    )  # fmt: skip
+    command = [sys.executable, "-m", "uvicorn", "functions.chat.app:app", "--port", str(port),
+               "--log-level", "warning", "--no-access-log"]  # fmt: skip
+    return subprocess.Popen(command, cwd=ROOT, env=env)
+
+
+async def wait_ready(url: str, process: subprocess.Popen[bytes]) -> None:
+    async with httpx.AsyncClient() as http:
+        for _ in range(600):
+            if process.poll() is not None:
+                raise RuntimeError("the chat function exited")
+            try:
+                if (await http.get(f"{url}/health")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.05)  # a benchmark polling a server it started: no signal
+    raise TimeoutError("the chat function did not start")
+
+
+async def user_loop(
+    http: httpx.AsyncClient, url: str, token: str, until: float, results: Results
+) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
+    while time.perf_counter() < until:
+        client_id = uuid4().hex
+        started = time.perf_counter()
+        while True:
+            body = {"message": MESSAGES["direct"], "client_message_id": client_id, "wait": True}
+            try:
+                response = await http.post(f"{url}/chat", json=body, headers=headers)
+            except httpx.HTTPError as exc:
+                results.errors[type(exc).__name__] += 1
+                break
+            if response.status_code == 503 and "retry-after" in response.headers:
+                results.refused += 1
+                await asyncio.sleep(float(response.headers["retry-after"]))
+                continue
+            if response.status_code != 200 or response.json().get("status") != "completed":
+                results.errors[f"{response.status_code} {response.text[:80]}"] += 1
+                break
+            results.times.append(time.perf_counter() - started)
+            results.answered[client_id] = UUID(response.json()["session_id"])
+            break
+
+
+async def check_tables(h: Harness, users: list[UUID], results: Results) -> str:
+    async with Database(h.url) as db, db.service() as conn:
+        cur = await conn.execute(
+            """SELECT m.client_message_id, count(*) AS n,
+                      count(DISTINCT a.id) AS answers
+               FROM chat_messages m
+               JOIN agent_plans p ON p.user_message_id = m.id
+               LEFT JOIN chat_messages a ON a.plan_id = p.id AND a.role = 'assistant'
+               WHERE m.user_id = ANY(%s) AND m.role = 'user'
+               GROUP BY m.client_message_id""",
+            (users,),
+        )
+        rows = {r["client_message_id"]: (r["n"], r["answers"]) for r in await cur.fetchall()}
+    missing = [c for c in results.answered if c not in rows]
+    twice = [c for c, (n, _) in rows.items() if n != 1]
+    unanswered = [c for c in results.answered if c in rows and rows[c][1] != 1]
+    unsent = [c for c in rows if c not in results.answered]
+    if missing or twice or unanswered:
+        return (f"FAILED: {len(missing)} answered messages not stored, {len(twice)} stored "
+                f"twice, {len(unanswered)} without exactly one answer")  # fmt: skip
+    note = f" ({len(unsent)} stored for sends cut off at the end)" if unsent else ""
+    return f"ok: {len(results.answered)} messages, each stored once with one answer{note}"
+
+
+async def one_level(h: Harness, url: str, n: int, seconds: float) -> None:
+    async with Database(h.url) as db:
+        users = [await make_user(db) for _ in range(n)]
+    tokens = [mint_token(SECRET, sub=u) for u in users]
+    results = Results()
+    limits = httpx.Limits(max_connections=n + 10, max_keepalive_connections=n + 10)
+    async with httpx.AsyncClient(timeout=120, limits=limits) as http:
+        until = time.perf_counter() + seconds
+        started = time.perf_counter()
+        await asyncio.gather(*(user_loop(http, url, t, until, results) for t in tokens))
+        elapsed = time.perf_counter() - started
+    ms = sorted(t * 1000 for t in results.times) or [0.0]
+    p95 = statistics.quantiles(ms, n=20)[18] if len(ms) > 1 else ms[0]
+    print(
+        f"N={n:<4} turns/s {len(results.times) / elapsed:6.1f}   p50 {statistics.median(ms):7.0f}"
+        f" ms  p95 {p95:7.0f} ms  fastest {ms[0]:6.0f} ms  503s {results.refused:>5}  "
+        f"errors {sum(results.errors.values())}",
+        flush=True,
+    )
+    for error, count in results.errors.most_common(3):
+        print(f"        {count}× {error}")
+    print(f"        tables: {await check_tables(h, users, results)}", flush=True)
+
+
+async def run(args: argparse.Namespace, h: Harness) -> None:
+    port = free_port()
+    process = serve_chat(h, port, dict(item.split("=", 1) for item in args.env))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        await wait_ready(url, process)
+        for n in args.users:
+            await one_level(h, url, n, args.seconds)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", default="10,50,200")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--hold", type=float, default=0.2, help="model reply hold, seconds")
+    parser.add_argument("--env", action="append", default=[],
+                        help="NAME=value for the chat function (repeatable)")  # fmt: skip
+    args = parser.parse_args()
+    args.users = [int(n) for n in args.users.split(",") if n]
+    with harness(model_seconds=args.hold) as h:
+        asyncio.run(run(args, h))
+
+
+if __name__ == "__main__":
+    main()
