@@ -322,3 +322,62 @@ async def test_the_demo_user_token_is_minted_only_for_the_demo_user(stack: Runni
     assert minted["user"]["id"] == str(DEMO_USER_ID)
     assert config["auth"]["mode"] == "local" and config["demoMessage"] == CONSOLE_DEMO_MESSAGE
     assert stack.jwt_secret not in str(config)
+
+
+FOCUSED = """() => {
+  const e = document.activeElement;
+  if (!e || e === document.body) return null;
+  const style = getComputedStyle(e);
+  return { name: e.getAttribute('aria-label') || e.innerText || e.getAttribute('placeholder') || '',
+           tag: e.tagName, id: e.id, outline: style.outlineStyle, width: style.outlineWidth };
+}"""
+
+
+async def tab_to(page: Page, name: str, *, limit: int = 80) -> dict[str, Any]:
+    """Press Tab until the focused element's accessible text contains `name`; that element.
+    Each stop must show its focus (an outline), as keyboard users need to see where they are."""
+    seen: list[str] = []
+    for _ in range(limit):
+        await page.keyboard.press("Tab")
+        focused = await page.evaluate(FOCUSED)
+        if focused is None:
+            continue
+        assert focused["outline"] != "none" and focused["width"] != "0px", (
+            f"no visible focus on {focused}"
+        )
+        if name in focused["name"]:
+            return dict(focused)
+        seen.append(focused["name"][:40])
+    raise AssertionError(f"Tab never reached {name!r}; it stopped at {seen}")
+
+
+async def test_the_demo_turn_can_be_played_and_approved_with_the_keyboard_alone(
+    tab: Tab,
+) -> None:
+    """Sign in, start the demo turn, send it, move from the plan graph to a step's thread and
+    approve the destructive call without the mouse; states are words, not only colours."""
+    page = tab.page
+    await tab_to(page, "Sign in as the demo user")
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    await tab_to(page, "New chat")
+    await page.keyboard.press("Enter")
+    await tab_to(page, "Try the demo")
+    await page.keyboard.press("Enter")  # fills the message and focuses the text box
+    assert (await page.evaluate(FOCUSED))["tag"] == "TEXTAREA"
+    await page.keyboard.press("Enter")  # sends
+
+    await expect(page.get_by_role("button", name="Approve")).to_be_visible()
+    await expect(page.locator('.step[data-step="1"]')).to_have_attribute(
+        "aria-label", re.compile(r"^Step 1, executor, completed: ")
+    )
+    await tab_to(page, "Step 1, executor")
+    await page.keyboard.press("Enter")
+    assert (await page.evaluate(FOCUSED))["id"] == "thread-1"  # Enter moves to the thread
+    await tab_to(page, "Approve")
+    await page.keyboard.press("Enter")
+
+    await expect(page.locator(".conversation .turn").last).to_have_attribute(
+        "data-status", "completed"
+    )
+    await expect(page.locator('.step[data-step="3"]')).to_contain_text("completed")
