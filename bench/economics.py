@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -145,7 +147,17 @@ def completeness(run: Run, answering: Exchange | None, expected: set[str]) -> No
     if answering is not None:
         text = "\n".join(str(m.get("content") or "") for m in answering.request.messages)
     run.expected = len(expected)
-    run.seen = sum(1 for title in expected if title in text)
+    run.seen = sum(1 for title in expected if shown(title, text))
+
+
+def shown(title: str, text: str) -> bool:
+    """Whether `text` shows the item titled `title` as an item: a record's `title`/`name` in a
+    tool result (B), or an item line ("- title | …") of an executor's result (A; the first one
+    follows "Result: " in the plan's results). A bare substring would not do:
+    "Standup #1" is inside "Standup #17", a project's name inside its notes' titles."""
+    quoted = re.escape(json.dumps(title, ensure_ascii=False)[1:-1])
+    pattern = rf'(?:^|\s)- {re.escape(title)}(?: \||$)|"(?:title|name)": ?"{quoted}"'
+    return re.search(pattern, text, re.MULTILINE) is not None
 
 
 class Bench:

@@ -4,6 +4,7 @@ approval, completes, and reads back the same after a reload; another user cannot
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 from uuid import UUID
 
@@ -322,3 +323,129 @@ async def test_the_demo_user_token_is_minted_only_for_the_demo_user(stack: Runni
     assert minted["user"]["id"] == str(DEMO_USER_ID)
     assert config["auth"]["mode"] == "local" and config["demoMessage"] == CONSOLE_DEMO_MESSAGE
     assert stack.jwt_secret not in str(config)
+
+
+FOCUSED = """() => {
+  const e = document.activeElement;
+  if (!e || e === document.body) return null;
+  const style = getComputedStyle(e);
+  return { name: e.getAttribute('aria-label') || e.innerText || e.getAttribute('placeholder') || '',
+           tag: e.tagName, id: e.id, outline: style.outlineStyle, width: style.outlineWidth };
+}"""
+
+
+async def tab_to(page: Page, name: str, *, limit: int = 80) -> dict[str, Any]:
+    """Press Tab until the focused element's accessible text contains `name`; that element.
+    Each stop must show its focus (an outline), as keyboard users need to see where they are."""
+    seen: list[str] = []
+    for _ in range(limit):
+        await page.keyboard.press("Tab")
+        focused = await page.evaluate(FOCUSED)
+        if focused is None:
+            continue
+        assert focused["outline"] != "none" and focused["width"] != "0px", (
+            f"no visible focus on {focused}"
+        )
+        if name in focused["name"]:
+            return dict(focused)
+        seen.append(focused["name"][:40])
+    raise AssertionError(f"Tab never reached {name!r}; it stopped at {seen}")
+
+
+async def test_the_demo_turn_can_be_played_and_approved_with_the_keyboard_alone(
+    tab: Tab,
+) -> None:
+    """Sign in, start the demo turn, send it, move from the plan graph to a step's thread and
+    approve the destructive call without the mouse; states are words, not only colours."""
+    page = tab.page
+    await tab_to(page, "Sign in as the demo user")
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    await tab_to(page, "New chat")
+    await page.keyboard.press("Enter")
+    await tab_to(page, "Try the demo")
+    await page.keyboard.press("Enter")  # fills the message and focuses the text box
+    assert (await page.evaluate(FOCUSED))["tag"] == "TEXTAREA"
+    await page.keyboard.press("Enter")  # sends
+
+    await expect(page.get_by_role("button", name="Approve")).to_be_visible()
+    await expect(page.locator('.step[data-step="1"]')).to_have_attribute(
+        "aria-label", re.compile(r"^Step 1, executor, completed: ")
+    )
+    await tab_to(page, "Step 1, executor")
+    await page.keyboard.press("Enter")
+    assert (await page.evaluate(FOCUSED))["id"] == "thread-1"  # Enter moves to the thread
+    await tab_to(page, "Approve")
+    await page.keyboard.press("Enter")
+
+    await expect(page.locator(".conversation .turn").last).to_have_attribute(
+        "data-status", "completed"
+    )
+    await expect(page.locator('.step[data-step="3"]')).to_contain_text("completed")
+
+
+async def test_supabase_auth_signs_in_by_password_or_magic_link_and_its_token_is_used(
+    tab: Tab, stack: RunningStack, db: Database
+) -> None:
+    """Deployed (`auth.mode: "supabase"`), the console signs in through supabase-js against
+    Supabase Auth — here its two endpoints answered at the wire as GoTrue answers them — and
+    the session's access token is what the functions and the private channel get."""
+    page = tab.page
+    async with httpx.AsyncClient() as http:
+        local = (await http.get(f"{stack.url}/config.json")).json()
+    config = {**local, "auth": {"mode": "supabase", "methods": ["password", "magic_link"]}}
+    user = await make_user(db)
+    token = mint_token(stack.jwt_secret, sub=user, extra={"email": "ana@x.test"})
+    asked: dict[str, list[Any]] = {"token": [], "otp": []}
+    cors = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Headers": "*"}
+
+    async def gotrue(route: Route) -> None:
+        request = route.request
+        if request.method == "OPTIONS":
+            await route.fulfill(status=204, headers=cors)
+            return
+        if "/auth/v1/otp" in request.url:
+            asked["otp"].append(request.post_data_json)
+            await route.fulfill(status=200, json={}, headers=cors)
+            return
+        asked["token"].append((request.url, request.post_data_json))
+        await route.fulfill(status=200, headers=cors, json={
+            "access_token": token, "token_type": "bearer", "expires_in": 3600,
+            "expires_at": int(time.time()) + 3600, "refresh_token": "refresh-1",
+            "user": {"id": str(user), "aud": "authenticated", "role": "authenticated",
+                     "email": "ana@x.test", "app_metadata": {}, "user_metadata": {},
+                     "created_at": "2026-11-01T00:00:00Z"},
+        })  # fmt: skip
+
+    await page.route("**/config.json", lambda route: route.fulfill(json=config))
+    await page.route("**/auth/v1/**", gotrue)
+    await page.reload()
+
+    magic = page.locator("form").filter(has=page.get_by_role("button", name="Email me"))
+    await magic.get_by_role("textbox", name="Email").fill("ana@x.test")
+    await magic.get_by_role("button", name="Email me a sign-in link").click()
+    await expect(page.get_by_role("status")).to_contain_text("Check your email")
+    assert asked["otp"][0]["email"] == "ana@x.test"
+    assert asked["otp"][0]["create_user"] is False  # the console signs in; it never signs up
+
+    password = page.locator("form").filter(has=page.get_by_label("Password"))
+    await password.get_by_role("textbox", name="Email").fill("ana@x.test")
+    await password.get_by_label("Password").fill("correct horse")
+    await password.get_by_role("button", name="Sign in").click()
+    await expect(page.get_by_text("ana@x.test")).to_be_visible()
+    ((url, body),) = asked["token"]
+    assert "grant_type=password" in url
+    assert body == {"email": "ana@x.test", "password": "correct horse", "gotrue_meta_security": {}}
+
+    await page.get_by_role("link", name="+ New chat").click()
+    await page.get_by_role("textbox", name="Message").fill("Hello!")
+    await page.get_by_role("button", name="Send").click()
+    await expect(page.locator(".conversation .turn").last).to_have_attribute(
+        "data-status", "completed"
+    )
+    assert [j["status"] for j in tab.wire.joins] == ["ok"]  # the private channel took the token
+    async with db.service() as conn:
+        cur = await conn.execute("SELECT count(*) AS n FROM chat_sessions WHERE user_id = %s",
+                                 (user,))  # fmt: skip
+        row = await cur.fetchone()
+    assert row is not None and row["n"] == 1  # the functions saw Ana, not the demo user
