@@ -9,12 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import psycopg
+import pytest
+
 from shared.agents import InProcessInvoker, run_turn
 from shared.db import Database
 from shared.events import Event, InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, reply, tool_call
+from shared.llm.fake_server import FakeModelServer, error, reply, tool_call
 from shared.services import Services
+from shared.tools.registry import ExternalTool
+from shared.tools.schema import JsonObject
 from tests.agents.builders import stored, types
+from tests.agents.conftest import MakeServices
 from tests.agents.holds import scalar
 from tests.agents.scripting import Script, requests_of
 from tests.agents.test_limits import LOOKUP, ONE_STEP
@@ -110,3 +116,62 @@ async def test_an_unexpected_error_ends_the_plan_failed_with_error_and_done(
         plan_id=turn.started.plan_id
     )
     assert again.status == "failed" and len(requests_of(fake, "planner")) == asked
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=psycopg.DataError,
+    reason="the failure's own message (readable(LLMError) keeps the provider's text) is not "
+    "made storable: storing it raises from finishing._close, so the plan stays executing "
+    "with no error/done. Expected fix: storable() over readable()'s output, or in LLMError.",
+)
+async def test_a_model_error_whose_message_holds_a_nul_still_ends_the_plan(
+    db: Database, services: Services, script: Script
+) -> None:
+    """Providers echo input in their error messages; a NUL there must not keep the plan
+    `executing` (every resume would pay for the call and fail the same way)."""
+    user = await make_user(db)
+    script.planner(error(400, f"bad input near {NUL} here"))
+    memory = InMemoryPublisher()
+
+    turn = await run_turn(services, user_id=user, session_id=None, message="hi", publisher=memory)
+
+    assert turn.plan.status == "failed" and types(memory)[-2:] == ["error", "done"]
+    status = await scalar(db, "SELECT status FROM agent_plans WHERE id = %s", turn.started.plan_id)
+    assert status == "failed"
+
+
+async def _answers_with_a_nul(arguments: JsonObject) -> JsonObject:
+    return {"text": f"from the server{NUL}!"}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="an external (MCP) tool's result is stored as jsonb in the executor's thread "
+    "without being made storable: the step fails 'unexpectedly'. Expected fix: clean the "
+    "payload in shared/tools/mcp_source._payload (or where results are stored).",
+)
+async def test_nul_in_an_external_tools_result_is_replaced_and_the_step_completes(
+    db: Database, make_services: MakeServices, script: Script
+) -> None:
+    services = make_services()
+    services.tools.add(
+        ExternalTool(name="ext_read", description="Reads an external source.",
+                     input_schema={"type": "object", "properties": {}}, access="read",
+                     call=_answers_with_a_nul)
+    )  # fmt: skip
+    user = await make_user(db)
+    step = {"step_number": 1, "description": "Read ext", "assignee": "executor",
+            "tools": ["ext_read"]}  # fmt: skip
+    plan = {"goal": "Read it", "steps": [step]}
+    script.planner(reply(tool_call("create_plan", **plan)), reply("Done."))
+    script.step("Read ext", reply(tool_call("ext_read")), reply(tool_call("complete", result="ok")))
+
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="read", publisher=InMemoryPublisher()
+    )
+
+    rows = await stored(db, turn.started.plan_id)
+    assert turn.plan.status == "completed"
+    assert (rows.steps[0].status, rows.steps[0].result) == ("completed", "ok")

@@ -6,6 +6,7 @@ it is replaced (U+FFFD) and the turn completes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -92,3 +93,54 @@ async def test_nul_from_the_model_is_replaced_and_the_turn_completes(
         f"Call{MARK}mum",
     )  # fmt: skip
     assert titles == 1
+
+
+# Lone surrogates (e.g. "\udfff" in JSON) are text Postgres cannot store either: psycopg cannot
+# encode them as UTF-8. `StoredText` lets them through on optional fields (a required `str`
+# field is refused by pydantic itself), so these sends are a 500 today. Expected fix: in
+# `shared/models/text.py`, also refuse a value whose `value.encode("utf-8")` raises.
+SURROGATE = "\udfff"
+SURROGATE_SENDS: list[Any] = [
+    ("POST /chat", {"message": f"hi{SURROGATE}"}, "message"),
+    pytest.param(
+        "POST /chat",
+        {"message": "hi", "client_message_id": f"id{SURROGATE}"},
+        "client_message_id",
+        marks=pytest.mark.xfail(strict=True, reason="500: see above"),
+    ),
+    pytest.param(
+        "POST /sessions",
+        {"title": f"Trip{SURROGATE}"},
+        "title",
+        marks=pytest.mark.xfail(strict=True, reason="500: see above"),
+    ),
+    pytest.param(
+        "PATCH /sessions/{id}",
+        {"title": f"Trip{SURROGATE}"},
+        "title",
+        marks=pytest.mark.xfail(strict=True, reason="500: see above"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("route", "body", "field"), SURROGATE_SENDS)
+async def test_a_lone_surrogate_from_the_user_is_a_422_naming_the_field(
+    stack: Stack,
+    http: httpx.AsyncClient,
+    db: Database,
+    as_user: Auth,
+    route: str,
+    body: dict[str, Any],
+    field: str,
+) -> None:
+    user_id = await make_user(db)
+    session = await make_session(db, user_id, title="Before")
+    method, path = route.split()
+    url = stack.url("chat") + path.format(id=session.id)
+
+    sent = json.dumps(body)  # ASCII: the surrogate travels as a \\u escape, as a client sends it
+    headers = {**as_user(user_id), "content-type": "application/json"}
+    answered = await http.request(method, url, content=sent, headers=headers)
+
+    found = problem(answered, 422)
+    assert f"body.{field}" in str(found["detail"])

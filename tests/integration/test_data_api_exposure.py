@@ -193,3 +193,16 @@ async def test_a_client_role_cannot_rewind_a_session_counter(db: Database, role:
     async with db.service() as conn:
         cur = await conn.execute("SELECT last_seq FROM chat_sessions WHERE id = %s", (session,))
         assert await cur.fetchone() == {"last_seq": 0}
+
+
+def test_every_security_definer_function_fixes_its_search_path(catalog) -> None:
+    """A definer function runs with the owner's rights: with the caller's `search_path` it
+    could be made to call the caller's objects (Supabase's Security Advisor lint 0011)."""
+    rows = catalog.execute(
+        """SELECT p.oid::regprocedure::text AS name,
+                  coalesce(EXISTS (SELECT FROM unnest(p.proconfig) c
+                                    WHERE c LIKE 'search\\_path=%'), false) AS fixed
+             FROM pg_proc p
+            WHERE p.prosecdef AND p.proowner = current_user::regrole"""
+    ).fetchall()
+    assert rows and [row["name"] for row in rows if not row["fixed"]] == []
