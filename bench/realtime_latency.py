@@ -40,8 +40,8 @@ from tests import databases
 from tests.factories import make_thread, make_user
 
 INSERT = """INSERT INTO agent_chat_messages
-              (agent_session_id, session_id, user_id, message_type, content)
-            VALUES (%s, %s, %s, 'status', %s)"""
+              (agent_session_id, session_id, user_id, plan_id, message_type, content)
+            VALUES (%s, %s, %s, %s, 'status', %s)"""
 SEND = "SELECT realtime.send(%s, 'bench', %s, true)"
 PATHS = ("changes", "db", "rest")
 #: The local server's limits are hosted's (100 messages/s); a benchmark measures past them.
@@ -181,7 +181,9 @@ async def _follow(
     service = {"Authorization": f"Bearer {mint_token(LOCAL_JWT_SECRET, role='service_role')}"}
 
     async def insert(key: str) -> None:
-        await conn.execute(INSERT, (thread.id, thread.session_id, thread.user_id, key))
+        await conn.execute(
+            INSERT, (thread.id, thread.session_id, thread.user_id, thread.plan_id, key)
+        )
 
     async def send(key: str) -> None:
         await conn.execute(SEND, (Jsonb({"k": key}), topic))

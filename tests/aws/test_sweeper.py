@@ -4,17 +4,18 @@ A message that fails on every delivery moves to its dead-letter queue after `MAX
 the next sweep fails what it was about, cleanly, and leaves it there for an operator. A plan
 whose runner was killed — its lease left behind, its message consumed by a redelivery that
 found the lease still live — is handed to the planner again once that lease has expired,
-once, and completes.
+once, and completes; so is an executor step whose runner died (its message still in flight).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from uuid import UUID
 
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer
+from shared.llm.fake_server import FakeModelServer, reply
 from shared.queues.dead_letters import PLAN_DEAD, STEP_DEAD
 from tests.agents.builders import of_type, stored
 from tests.agents.holds import plan_row, scalar, set_plan_lease
@@ -146,3 +147,75 @@ async def test_the_sweeper_completes_a_plan_whose_runner_was_killed_exactly_once
     assert [len([e for e in after.executions if e.step_id == s.id]) for s in after.steps] == [
         1, 1, 1]  # fmt: skip
     assert len(done_events(events, plan_id)) == 1
+
+
+async def test_the_sweeper_requeues_an_executor_step_whose_runner_died_once_per_lease(
+    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    events: InMemoryPublisher,
+) -> None:  # fmt: skip
+    """An executor invocation killed mid-step: its message is in flight (hidden for the queue's
+    visibility timeout, 900 s) and its step lease is left live. Once the lease has expired the
+    sweeper queues the step again — once — and the plan completes with one execution per step."""
+    user = await a_user_with_a_week(db)
+    week_script(script, fake, prove_overlap=False)
+    script.answers(reply("No: only open tasks."), reply("No: only open tasks."))
+    plan_id = UUID((await send(functions, user))["plan_id"])
+    await cloud.deliver("planner", functions["agent_planner"])
+    step_one = (await stored(db, plan_id)).steps[0]
+
+    async def killed(delivery: Delivery) -> None:
+        if delivery.failed:  # the runner died: its message stays hidden, its lease live
+            hide(cloud, delivery)
+            await set_step_lease(db, step_one.id, seconds=60)
+
+    tool_call_stored = "NEW.message_type = 'tool_call' AND NEW.tool_name = 'list_tasks'"
+    async with Kill(db, "agent_chat_messages", tool_call_stored) as kill:
+        await cloud.drain(functions, after=killed)
+        assert await kill.fired() == 1
+    stuck = await stored(db, plan_id)
+    assert [s.status for s in stuck.steps] == ["running", "completed", "pending"]
+    assert [cloud.depth(q) for q in ("planner", "executor")] == [0, 0]
+
+    assert (await sweep(functions))["steps_redriven"] == []  # its lease is still live
+    await set_step_lease(db, step_one.id, seconds=-1)
+    report = await sweep(functions)
+    assert (report["steps_redriven"], report["plans_redriven"]) == ([str(step_one.id)], [])
+    assert (await sweep(functions))["steps_redriven"] == []  # once per expired lease
+    assert cloud.bodies("executor") == [
+        {"type": "run_step", "plan_id": str(plan_id), "step_id": str(step_one.id), "attempt": 1}
+    ]
+    await cloud.drain(functions)
+
+    after = await stored(db, plan_id)
+    assert after.plan.status == "completed"
+    assert [s.status for s in after.steps] == ["completed", "completed", "completed"]
+    assert [len([e for e in after.executions if e.step_id == s.id]) for s in after.steps] == [
+        1, 1, 1]  # fmt: skip
+    assert await scalar(db, "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
+                        user, "Weekly review") == 1  # fmt: skip
+    assert len(done_events(events, plan_id)) == 1
+
+
+def hide(cloud: Cloud, delivery: Delivery) -> None:
+    """Take `delivery`'s message off its queue (a dead runner's message stays in flight); any
+    other message received on the way is released at once."""
+    url = cloud.urls[delivery.queue]
+    found = cloud.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    for message in found:
+        if json.loads(message["Body"]) == delivery.body:
+            cloud.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        else:
+            cloud.sqs.change_message_visibility(
+                QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+            )
+    assert delivery.body in [json.loads(m["Body"]) for m in found]
+
+
+async def set_step_lease(db: Database, step_id: UUID, *, seconds: float) -> None:
+    """A stranger (an invocation that died) holds the step's lease for `seconds` more."""
+    async with db.service() as conn:
+        await conn.execute(
+            "UPDATE agent_plan_steps SET lease_owner = 'elsewhere-dead', "
+            "lease_expires_at = now() + make_interval(secs => %s) WHERE id = %s",
+            (seconds, step_id),
+        )

@@ -33,16 +33,18 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def package(stage: str) -> dict[str, Any]:
-    """`osls package --stage <stage>` offline; the generated update-stack template."""
+def package(stage: str, **params: str) -> dict[str, Any]:
+    """`osls package --stage <stage> [--param k=v]…` offline; the generated update-stack
+    template."""
     if not (INFRA / "node_modules" / ".bin" / "osls").exists():
         subprocess.run(["npm", "install", "--no-audit", "--no-fund"], cwd=INFRA, check=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env["SLS_TELEMETRY_DISABLED"] = "1"
     out = f".serverless-{stage}"
+    given = [f"--param={name}={value}" for name, value in params.items()]
     subprocess.run(
-        ["npx", "osls", "package", "--stage", stage, "--package", out], cwd=INFRA, check=True,
-        env=env, capture_output=True,
+        ["npx", "osls", "package", "--stage", stage, "--package", out, *given], cwd=INFRA,
+        check=True, env=env, capture_output=True,
     )  # fmt: skip
     loaded: dict[str, Any] = json.loads(
         (INFRA / out / "cloudformation-template-update-stack.json").read_text()
@@ -213,8 +215,11 @@ def test_timeouts_fit_what_each_function_now_does(template: dict[str, Any]) -> N
     assert timeouts["agent_executor"] < timeouts["agent_planner"] < 900
 
 
-def test_reserved_concurrency_comes_from_the_stage(template: dict[str, Any]) -> None:
-    prod = package("prod")
+def test_reserved_concurrency_and_cors_come_from_the_stage(template: dict[str, Any]) -> None:
+    origin = "https://console.example.com"
+    prod = package("prod", consoleOrigin=origin)
+    for logical_id in ("ChatLambdaFunctionUrl", "AgentUnderscoreplannerLambdaFunctionUrl"):
+        assert prod["Resources"][logical_id]["Properties"]["Cors"]["AllowOrigins"] == [origin]
     for stage, expected in ((template, (10, 25)), (prod, (150, 2000))):
         found = tuple(
             stage["Resources"][f]["Properties"]["ReservedConcurrentExecutions"]
