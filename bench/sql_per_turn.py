@@ -87,7 +87,7 @@ def read_log(log: Path, start: int) -> Tally:
         f.seek(start)
         lines = f.read().splitlines()
     entry: tuple[str, list[str]] | None = None
-    for line in [*lines, PREFIX + "||| LOG:  end"]:
+    for line in [*lines, f"{PREFIX}|| LOG:  end"]:  # flushes the last entry
         match = LOG_LINE.match(line)
         if match is None:
             if entry is not None and not line.startswith(PREFIX):

@@ -125,7 +125,10 @@ def _detail(kind: str, data: dict[str, Any]) -> str:
         call = data.get("call") or {}
         tokens = f"{call.get('prompt_tokens')} in / {call.get('completion_tokens')} out"
         return f"{data.get('model')}: {tokens}, ${call.get('cost_usd')}"
-    detail = {k: v for k, v in data.items() if v not in (None, "", [], {}) and k != "usage"}
+    # Keys in a fixed order: an event sent from the database arrives as jsonb left it.
+    first = [k for k in ("status", "strategy", "answer", "message", "error") if k in data]
+    ordered = {k: data[k] for k in [*first, *sorted(set(data) - set(first))]}
+    detail = {k: v for k, v in ordered.items() if v not in (None, "", [], {}) and k != "usage"}
     return _flatten(detail)
 
 

@@ -19,12 +19,11 @@ from uuid import UUID
 
 from shared.agents import InProcessInvoker, Invoker, PlanOutcome, StepOutcome, run_plan
 from shared.agents.executor import run_executor_step
-from shared.agents.finishing import TERMINAL, handed_off, outcome_of
+from shared.agents.finishing import handed_off
 from shared.agents.http_invoker import HttpInvoker
 from shared.background import run_in_background
-from shared.db import plans
-from shared.errors import ConfigurationError, NotFound
-from shared.events import EventEmitter, FanoutPublisher, Publisher
+from shared.errors import ConfigurationError
+from shared.events import FanoutPublisher, Publisher
 from shared.events.realtime import SupabaseRealtimePublisher
 
 if TYPE_CHECKING:
@@ -86,19 +85,13 @@ async def run_plan_here(
 
     A plan that has ended is answered as it ended, and its `done` is sent again unless
     `replay_ended` is False (a late queue message must not announce the end twice)."""
-    async with services.db.service() as conn:
-        plan = await plans.get_plan(conn, plan_id=plan_id)
-    if plan is None:
-        raise NotFound(f"Plan {plan_id} not found")
-    if plan.status in TERMINAL and not replay_ended:
-        return await outcome_of(services, plan)
     await services.load_mcp_tools()
     publisher = open_publisher(services, *([extra] if extra else []))
     try:
-        emitter = EventEmitter(services.db, publisher, session_id=plan.session_id)
         return await run_plan(
-            services, plan_id=plan_id, emitter=emitter, invoker=invoker_for(services, publisher)
-        )
+            services, plan_id=plan_id, publisher=publisher,
+            invoker=invoker_for(services, publisher), replay_ended=replay_ended,
+        )  # fmt: skip
     finally:
         await publisher.aclose()
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from shared.agents.events import emit_step_completed
+from shared.agents.events import step_completed_data
 from shared.agents.finishing import TERMINAL, close_failed
 from shared.agents.leases import new_owner
 from shared.db import dialogue, executions, leases, plans
@@ -40,8 +40,7 @@ async def fail_plan(services: Services, plan_id: UUID, *, error: str, publisher:
         if leased is None:
             current = await plans.get_plan(conn, plan_id=plan_id)
             return current is None or current.status in TERMINAL
-    emitter = EventEmitter(services.db, publisher, session_id=leased.session_id)
-    await close_failed(services, leased, emitter, error)
+    await close_failed(services, leased, _emitter(services, publisher, leased.session_id), error)
     return True
 
 
@@ -49,10 +48,15 @@ async def fail_step(services: Services, step_id: UUID, *, error: str, publisher:
     """End the step `failed` with `error`, unless it has ended already. False: a live run
     holds it, and nothing was changed."""
     seconds = services.settings.run_lease_seconds
-    async with services.db.service() as conn:
-        step = await plans.get_step(conn, step_id=step_id, lock=True)
+    async with services.db.autocommit() as conn:
+        step = await plans.get_step(conn, step_id=step_id)
         plan = await plans.get_plan(conn, plan_id=step.plan_id) if step else None
-        if step is None or plan is None or step.status not in OPEN_STEP:
+    if step is None or plan is None or step.status not in OPEN_STEP:
+        return True
+    emitter = _emitter(services, publisher, plan.session_id)
+    async with emitter.unit() as (conn, outbox):
+        step = await plans.get_step(conn, step_id=step_id, lock=True)
+        if step is None or step.status not in OPEN_STEP:
             return True
         if not await plans.take_step_lease(conn, step_id=step_id, owner=new_owner(),
                                            seconds=seconds):  # fmt: skip
@@ -62,6 +66,10 @@ async def fail_step(services: Services, step_id: UUID, *, error: str, publisher:
             conn, plan_id=plan.id, status="failed", error=error, step_id=step_id
         )
         failed = await plans.update_step(conn, step_id=step_id, status="failed", error=error)
-    emitter = EventEmitter(services.db, publisher, session_id=plan.session_id)
-    await emit_step_completed(emitter, failed, thread_status="abandoned", agent_id=None)
+        outbox.add("step_completed", step_completed_data(failed, "abandoned"), plan_id=plan.id)
     return True
+
+
+def _emitter(services: Services, publisher: Publisher, session_id: UUID) -> EventEmitter:
+    return EventEmitter(services.db, publisher, session_id=session_id,
+                        private=services.settings.realtime_private_channels)  # fmt: skip

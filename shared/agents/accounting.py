@@ -1,8 +1,11 @@
 """Where every model call's tokens and cost go, and the checks made before spending more.
 
-One call's usage is written, in the transaction that stores the row the call produced, to:
-that row (by the caller), the acting agent's `agent_executions` row (`llm_calls` + 1), the plan,
-and the chat session. So the dashboards and the plan's own totals always agree with the rows.
+One call's usage is written, in the statement that stores the row the call produced
+(`shared.db.transitions`), to: that row, the acting agent's `agent_executions` row
+(`llm_calls` + 1), the plan, and the chat session — so the dashboards and the plan's own totals
+always agree with the rows. The same statement returns the plan's `Control` state, and the
+next call is checked against it (`check`): a cancel request or a reached cost cap stops the
+agent before the request is sent, with no read of its own.
 """
 
 from __future__ import annotations
@@ -13,52 +16,40 @@ from uuid import UUID
 from pydantic import JsonValue
 
 from shared.agents.errors import CostCapReached, PlanCancelled
-from shared.db import Database, chats, executions, plans
-from shared.db.database import Connection
+from shared.db import Database, plans
 from shared.db.records import Plan, Usage
+from shared.db.transitions import Control, Transition
 from shared.errors import NotFound
-from shared.events import EventEmitter
+from shared.llm import Completion
 
 
-async def account_call(conn: Connection, *, plan: Plan, execution_id: UUID, usage: Usage) -> None:
-    """Add one model call's usage to its execution, its plan and its session."""
-    await executions.add_execution_usage(conn, execution_id=execution_id, usage=usage, llm_calls=1)
-    await plans.add_plan_usage(conn, plan_id=plan.id, usage=usage)
-    await chats.add_session_usage(conn, session_id=plan.session_id, usage=usage)
+def check(control: Control, *, cost_cap: Decimal) -> None:
+    """Raise `PlanCancelled` or `CostCapReached` when the plan must stop."""
+    if control.cancel_requested or control.status == "cancelled":
+        raise PlanCancelled()
+    if control.cost_usd >= cost_cap:
+        raise CostCapReached(spent=control.cost_usd, cap=cost_cap)
 
 
-async def check_plan(db: Database, plan_id: UUID, *, cost_cap: Decimal) -> Plan:
-    """The plan as it is now; raises `PlanCancelled` or `CostCapReached` when it must stop."""
-    async with db.service() as conn:
+async def read_control(db: Database, plan_id: UUID) -> Control:
+    """The plan's control state now (where no statement has just returned it)."""
+    async with db.autocommit() as conn:
         plan = await plans.get_plan(conn, plan_id=plan_id)
     if plan is None:
         raise NotFound(f"Plan {plan_id} not found")
-    if plan.cancel_requested_at is not None or plan.status == "cancelled":
-        raise PlanCancelled()
-    if plan.cost_usd >= cost_cap:
-        raise CostCapReached(spent=plan.cost_usd, cap=cost_cap)
-    return plan
+    return Control.of(plan)
 
 
-async def emit_usage(
-    emitter: EventEmitter,
-    *,
-    plan_id: UUID,
-    agent_id: UUID,
-    model: str,
-    usage: Usage,
-    db: Database,
+def account_call(
+    transition: Transition, *, execution_id: UUID, completion: Completion, agent_id: UUID
 ) -> None:
-    """A `usage` event: this call's tokens and cost, and the plan's totals so far."""
-    async with db.service() as conn:
-        plan = await plans.get_plan(conn, plan_id=plan_id)
-    totals: dict[str, JsonValue] = {} if plan is None else {"plan": usage_json(plan_usage(plan))}
-    await emitter.emit(
-        "usage",
-        {"model": model, "call": usage_json(usage), **totals},
-        plan_id=plan_id,
-        agent_id=agent_id,
-    )
+    """Add one model call's usage to the transition (execution, plan, session) and announce
+    it: a `usage` event with the call's tokens and cost and the plan's totals after it."""
+    transition.account(execution_id, completion.usage, llm_calls=1)
+    transition.event(
+        "usage", {"model": completion.model, "call": usage_json(completion.usage)},
+        agent_id=agent_id, totals_at="plan",
+    )  # fmt: skip
 
 
 def usage_json(usage: Usage) -> dict[str, JsonValue]:

@@ -1,9 +1,9 @@
-"""The agent core's events, each emitted after the state it reports is committed.
+"""The agent core's events: what each carries (`docs/events.md` documents every type's `data`).
 
-`docs/events.md` documents every type's `data`. Events about one stored row carry that row's
-`seq` (`agent_message` for dialogue rows, `tool_result` for the planner's tool rows); the rest
-draw a fresh number from the session's counter. Long texts are clipped in events; the tables
-hold them whole.
+Each is sent from the database by the statement (or transaction) that stores the state it
+reports (`shared.db.transitions`, `EventEmitter.unit`). Events about one stored row carry that
+row's `seq` (`agent_message` for dialogue rows, `tool_result` for the planner's tool rows); the
+rest take their own number. Long texts are clipped in events; the tables hold them whole.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from uuid import UUID
 
 from pydantic import JsonValue
 
-from shared.db.records import AgentMessage, AgentThread, Approval, Execution, PlanStep
-from shared.events import EventEmitter
+from shared.db.records import AgentMessage, Approval, PlanStep
 
 CLIP = 4000
 
@@ -30,57 +29,65 @@ def _id(value: UUID | None) -> str | None:
     return str(value) if value is not None else None
 
 
-async def emit_agent_message(
-    emitter: EventEmitter, row: AgentMessage, *, plan_id: UUID, step_id: UUID | None
-) -> None:
-    """`agent_message` for one dialogue row, with the row's seq."""
-    data: dict[str, JsonValue] = {
-        "message_id": str(row.id),
-        "thread_id": _id(row.agent_session_id),
-        "step_id": _id(step_id),
-        "message_type": row.message_type,
-        "sender_agent_id": _id(row.sender_agent_id),
-        "receiver_agent_id": _id(row.receiver_agent_id),
-        "content": clip(row.content),
-        "tool_name": row.tool_name,
-        "tool_call_id": row.tool_call_id,
-        "tool_args": _json(row.tool_args),
-        "model": row.model,
-    }
-    await emitter.emit(
-        "agent_message", data, plan_id=plan_id, agent_id=row.sender_agent_id, seq=row.seq
-    )
+def agent_message_data(row: AgentMessage, *, step_id: UUID | None) -> dict[str, JsonValue]:
+    """`agent_message` for a stored dialogue row (the event carries the row's seq)."""
+    return dialogue_data(
+        row.id, thread_id=row.agent_session_id, step_id=step_id,
+        message_type=row.message_type, sender_agent_id=row.sender_agent_id,
+        receiver_agent_id=row.receiver_agent_id, content=row.content, tool_name=row.tool_name,
+        tool_call_id=row.tool_call_id, tool_args=row.tool_args, model=row.model,
+    )  # fmt: skip
 
 
-async def emit_step_started(
-    emitter: EventEmitter,
-    step: PlanStep,
+def dialogue_data(
+    message_id: UUID,
     *,
-    thread: AgentThread,
-    execution: Execution,
-    seq: int | None = None,
-) -> None:
+    thread_id: UUID | None,
+    step_id: UUID | None,
+    message_type: str,
+    sender_agent_id: UUID | None,
+    receiver_agent_id: UUID | None,
+    content: str,
+    tool_name: str | None = None,
+    tool_call_id: str | None = None,
+    tool_args: dict[str, Any] | None = None,
+    model: str | None = None,
+) -> dict[str, JsonValue]:
+    """`agent_message`: one dialogue row, given its fields (the row may not be stored yet)."""
+    return {
+        "message_id": str(message_id),
+        "thread_id": _id(thread_id),
+        "step_id": _id(step_id),
+        "message_type": message_type,
+        "sender_agent_id": _id(sender_agent_id),
+        "receiver_agent_id": _id(receiver_agent_id),
+        "content": clip(content),
+        "tool_name": tool_name,
+        "tool_call_id": tool_call_id,
+        "tool_args": _json(tool_args),
+        "model": model,
+    }
+
+
+def step_started_data(
+    step: PlanStep, *, thread_id: UUID, execution_id: UUID, attempt: int, model: str
+) -> dict[str, JsonValue]:
     """`step_started`: who works on the step, in which thread, paid by which execution."""
-    data: dict[str, JsonValue] = {
+    return {
         "step_id": str(step.id),
         "step_number": step.step_number,
         "description": clip(step.description),
         "assignee": "executor" if step.executor_required else "planner",
-        "thread_id": str(thread.id),
-        "execution_id": str(execution.id),
-        "attempt": execution.attempt,
-        "model": execution.model,
+        "thread_id": str(thread_id),
+        "execution_id": str(execution_id),
+        "attempt": attempt,
+        "model": model,
     }
-    await emitter.emit(
-        "step_started", data, plan_id=step.plan_id, agent_id=execution.agent_id, seq=seq
-    )
 
 
-async def emit_step_completed(
-    emitter: EventEmitter, step: PlanStep, *, thread_status: str | None, agent_id: UUID | None
-) -> None:
+def step_completed_data(step: PlanStep, thread_status: str | None) -> dict[str, JsonValue]:
     """`step_completed`: the step's final status, result or error, and how its thread ended."""
-    data: dict[str, JsonValue] = {
+    return {
         "step_id": str(step.id),
         "step_number": step.step_number,
         "status": step.status,
@@ -88,7 +95,23 @@ async def emit_step_completed(
         "error": clip(step.error),
         "thread_status": thread_status,
     }
-    await emitter.emit("step_completed", data, plan_id=step.plan_id, agent_id=agent_id)
+
+
+def done_data(
+    status: str,
+    strategy: str | None,
+    answer: str | None,
+    message_id: UUID | None,
+    error: str | None,
+) -> dict[str, JsonValue]:
+    """`done`, but its `usage` (the plan's totals, filled where the plan is settled)."""
+    return {
+        "status": status,
+        "strategy": strategy,
+        "answer": clip(answer),
+        "message_id": _id(message_id),
+        "error": error,
+    }
 
 
 def _json(value: Any) -> JsonValue:

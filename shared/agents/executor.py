@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from shared.agents import control_tools, prompts
 from shared.agents.errors import RESUMABLE, AgentStopped, AwaitingApproval, PlanCancelled
-from shared.agents.events import emit_agent_message, emit_step_completed, emit_step_started
 from shared.agents.leases import LeaseLost, holding
 from shared.agents.model_calls import AgentRun, tool_schemas
 from shared.agents.outcomes import StepOutcome
 from shared.agents.step_loop import Ending, StepWorker
 from shared.agents.step_setup import OpenedStep, StepBusy, open_step
-from shared.db import agents, dialogue, executions, plans
-from shared.db.records import ExecutionStatus, PlanStep, StepStatus, ThreadStatus
-from shared.errors import InvalidInput
+from shared.db import plans
+from shared.db.records import PlanStep
 from shared.events import EventEmitter, Publisher
 from shared.llm import LLMError
 from shared.tools import offered_tools
@@ -40,16 +38,13 @@ async def run_executor_step(
     services: Services, *, step_id: UUID, attempt: int = 1, publisher: Publisher
 ) -> StepOutcome:
     """Run (or resume, or just report) one executor step; events go to `publisher`."""
-    async with services.db.service() as conn:
-        step = await plans.get_step(conn, step_id=step_id)
-    if step is not None and not step.executor_required:
-        raise InvalidInput(f"step {step.step_number} is the planner's own step, not an executor's")
-    opened = await open_step(services, step_id=step_id, attempt=attempt)
+    opened = await open_step(services, step_id=step_id, attempt=attempt, executor_only=True)
     if isinstance(opened, PlanStep):
         return StepOutcome.of(opened)
     if isinstance(opened, StepBusy):
         return StepOutcome.of(opened.step, running_elsewhere=True)
-    emitter = EventEmitter(services.db, publisher, session_id=opened.plan.session_id)
+    emitter = EventEmitter(services.db, publisher, session_id=opened.plan.session_id,
+                           private=services.settings.realtime_private_channels)  # fmt: skip
     return await work_step(services, opened, emitter)
 
 
@@ -72,28 +67,24 @@ async def work_step(services: Services, opened: OpenedStep, emitter: EventEmitte
         async with holding(services.db, opened.lease):
             return await _work(services, opened, emitter)
     except LeaseLost:
-        async with services.db.service() as conn:
+        async with services.db.autocommit() as conn:
             step = await plans.get_step(conn, step_id=opened.step.id)
         return StepOutcome.of(step or opened.step, running_elsewhere=True)
 
 
 async def _work(services: Services, opened: OpenedStep, emitter: EventEmitter) -> StepOutcome:
-    if opened.delegation is not None:
-        await emit_step_started(
-            emitter, opened.step, thread=opened.thread, execution=opened.execution,
-            seq=opened.started_seq,
-        )  # fmt: skip
-        await emit_agent_message(
-            emitter, opened.delegation, plan_id=opened.plan.id, step_id=opened.step.id
-        )
+    await emitter.deliver(opened.events)
     worker = _worker(services, opened, emitter)
     try:
-        ending = await worker.work()
+        outcome = await worker.work()
+        opened.lease.settled = True
+        return outcome
     except PlanCancelled:
         ending = Ending("cancel", "the request was cancelled")
     except AwaitingApproval:
-        async with services.db.service() as conn:
+        async with services.db.autocommit() as conn:
             step = await plans.update_step(conn, step_id=opened.step.id, status="awaiting_approval")
+        opened.lease.settled = True
         return StepOutcome.of(step)
     except (AgentStopped, LLMError) as exc:
         ending = Ending("fail", readable(exc))
@@ -104,7 +95,9 @@ async def _work(services: Services, opened: OpenedStep, emitter: EventEmitter) -
         # rather than leave it running for every redelivery to pay for the same calls again.
         logger.exception("step %s failed unexpectedly", opened.step.id)
         ending = Ending("fail", readable(exc))
-    return await close_step(services, opened, ending, emitter)
+    outcome = await worker.close(ending)
+    opened.lease.settled = True
+    return outcome
 
 
 def _worker(services: Services, opened: OpenedStep, emitter: EventEmitter) -> StepWorker:
@@ -118,49 +111,14 @@ def _worker(services: Services, opened: OpenedStep, emitter: EventEmitter) -> St
         run=AgentRun(services, emitter, opened.plan, opened.agent, opened.execution),
         step=opened.step,
         thread=opened.thread,
+        rows=list(opened.messages),
         system_prompt=prompts.EXECUTOR if executor else prompts.PLANNER_STEP,
         tools=controls + tool_schemas(offered),  # the controls first: a prefix all steps share
         can_ask=executor,
         deadline=opened.clock_from + timedelta(seconds=services.settings.executor_timeout_seconds),
+        control=opened.control,
+        agent=opened.agent,
     )
-
-
-_CLOSING: dict[str, tuple[ThreadStatus, StepStatus, ExecutionStatus]] = {
-    "complete": ("completed", "completed", "completed"),
-    "fail": ("failed", "failed", "failed"),
-    "timeout": ("timeout", "completed", "timeout"),
-    "cancel": ("abandoned", "cancelled", "cancelled"),
-}
-
-
-async def close_step(
-    services: Services, opened: OpenedStep, ending: Ending, emitter: EventEmitter
-) -> StepOutcome:
-    """End the thread, the step and the execution together, then announce `step_completed`.
-
-    A timeout completes the step with its partial result (the plan goes on with it) and keeps
-    the limit that was hit as the step's `error`.
-    """
-    thread_status, step_status, run_status = _CLOSING[ending.kind]
-    result = ending.text if ending.kind in ("complete", "timeout") else None
-    error = ending.detail if ending.kind == "timeout" else (None if result else ending.text)
-    async with services.db.service() as conn:
-        await dialogue.close_thread(
-            conn, thread_id=opened.thread.id, status=thread_status, result=result, error=error
-        )
-        step = await plans.update_step(
-            conn, step_id=opened.step.id, status=step_status, result=result, error=error
-        )
-        await executions.finish_execution(
-            conn, execution_id=opened.execution.id, status=run_status, error=error
-        )
-        if opened.agent.role == "executor":
-            agent_status: Literal["completed", "failed"] = (
-                "completed" if step_status == "completed" else "failed"
-            )
-            await agents.set_agent_status(conn, agent_id=opened.agent.id, status=agent_status)
-    await emit_step_completed(emitter, step, thread_status=thread_status, agent_id=opened.agent.id)
-    return StepOutcome.of(step)
 
 
 def readable(exc: Exception) -> str:

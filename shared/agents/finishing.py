@@ -1,6 +1,7 @@
 """How a `run_plan` ends: the plan's final state, the closing events, exactly one `done`.
 
-* answered → `completed`;
+* answered → `completed`: the planner's answer statement completes the plan, gives its lease
+  back and sends `done` (`shared.agents.planner`);
 * the model is not configured → the configuration notice is stored as the answer (what to
   set), the plan `failed`;
 * a model failure, the cost cap, an unwritable plan, a prompt over budget → `failed` with a
@@ -17,7 +18,8 @@
 * its executor steps handed to a queue (`StepsHandedOff`) → still `executing`, no event and
   no `done`: the run ends here and a resume finishes the plan (`handed_off` on the outcome).
 
-Settling the plan (waiting, ending) gives its run lease back in the same write.
+Each ending is one transaction that settles the plan (giving its run lease back in the same
+write) and sends its events, `done` last, from the database (`EventEmitter.unit`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from shared.agents.errors import (
     PlanCancelled,
     StepsHandedOff,
 )
-from shared.agents.events import approval_data, clip, emit_step_completed
+from shared.agents.events import approval_data, done_data, step_completed_data
 from shared.agents.executor import readable
 from shared.agents.outcomes import PlanOutcome
 from shared.db import approvals, chats, dialogue, executions, plans
@@ -52,6 +54,7 @@ from shared.db.records import (
     StepStatus,
 )
 from shared.events import EventEmitter
+from shared.events.emitter import Outbox
 from shared.llm import LLMError, LLMNotConfigured
 
 if TYPE_CHECKING:
@@ -61,64 +64,52 @@ logger = logging.getLogger(__name__)
 
 TERMINAL: frozenset[PlanStatus] = frozenset({"completed", "failed", "cancelled"})
 NOT_CONFIGURED = "Parley cannot answer yet: no language model is configured. "
+Work = Callable[[], Awaitable[PlanOutcome]]
 
 
 async def finish_plan(
     services: Services,
     plan: Plan,
     emitter: EventEmitter,
-    work: Callable[[], Awaitable[ChatMessage]],
+    work: Work | None,
+    *,
+    unconfigured: LLMNotConfigured | None = None,
 ) -> PlanOutcome:
-    """Run `work` (the planner's job) unless the plan has ended; settle the plan; emit `done`
-    (unless the run handed its steps off: the plan has not ended)."""
-    if plan.status in TERMINAL:
+    """Run `work` (the planner's job, which settles an answered plan itself) and settle the
+    plan however it ended, `done` last (unless the run handed its steps off: the plan has not
+    ended). No `work`: the plan has ended already, and its `done` is sent again."""
+    if work is None:
         outcome = await outcome_of(services, plan)
-    else:
-        outcome = await _settle(services, plan, emitter, work)
-    if not outcome.handed_off:
-        await _done(services, emitter, outcome)
-    return outcome
-
-
-async def _settle(
-    services: Services,
-    plan: Plan,
-    emitter: EventEmitter,
-    work: Callable[[], Awaitable[ChatMessage]],
-) -> PlanOutcome:
+        await emitter.emit("done", _done(outcome, plan), plan_id=plan.id)
+        return outcome
+    decisions = plan.decisions
     while True:
-        seen = await _decisions(services, plan)
         try:
-            return await _completed(services, plan, await work())
+            if unconfigured is not None:
+                return await _not_configured(plan, emitter, unconfigured)
+            return await work()
         except StepsHandedOff:
             return await handed_off(services, plan.id)
-        except LLMNotConfigured as exc:
-            return await _not_configured(services, plan, emitter, exc)
         except PlanCancelled:
-            return await _close(services, plan, emitter, "cancelled", None)
+            return await _close(plan, emitter, "cancelled", None)
         except AwaitingApproval as exc:
-            waiting = await _awaiting(services, plan, emitter, str(exc), seen)
+            waiting = await _awaiting(plan, emitter, str(exc), decisions)
             if waiting is not None:
                 return waiting
+            decisions = await _decisions(services, plan.id)
         except (AgentStopped, LLMError) as exc:
-            return await _close(services, plan, emitter, "failed", readable(exc))
+            return await _close(plan, emitter, "failed", readable(exc))
         except RESUMABLE:
             raise
         except Exception as exc:
             # A bug, or data the database refused: end the plan rather than leave it
             # `executing` for every resume to pay for the same model calls and fail the same way.
             logger.exception("plan %s failed unexpectedly", plan.id)
-            return await _close(services, plan, emitter, "failed", readable(exc))
+            return await _close(plan, emitter, "failed", readable(exc))
 
 
-async def _decisions(services: Services, plan: Plan) -> int:
-    """How many approvals of the plan were decided, read before the gate is asked."""
-    async with services.db.service() as conn:
-        current = await plans.get_plan(conn, plan_id=plan.id)
-    return current.decisions if current else 0
-
-
-async def _completed(services: Services, plan: Plan, answer: ChatMessage) -> PlanOutcome:
+async def settled_answer(services: Services, plan: Plan, answer: ChatMessage) -> PlanOutcome:
+    """A plan whose answer is stored: completed (already, when its answer's statement did it)."""
     async with services.db.service() as conn:
         await executions.close_open_executions(conn, plan_id=plan.id, status="completed")
         await approvals.cancel_pending(conn, plan_id=plan.id)
@@ -126,27 +117,39 @@ async def _completed(services: Services, plan: Plan, answer: ChatMessage) -> Pla
     return _outcome(done, answer)
 
 
+async def _decisions(services: Services, plan_id: UUID) -> int:
+    """How many approvals of the plan were decided (read before the gate is asked again)."""
+    async with services.db.autocommit() as conn:
+        current = await plans.get_plan(conn, plan_id=plan_id)
+    return current.decisions if current else 0
+
+
 async def _close(
-    services: Services, plan: Plan, emitter: EventEmitter, status: PlanStatus, error: str | None
+    plan: Plan, emitter: EventEmitter, status: PlanStatus, error: str | None
 ) -> PlanOutcome:
-    async with services.db.service() as conn:
+    async with emitter.unit() as (conn, outbox):
         ended, closed = await close_plan_rows(conn, plan.id, status, error)
+        announce_closed(outbox, ended, closed)
+        outcome = _outcome(ended, None)
+        outbox.add("done", _done(outcome, ended), plan_id=plan.id)
+    return outcome
+
+
+def announce_closed(outbox: Outbox, plan: Plan, closed: list[PlanStep]) -> None:
+    """The events of a plan ended `failed` or `cancelled` (`close_plan_rows`), but `done`."""
     for step in closed:
-        await emit_step_completed(emitter, step, thread_status="abandoned", agent_id=None)
-    if error is not None:
-        await emitter.emit("error", {"message": error}, plan_id=plan.id)
+        outbox.add("step_completed", step_completed_data(step, "abandoned"), plan_id=plan.id)
+    if plan.status == "failed":
+        outbox.add("error", {"message": plan.error}, plan_id=plan.id)
     else:
-        await emitter.emit("status_update", {"status": "cancelled"}, plan_id=plan.id)
-    return _outcome(ended, None)
+        outbox.add("status_update", {"status": "cancelled"}, plan_id=plan.id)
 
 
 async def close_failed(
     services: Services, plan: Plan, emitter: EventEmitter, error: str
 ) -> PlanOutcome:
     """End a plan no run will finish (`shared.agents.abandoning`): `failed`, `error`, `done`."""
-    outcome = await _close(services, plan, emitter, "failed", error)
-    await _done(services, emitter, outcome)
-    return outcome
+    return await _close(plan, emitter, "failed", error)
 
 
 async def close_plan_rows(
@@ -165,51 +168,53 @@ async def close_plan_rows(
     return ended, closed
 
 
-async def _awaiting(
-    services: Services, plan: Plan, emitter: EventEmitter, why: str, seen: int
-) -> PlanOutcome | None:
+async def _awaiting(plan: Plan, emitter: EventEmitter, why: str, seen: int) -> PlanOutcome | None:
     """Settle the plan as waiting for the user, or None when a decision (or a cancel request)
     arrived meanwhile: the caller goes round again, and uses it."""
-    async with services.db.service() as conn:
+    async with emitter.unit() as (conn, outbox):
         waiting = await plans.settle_awaiting(conn, plan_id=plan.id, decisions_seen=seen)
         if waiting is None:
             return None
         pending = await approvals.list_approvals(conn, plan_id=plan.id, status="pending")
-    data: dict[str, JsonValue] = {
-        "status": "awaiting_approval",
-        "message": why,
-        "approvals": [approval_data(a) for a in pending],
-    }
-    await emitter.emit("status_update", data, plan_id=plan.id)
-    return _outcome(waiting, None)
+        data: dict[str, JsonValue] = {
+            "status": "awaiting_approval",
+            "message": why,
+            "approvals": [approval_data(a) for a in pending],
+        }
+        outbox.add("status_update", data, plan_id=plan.id)
+        outcome = _outcome(waiting, None)
+        outbox.add("done", _done(outcome, waiting), plan_id=plan.id)
+    return outcome
 
 
-async def _not_configured(
-    services: Services, plan: Plan, emitter: EventEmitter, exc: LLMNotConfigured
-) -> PlanOutcome:
+async def _not_configured(plan: Plan, emitter: EventEmitter, exc: LLMNotConfigured) -> PlanOutcome:
     notice = NOT_CONFIGURED + str(exc)
-    async with services.db.service() as conn:
+    async with emitter.unit() as (conn, outbox):
         message = await chats.add_message(
             conn, session_id=plan.session_id, user_id=plan.user_id, role="assistant",
             content=notice, plan_id=plan.id, metadata={"kind": "configuration"},
         )  # fmt: skip
         ended = await plans.update_plan(conn, plan_id=plan.id, status="failed", error=notice)
-    await emitter.emit("error", {"message": notice, "code": "llm_not_configured",
-                                 "message_id": str(message.id)}, plan_id=plan.id)  # fmt: skip
-    return _outcome(ended, message)
+        outbox.add("error", {"message": notice, "code": "llm_not_configured",
+                             "message_id": str(message.id)}, plan_id=plan.id)  # fmt: skip
+        outcome = _outcome(ended, message)
+        outbox.add("done", _done(outcome, ended), plan_id=plan.id)
+    return outcome
 
 
 async def handed_off(services: Services, plan_id: UUID) -> PlanOutcome:
     """The outcome of a run that ended while the plan goes on elsewhere."""
-    async with services.db.service() as conn:
+    async with services.db.autocommit() as conn:
         plan = await plans.get_plan(conn, plan_id=plan_id)
     assert plan is not None
     return replace(_outcome(plan, None), handed_off=True)
 
 
 async def outcome_of(services: Services, plan: Plan) -> PlanOutcome:
-    """The outcome of a plan that has already ended (a redelivered `run_plan`)."""
-    async with services.db.service() as conn:
+    """The outcome of a plan as it stands (one that has ended: with its answer)."""
+    if plan.status not in TERMINAL:
+        return _outcome(plan, None)
+    async with services.db.autocommit() as conn:
         rows = await chats.list_plan_messages(conn, plan_id=plan.id)
     kinds = ("answer", "configuration")
     answer = next((r for r in reversed(rows) if r.role == "assistant"
@@ -229,15 +234,7 @@ def _outcome(plan: Plan, answer: ChatMessage | None) -> PlanOutcome:
     )
 
 
-async def _done(services: Services, emitter: EventEmitter, outcome: PlanOutcome) -> None:
-    async with services.db.service() as conn:
-        plan = await plans.get_plan(conn, plan_id=outcome.plan_id)
-    data: dict[str, JsonValue] = {
-        "status": outcome.status,
-        "strategy": outcome.strategy,
-        "answer": clip(outcome.answer),
-        "message_id": str(outcome.message_id) if outcome.message_id else None,
-        "error": outcome.error,
-        "usage": usage_json(plan_usage(plan)) if plan else None,
-    }
-    await emitter.emit("done", data, plan_id=outcome.plan_id)
+def _done(outcome: PlanOutcome, plan: Plan) -> dict[str, JsonValue]:
+    data = done_data(outcome.status, outcome.strategy, outcome.answer, outcome.message_id,
+                     outcome.error)  # fmt: skip
+    return {**data, "usage": usage_json(plan_usage(plan))}

@@ -19,9 +19,7 @@ from uuid import UUID
 
 from shared.agents.outcomes import PlanOutcome, StepOutcome
 from shared.background import run_in_background
-from shared.db import plans
-from shared.errors import NotFound
-from shared.events import EventEmitter, Publisher
+from shared.events import Publisher
 
 if TYPE_CHECKING:
     from shared.services import Services
@@ -59,12 +57,9 @@ class InProcessInvoker:
     async def run_plan(self, *, plan_id: UUID) -> PlanOutcome:
         from shared.agents.planner import run_plan
 
-        async with self.services.db.service() as conn:
-            plan = await plans.get_plan(conn, plan_id=plan_id)
-        if plan is None:
-            raise NotFound(f"Plan {plan_id} not found")
-        emitter = EventEmitter(self.services.db, self.publisher, session_id=plan.session_id)
-        return await run_plan(self.services, plan_id=plan_id, emitter=emitter, invoker=self)
+        return await run_plan(
+            self.services, plan_id=plan_id, publisher=self.publisher, invoker=self
+        )
 
     async def run_step(self, *, step_id: UUID, attempt: int) -> StepOutcome:
         from shared.agents.executor import run_executor_step

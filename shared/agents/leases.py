@@ -53,6 +53,9 @@ class Lease:
     lost: bool = field(default=False, init=False)
     park_seconds: float | None = field(default=None, init=False)
     """Set (plans only): on leaving, park the lease for this long instead of giving it back."""
+    settled: bool = field(default=False, init=False)
+    """Set when a statement that settled the row gave the lease back with it: nothing to
+    give back on leaving."""
 
 
 @asynccontextmanager
@@ -81,15 +84,15 @@ async def holding(db: Database, lease: Lease) -> AsyncIterator[Lease]:
         finished = True
         beat.cancel()
         await asyncio.gather(beat, return_exceptions=True)
-        if not lease.lost:
-            await asyncio.shield(_release(db, lease))
+        if not lease.lost and not lease.settled:
+            await asyncio.shield(give_back(db, lease))
 
 
 async def _renew_until_lost(db: Database, lease: Lease, stop_work: Callable[[], None]) -> None:
     while True:
         await asyncio.sleep(lease.seconds / 3)
         try:
-            async with db.service() as conn:
+            async with db.autocommit() as conn:
                 state = await leases.renew(
                     conn, table=lease.table, row_id=lease.row_id, owner=lease.owner,
                     seconds=lease.seconds,
@@ -106,9 +109,10 @@ async def _renew_until_lost(db: Database, lease: Lease, stop_work: Callable[[], 
             return
 
 
-async def _release(db: Database, lease: Lease) -> None:
+async def give_back(db: Database, lease: Lease) -> None:
+    """Give the lease back (or park it), best effort: if this fails it expires."""
     try:
-        async with db.service() as conn:
+        async with db.autocommit() as conn:
             if lease.park_seconds is not None and lease.table == "agent_plans":
                 await leases.park_plan(
                     conn, plan_id=lease.row_id, owner=lease.owner, seconds=lease.park_seconds

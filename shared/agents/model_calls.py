@@ -1,8 +1,9 @@
 """One agent's model calls: the prompt fitted to its budget, the checks before spending, tokens.
 
 An `AgentRun` is who is acting (the `agents` row), for which plan, and which `agent_executions`
-row pays. Every call goes through `call_model`, which first re-reads the plan: a cancel request
-or a reached cost cap stops the agent here, before the request is sent.
+row pays. Every call goes through `call_model`, which first checks the plan's `Control` state
+— as the statement just before the call returned it, or read now when none did: a cancel
+request or a reached cost cap stops the agent here, before the request is sent.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from shared.agents.accounting import check_plan
+from shared.agents.accounting import check, read_control
 from shared.agents.budget import FittedPrompt, Segment, fit_prompt
 from shared.agents.replies import own_reply, storable
 from shared.db.records import Agent, Execution, Plan
+from shared.db.transitions import Control
 from shared.events import EventEmitter
 from shared.llm import (
     ChatRequest,
@@ -105,13 +107,17 @@ def build_request(
     return request, fitted
 
 
-async def call_model(run: AgentRun, request: ChatRequest, *, stream_text: bool) -> Completion:
-    """Check the plan may go on, then call the model (text streamed as `token` events).
+async def call_model(
+    run: AgentRun, request: ChatRequest, *, stream_text: bool, control: Control | None
+) -> Completion:
+    """Check the plan may go on (`control`: its state as the last statement returned it;
+    None: read it now), then call the model (text streamed as `token` events).
 
     The reply comes back as Parley's (`replies.own_reply`): its own call ids, storable text.
     """
     settings = run.services.settings
-    await check_plan(run.services.db, run.plan.id, cost_cap=settings.plan_max_cost_usd)
+    current = control or await read_control(run.services.db, run.plan.id)
+    check(current, cost_cap=settings.plan_max_cost_usd)
     if not stream_text:
         return own_reply(await run.services.llm.complete(request))
     completion: Completion | None = None

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from shared.db.records import PlanStatus, PlanStep, PlanStrategy, StepStatus
+from shared.db.transitions import Control
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +55,22 @@ class StepOutcome:
     running_elsewhere: bool = False
     """True: another invocation holds the step's lease and is working on it; this one did
     nothing, and `status` is the step's current one."""
+    control: Control | None = None
+    """The plan's control state as the statement that settled the step left it (a run in
+    this process; None over the wire)."""
 
     @classmethod
-    def of(cls, step: PlanStep, *, running_elsewhere: bool = False) -> StepOutcome:
+    def of(
+        cls, step: PlanStep, *, running_elsewhere: bool = False, control: Control | None = None
+    ) -> StepOutcome:
         return cls(
-            step.id, step.step_number, step.status, step.result, step.error, running_elsewhere
+            step.id,
+            step.step_number,
+            step.status,
+            step.result,
+            step.error,
+            running_elsewhere,
+            control,
         )
 
 

@@ -1,11 +1,14 @@
 """Running a plan's steps: each as soon as its dependencies are done, independent ones at once.
 
 Executor steps go through the `Invoker` (another function in production); the planner's own
-steps run here. At most `EXECUTOR_CONCURRENCY` steps run at a time. Every decision is read
-from the step rows, so a resumed run skips finished steps and re-runs unfinished ones with the
-same attempt number (which resumes them in their threads). A step whose dependency did not
-complete is `skipped`. Cancellation and the cost cap are checked whenever a step ends; running
-steps see the same flags before their next model call, and are waited for, so nothing is left
+steps run here. At most `EXECUTOR_CONCURRENCY` steps run at a time. The scheduler starts from
+the step rows as the planner has them (stored with the plan, or read when the run opened) and
+keeps each one as its run returns it, so a resumed run skips finished steps and re-runs
+unfinished ones with the same attempt number (which resumes them in their threads); when all
+have ended it reads the rows once more, with the plan — the tables are the truth. A step whose
+dependency did not complete is `skipped`. Cancellation and the cost cap are checked whenever a
+step ends (on the plan's state as the step's last statement returned it); running steps see
+the same flags before their next model call, and are waited for, so nothing is left
 half-written. A step another invocation is working on (a redelivered request still running)
 is waited for while its lease is live, then run again: that returns its outcome, or resumes it
 if that invocation died.
@@ -22,17 +25,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 from uuid import UUID
 
-from shared.agents.accounting import check_plan
+from shared.agents.accounting import check, read_control
 from shared.agents.errors import AgentStopped, AwaitingApproval, StepsHandedOff
-from shared.agents.events import emit_step_completed
+from shared.agents.events import step_completed_data
 from shared.agents.executor import run_planner_step
 from shared.agents.invoker import Invoker
 from shared.agents.model_calls import AgentRun
 from shared.agents.outcomes import StepOutcome
 from shared.db import approvals, leases, plans
 from shared.db.records import PlanStep
+from shared.db.transitions import Control
 
 ATTEMPT = 1
 OPEN = frozenset({"pending", "running", "awaiting_approval"})
@@ -42,9 +47,18 @@ UNSETTLED = frozenset({"pending", "running"})
 class StepScheduler:
     """Runs the steps of the planner's plan to their ends."""
 
-    def __init__(self, planner: AgentRun, invoker: Invoker) -> None:
+    def __init__(
+        self,
+        planner: AgentRun,
+        invoker: Invoker,
+        steps: Sequence[PlanStep],
+        control: Control | None = None,
+    ) -> None:
         self.planner = planner
         self.invoker = invoker
+        self.steps = {step.id: step for step in steps}
+        self.control = control
+        """The plan's state as the scheduler last saw it (fresh when `run` returns)."""
         self._slots = asyncio.Semaphore(planner.services.settings.executor_concurrency)
         self._running: dict[UUID, asyncio.Task[StepOutcome]] = {}
         self._tried: set[UUID] = set()
@@ -53,10 +67,10 @@ class StepScheduler:
     async def run(self) -> list[PlanStep]:
         """Run every runnable step; return the steps as they ended. Raises when the plan must
         stop (cancelled, cost cap), waits for approval, or waits for handed-off steps."""
-        await self._check()  # a resumed plan may have been cancelled while nobody ran it
+        await self._check(self.control)  # a resumed plan may have been cancelled meanwhile
         try:
             while True:
-                steps = await self._skip_blocked(await self._steps())
+                steps = await self._skip_blocked(self._steps())
                 ready = self._ready(steps)
                 self._tried.update(step.id for step in ready)
                 if self.invoker.hands_off:
@@ -71,20 +85,39 @@ class StepScheduler:
                 )
                 for task in done:
                     self._running = {k: t for k, t in self._running.items() if t is not task}
-                    task.result()
-                await self._check()
+                    await self._check(self._settled(task.result()))
         except AgentStopped:
             await self._finish_running(cancel=False)  # they stop at their own next check
             raise
         except BaseException:
             await self._finish_running(cancel=True)  # an unexpected error: stop like a crash
             raise
-        steps = await self._steps()
+        steps = await self._reread()
         handed = [s.id for s in steps if s.id in self._handed and s.status in UNSETTLED]
         if handed:
             raise StepsHandedOff(handed)
         if any(step.status in OPEN for step in steps):
             raise AwaitingApproval("A step is waiting for the user's approval.")
+        return steps
+
+    def _steps(self) -> list[PlanStep]:
+        return sorted(self.steps.values(), key=lambda step: step.step_number)
+
+    def _settled(self, outcome: StepOutcome) -> Control | None:
+        """Keep the step as its run left it; the plan's state that run saw, if it says."""
+        step = self.steps[outcome.step_id]
+        self.steps[step.id] = replace(
+            step, status=outcome.status, result=outcome.result, error=outcome.error
+        )
+        return outcome.control
+
+    async def _reread(self) -> list[PlanStep]:
+        """The plan's state and its steps, as stored (every step has ended here)."""
+        async with self.planner.services.db.autocommit() as conn:
+            plan, steps = await plans.plan_with_steps(conn, plan_id=self.planner.plan.id)
+        self.steps = {step.id: step for step in steps}
+        self.control = Control.of(plan)
+        check(self.control, cost_cap=self.planner.services.settings.plan_max_cost_usd)
         return steps
 
     async def _hand_off(self, steps: list[PlanStep]) -> None:
@@ -98,7 +131,7 @@ class StepScheduler:
             self.invoker.start_step(plan_id=plan_id, step_id=step.id, attempt=ATTEMPT)
             for step in due
         ))  # fmt: skip
-        async with self.planner.services.db.service() as conn:
+        async with self.planner.services.db.autocommit() as conn:
             await plans.mark_dispatched(conn, step_ids=[step.id for step in due])
 
     async def _due(self, step: PlanStep) -> bool:
@@ -113,10 +146,6 @@ class StepScheduler:
             return False  # still waiting for the user
         return decided is not None and decided > step.dispatched_at
 
-    async def _steps(self) -> list[PlanStep]:
-        async with self.planner.services.db.service() as conn:
-            return await plans.list_steps(conn, plan_id=self.planner.plan.id)
-
     def _ready(self, steps: Sequence[PlanStep]) -> list[PlanStep]:
         done = {s.step_number for s in steps if s.status == "completed"}
         return [
@@ -127,20 +156,19 @@ class StepScheduler:
     async def _skip_blocked(self, steps: list[PlanStep]) -> list[PlanStep]:
         """Mark `skipped` every open step that depends on a step that did not complete."""
         blocked = {s.step_number for s in steps if s.status in ("failed", "skipped", "cancelled")}
-        changed = False
         for step in steps:
             broken = sorted(set(step.depends_on) & blocked)
             if step.status == "pending" and broken:
-                async with self.planner.services.db.service() as conn:
+                emitter = self.planner.emitter
+                async with emitter.unit() as (conn, outbox):
                     skipped = await plans.update_step(
                         conn, step_id=step.id, status="skipped",
                         error=f"not run: step {', '.join(map(str, broken))} did not complete",
                     )  # fmt: skip
-                await emit_step_completed(
-                    self.planner.emitter, skipped, thread_status=None, agent_id=None
-                )
-                changed = True
-        return await self._steps() if changed else steps
+                    outbox.add("step_completed", step_completed_data(skipped, None),
+                               plan_id=skipped.plan_id)  # fmt: skip
+                self.steps[step.id] = skipped
+        return self._steps()
 
     async def _run_one(self, step: PlanStep) -> StepOutcome:
         async with self._slots:
@@ -164,15 +192,15 @@ class StepScheduler:
         pause = services.settings.run_lease_seconds / 3
         while True:
             await asyncio.sleep(pause)  # polling the row: its holder may be another process
-            async with services.db.service() as conn:
+            async with services.db.autocommit() as conn:
                 if not await leases.lease_is_live(conn, table="agent_plan_steps", row_id=step.id):
                     return
 
-    async def _check(self) -> None:
-        settings = self.planner.services.settings
-        await check_plan(
-            self.planner.services.db, self.planner.plan.id, cost_cap=settings.plan_max_cost_usd
-        )
+    async def _check(self, control: Control | None) -> None:
+        """Stop if the plan must (on `control`, the state a step's run saw; None: read now)."""
+        services = self.planner.services
+        self.control = control or await read_control(services.db, self.planner.plan.id)
+        check(self.control, cost_cap=services.settings.plan_max_cost_usd)
 
     async def _finish_running(self, *, cancel: bool) -> None:
         tasks = list(self._running.values())

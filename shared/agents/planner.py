@@ -1,6 +1,7 @@
 """`run_plan`: the planner's whole job for one plan, resumable from the tables at any point.
 
-The planner's turn is one loop over its stored messages (`chat_messages` with the plan's id):
+The planner's turn is one loop over its messages (`chat_messages` with the plan's id), read
+once when the run opens and kept in memory as each statement stores more:
 
 1. No answer yet and nothing pending → call the model (streamed) with the write tools it may
    use and `create_plan` (`routing_tools`: reads are delegated). Text only is the answer
@@ -11,6 +12,13 @@ The planner's turn is one loop over its stored messages (`chat_messages` with th
    ask the approval gate) and store each result.
 3. An accepted `create_plan` without a result → run the steps (`plan_runner`); their outcomes
    become that call's result, and the next model call (sent no tools) writes the final answer.
+
+Each transition is one statement (`shared.db.transitions`) that stores its rows, accounts the
+call, sends its events and returns the plan's control state, which the next call is checked
+against. The run opens with one statement too: lease, `executing`, the planner's execution,
+`status_update{thinking}` and everything the planner reads. The answer's statement completes
+the plan, gives its lease back and sends `done`: a direct turn is that, one model call, and
+the chat function's statement that stored the message.
 
 Each decision is committed before it is published, so a re-invocation continues where the
 last one stopped: finished steps are reused, answered calls are not repeated. Exactly one
@@ -27,26 +35,26 @@ current status and `running_elsewhere=True`.
 With an invoker that hands steps off (a queue), a run that has nothing left to do but wait
 for them ends (`handed_off=True`, no `done`), *parking* the plan's lease: the plan still
 counts as running, and the resume sent by the step that settles takes it over. A resume that
-finds nothing new (`plan_runner.has_work`) does nothing. Parking and a step settling can
-cross: after parking, the run looks at the steps again and goes on if one settled meanwhile.
+finds nothing new (`plan_runner.has_work`) parks it again and does nothing. Parking and a step
+settling can cross: after parking, the run looks at the steps again and goes on if one
+settled meanwhile.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
 
 from pydantic import JsonValue
 
 from shared.agents import control_tools, plan_checks, prompts
-from shared.agents.accounting import account_call, emit_usage
+from shared.agents.accounting import account_call
 from shared.agents.budget import Segment
 from shared.agents.errors import PlanNotWritten
-from shared.agents.events import clip
-from shared.agents.finishing import TERMINAL, finish_plan, handed_off, outcome_of
+from shared.agents.events import clip, done_data
+from shared.agents.finishing import TERMINAL, finish_plan, handed_off, outcome_of, settled_answer
 from shared.agents.history import PlannerTurn, conversation_segments, planner_turn, wire_calls
 from shared.agents.invoker import InProcessInvoker, Invoker
 from shared.agents.leases import Lease, LeaseLost, holding, new_owner
@@ -54,15 +62,15 @@ from shared.agents.model_calls import AgentRun, build_request, call_model, tool_
 from shared.agents.outcomes import PlanOutcome
 from shared.agents.plan_runner import StepScheduler, has_work
 from shared.agents.plan_schema import PlanDraft
-from shared.agents.tool_runs import run_tool
-from shared.db import agents, chats, executions, leases, plans
-from shared.db.database import Connection
-from shared.db.leases import PARKED
-from shared.db.records import Agent, ChatMessage, Plan, PlanStep, PlanStrategy
+from shared.agents.tool_runs import State, record_result, run_tool
+from shared.db import leases, plans
+from shared.db.records import Agent, ChatMessage, Plan, PlanStep
+from shared.db.transitions import Control, OpenedPlan, Transition, open_planner_run
 from shared.errors import NotFound
-from shared.events import EventEmitter
-from shared.llm import Completion, ToolCall, ToolSchema, UserMessage
+from shared.events import EventEmitter, Publisher
+from shared.llm import Completion, LLMNotConfigured, ToolCall, ToolSchema, UserMessage
 from shared.tools import ToolRegistry, ToolResult, TurnCache, offered_tools
+from shared.tools.executor import Checked
 
 if TYPE_CHECKING:
     from shared.services import Services
@@ -73,75 +81,142 @@ NOT_RUN = "Not run: you wrote a plan in the same turn; its steps do this work."
 HISTORY_LOADED = 200
 """Past messages (requests and answers) loaded for the planner's history, newest first."""
 ONE_PLAN = "Not used: write one plan per turn."
+STREAMED_TOKENS = 16
+"""Numbers reserved for a streamed call's token batches by the statement before it."""
 
 
 async def run_plan(
-    services: Services, *, plan_id: UUID, emitter: EventEmitter, invoker: Invoker | None = None
+    services: Services,
+    *,
+    plan_id: UUID,
+    emitter: EventEmitter | None = None,
+    publisher: Publisher | None = None,
+    invoker: Invoker | None = None,
+    replay_ended: bool = True,
 ) -> PlanOutcome:
     """Answer the plan's user message: decide, act, delegate, synthesize — or resume doing so.
 
-    Executor steps go through `invoker` (default: in this process, events to the emitter's
-    publisher). Ends with exactly one `done` event — unless the invoker hands steps off and
-    the run ended waiting for them (`handed_off`): the run that finishes the plan sends it.
+    Events go to `emitter` (or one made for the plan's session on `publisher`). Executor steps
+    go through `invoker` (default: in this process). Ends with exactly one `done` event —
+    unless the invoker hands steps off and the run ended waiting for them (`handed_off`): the
+    run that finishes the plan sends it. A plan that has already ended is answered as it
+    ended, its `done` sent again unless `replay_ended` is False (a late queue message).
     """
-    async with services.db.service() as conn:
-        plan = await plans.get_plan(conn, plan_id=plan_id)
-    if plan is None:
-        raise NotFound(f"Plan {plan_id} not found")
-    ways = invoker or InProcessInvoker(services, emitter.publisher)
-    if plan.status in TERMINAL:
-        return await finish_plan(
-            services, plan, emitter, lambda: _answer(services, plan, emitter, ways)
-        )
-    if _parked(plan) and not await _news(services, plan.id):
-        return await handed_off(services, plan.id)
     while True:
-        outcome = await _run_leased(services, plan.id, emitter, ways)
-        if not outcome.handed_off or not await _news(services, plan.id):
+        outcome = await _run_leased(services, plan_id, emitter, publisher, invoker, replay_ended)
+        if not outcome.handed_off or not await _news(services, plan_id):
             return outcome
         # A step settled while this run was parking the plan (its resume found the plan
         # leased and left): go on with it here.
 
 
 async def _run_leased(
-    services: Services, plan_id: UUID, emitter: EventEmitter, invoker: Invoker
+    services: Services,
+    plan_id: UUID,
+    emitter: EventEmitter | None,
+    publisher: Publisher | None,
+    invoker: Invoker | None,
+    replay_ended: bool,
 ) -> PlanOutcome:
     """One run holding the plan's lease (or where the plan stands, if another run holds it)."""
-    lease = Lease("agent_plans", plan_id, new_owner(), services.settings.run_lease_seconds)
-    async with services.db.service() as conn:
-        leased = await leases.take_plan_lease(
-            conn, plan_id=plan_id, owner=lease.owner, seconds=lease.seconds
-        )
-    if leased is None:
-        return await _elsewhere(services, plan_id)
+    unconfigured = _unconfigured(services)
+    settings = services.settings
+    lease = Lease("agent_plans", plan_id, new_owner(), settings.run_lease_seconds)
+    async with services.db.autocommit() as conn:
+        opened = await open_planner_run(
+            conn, plan_id=plan_id, owner=lease.owner, seconds=lease.seconds,
+            announce=unconfigured is None, private=settings.realtime_private_channels,
+            tokens=STREAMED_TOKENS, history=HISTORY_LOADED,
+        )  # fmt: skip
+    if opened is None:
+        return await _not_leased(services, plan_id, emitter, publisher, replay_ended)
+    emitter = emitter or _emitter(services, opened.plan, publisher)
+    if opened.was_parked and not has_work(opened.steps):
+        await _park(services, lease)
+        return await handed_off(services, plan_id)
+    if opened.was_parked and unconfigured is None:
+        await emitter.emit("status_update", {"status": "thinking"}, plan_id=plan_id,
+                           agent_id=opened.planner.id)  # fmt: skip
+    await emitter.deliver(opened.events)
+    if opened.tokens_last is not None:
+        emitter.reserve_tokens(opened.tokens_last, STREAMED_TOKENS)
+    ways = invoker or InProcessInvoker(services, emitter.publisher)
+    runs: list[PlannerRun] = []  # made on first use: a run with no model to call makes none
+
+    async def work() -> PlanOutcome:
+        if not runs:
+            runs.append(PlannerRun.of(services, opened, emitter, ways, lease))
+        return await runs[0].drive()  # again, after a decision arrived: where it stopped
+
     try:
         async with holding(services.db, lease):
-            outcome = await finish_plan(
-                services, leased, emitter, lambda: _answer(services, leased, emitter, invoker)
-            )
+            outcome = await finish_plan(services, opened.plan, emitter, work,
+                                        unconfigured=unconfigured)  # fmt: skip
             if outcome.handed_off:
-                lease.park_seconds = services.settings.plan_park_seconds
+                lease.park_seconds = settings.plan_park_seconds
             return outcome
     except LeaseLost:
         return await _elsewhere(services, plan_id)
 
 
-def _parked(plan: Plan) -> bool:
-    """Whether the plan waits for handed-off steps (its parked lease not expired)."""
-    expires = plan.lease_expires_at
-    return plan.lease_owner == PARKED and expires is not None and expires > datetime.now(UTC)
+def _unconfigured(services: Services) -> LLMNotConfigured | None:
+    """Why no model can be called (checked before anything changes), or None."""
+    try:
+        services.llm  # noqa: B018 - built on first use; raises when not configured
+    except LLMNotConfigured as exc:
+        return exc
+    return None
+
+
+def _emitter(services: Services, plan: Plan, publisher: Publisher | None) -> EventEmitter:
+    from shared.events import FanoutPublisher
+
+    return EventEmitter(
+        services.db, publisher or FanoutPublisher(), session_id=plan.session_id,
+        private=services.settings.realtime_private_channels,
+    )  # fmt: skip
+
+
+async def _not_leased(
+    services: Services,
+    plan_id: UUID,
+    emitter: EventEmitter | None,
+    publisher: Publisher | None,
+    replay_ended: bool,
+) -> PlanOutcome:
+    """A plan this run did not lease: one that ended (answered as it ended), or one another
+    run holds (where it stands)."""
+    async with services.db.autocommit() as conn:
+        plan = await plans.get_plan(conn, plan_id=plan_id)
+    if plan is None:
+        raise NotFound(f"Plan {plan_id} not found")
+    if plan.status not in TERMINAL:
+        outcome = await outcome_of(services, plan)
+        return replace(outcome, running_elsewhere=True)
+    if not replay_ended:
+        return await outcome_of(services, plan)
+    emitter = emitter or _emitter(services, plan, publisher)
+    return await finish_plan(services, plan, emitter, None)
+
+
+async def _park(services: Services, lease: Lease) -> None:
+    """Give a resumed plan's lease back as parked: it still waits for its steps."""
+    async with services.db.autocommit() as conn:
+        await leases.park_plan(conn, plan_id=lease.row_id, owner=lease.owner,
+                               seconds=services.settings.plan_park_seconds)  # fmt: skip
+    lease.settled = True
 
 
 async def _news(services: Services, plan_id: UUID) -> bool:
     """Whether a plan waiting for handed-off steps has something to do now."""
-    async with services.db.service() as conn:
+    async with services.db.autocommit() as conn:
         steps = await plans.list_steps(conn, plan_id=plan_id)
     return has_work(steps)
 
 
 async def _elsewhere(services: Services, plan_id: UUID) -> PlanOutcome:
-    """What a run that did not get (or lost) the plan's lease returns: where the plan stands."""
-    async with services.db.service() as conn:
+    """What a run that lost the plan's lease returns: where the plan stands."""
+    async with services.db.autocommit() as conn:
         plan = await plans.get_plan(conn, plan_id=plan_id)
     if plan is None:
         raise NotFound(f"Plan {plan_id} not found")
@@ -149,189 +224,224 @@ async def _elsewhere(services: Services, plan_id: UUID) -> PlanOutcome:
     return replace(outcome, running_elsewhere=plan.status not in TERMINAL)
 
 
-async def _answer(
-    services: Services, plan: Plan, emitter: EventEmitter, invoker: Invoker
-) -> ChatMessage:
-    run = await PlannerRun.open(services, plan, emitter, invoker)
-    return await run.drive()
-
-
 @dataclass(slots=True)
 class PlannerRun:
-    """The planner working on one plan in this invocation."""
+    """The planner working on one plan in this invocation: its state, carried in memory."""
 
     run: AgentRun
     invoker: Invoker
     request: ChatMessage
+    past: list[ChatMessage]
+    rows: list[ChatMessage]
+    """The plan's messages, as stored (loaded when the run opened, then appended to)."""
+    steps: list[PlanStep]
     tools: list[ToolSchema]
+    lease: Lease
+    control: Control | None
+    """The plan's state as the last statement returned it; the next check consumes it."""
+    agent: Agent | None
+    """The planner's row as the last statement read it (the next tool call decides on it)."""
     cache: TurnCache = field(default_factory=TurnCache)
 
     @classmethod
-    async def open(
-        cls, services: Services, plan: Plan, emitter: EventEmitter, invoker: Invoker
+    def of(
+        cls,
+        services: Services,
+        opened: OpenedPlan,
+        emitter: EventEmitter,
+        invoker: Invoker,
+        lease: Lease,
     ) -> PlannerRun:
-        """Mark the plan executing and gather what the planner needs (its row, its run)."""
-        services.llm  # noqa: B018 - fail now, before any state changes, if it is not configured
-        async with services.db.service() as conn:
-            planner = await agents.get_agent(conn, agent_id=plan.planner_agent_id)
-            request = await chats.get_message(conn, message_id=plan.user_message_id)
-            if planner is None or request is None:
-                raise NotFound(f"the planner or the message of plan {plan.id} is gone")
-            execution = await executions.start_planner_execution(
-                conn, user_id=plan.user_id, session_id=plan.session_id, plan_id=plan.id,
-                agent_id=planner.id, model=planner.model,
-            )  # fmt: skip
-            plan = await plans.update_plan(conn, plan_id=plan.id, status="executing")
-        await emitter.emit("status_update", {"status": "thinking"}, plan_id=plan.id,
-                           agent_id=planner.id)  # fmt: skip
-        return cls(AgentRun(services, emitter, plan, planner, execution), invoker, request,
-                   routing_tools(planner, services.tools))  # fmt: skip
+        assert opened.execution is not None  # opened with a model to call
+        run = AgentRun(services, emitter, opened.plan, opened.planner, opened.execution)
+        return cls(
+            run, invoker, opened.request, opened.past, opened.turn, opened.steps,
+            routing_tools(opened.planner, services.tools), lease, Control.of(opened.plan),
+            opened.planner,
+        )  # fmt: skip
 
     @property
     def services(self) -> Services:
         return self.run.services
 
-    async def drive(self) -> ChatMessage:
-        """Loop over the stored turn until the answer is stored; return it."""
+    @property
+    def plan(self) -> Plan:
+        return self.run.plan
+
+    async def drive(self) -> PlanOutcome:
+        """Loop over the turn until the answer is stored (and the plan completed with it)."""
         while True:
-            turn = await self._turn()
+            turn = planner_turn(self.rows)
             if turn.answer is not None:
-                return turn.answer
+                return await settled_answer(self.services, self.plan, turn.answer)
             last = turn.last
             if last is not None and last.unanswered:
                 await self._answer_calls(last.unanswered)
-            else:
-                await self._call_model(turn)
+            elif (outcome := await self._call_model(turn)) is not None:
+                return outcome
 
-    async def _turn(self) -> PlannerTurn:
-        async with self.services.db.service() as conn:
-            return planner_turn(await chats.list_plan_messages(conn, plan_id=self.run.plan.id))
+    def transition(self) -> Transition:
+        plan = self.plan
+        return Transition(plan.session_id, plan.user_id, plan.id, self.run.emitter.outbox())
+
+    async def _write(self, transition: Transition) -> None:
+        """Run `transition`, keep what it stored and returned, deliver its events."""
+        async with self.services.db.autocommit() as conn:
+            written = await transition.run(conn)
+        self.rows += written.messages
+        self.run = replace(self.run, plan=written.plan)
+        self.control, self.agent = written.control, written.agent
+        if written.steps:
+            self.steps = written.steps
+        if written.tokens_last is not None:
+            self.run.emitter.reserve_tokens(written.tokens_last, STREAMED_TOKENS)
+        await self.run.emitter.deliver(written.events)
+
+    def _take_control(self) -> Control | None:
+        control, self.control = self.control, None
+        return control
+
+    def _take_state(self) -> State:
+        """The state the next tool call decides on, used once (the next statement renews it)."""
+        state = State(self._take_control(), self.agent)
+        self.agent = None
+        return state
 
     async def _answer_calls(self, calls: Sequence[ToolCall]) -> None:
         for call in calls:
             if call.name != control_tools.CREATE_PLAN:
-                result = await run_tool(self.run, call, turn=self.cache)
-                await self._store_result(call, result.content(), result)
+                outcome = await run_tool(self.run, call, turn=self.cache, state=self._take_state())
+                await self._store_result(call, outcome, last=call is calls[-1])
         plan_call = next((c for c in calls if c.name == control_tools.CREATE_PLAN), None)
         if plan_call is not None:  # unanswered create_plan = the accepted plan: run it
-            await self._status("executing")
-            steps = await StepScheduler(self.run, self.invoker).run()
-            await self._store_result(plan_call, self._plan_results(steps), None, PLAN_RESULTS)
+            await self.run.emitter.emit(
+                "status_update", {"status": "executing"}, plan_id=self.plan.id,
+                agent_id=self.run.agent.id,
+            )  # fmt: skip
+            scheduler = StepScheduler(self.run, self.invoker, self.steps, self._take_control())
+            try:
+                steps = await scheduler.run()
+            finally:
+                self.steps = list(scheduler.steps.values())
+            self.control = scheduler.control
+            await self._store_plan_results(plan_call, steps)
 
-    async def _call_model(self, turn: PlannerTurn) -> None:
+    async def _call_model(self, turn: PlannerTurn) -> PlanOutcome | None:
+        """One model call and its stored turn; the outcome when it was the answer."""
         synthesis = turn.last is not None and PLAN_RESULTS in turn.last.kinds.values()
         rounds = sum(1 for t in turn.turns if t.calls)
         final = synthesis or rounds >= self.services.settings.planner_max_tool_rounds
-        segments, earlier = await self._segments(turn)
+        segments, earlier = self._segments(turn)
         request, _ = build_request(  # a call that may not call tools is sent none to call
             self.run, system=prompts.with_date(prompts.PLANNER), segments=segments,
             tools=() if final else self.tools, earlier=earlier,
         )  # fmt: skip
-        completion = await call_model(self.run, request, stream_text=True)
-        await self._store_turn(completion, turn, final=final)
+        completion = await call_model(
+            self.run, request, stream_text=True, control=self._take_control()
+        )
+        calls = () if final else completion.tool_calls
+        if not calls:
+            return await self._store_answer(completion, turn)
+        await self._store_turn(completion, turn, calls)
+        return None
 
-    async def _status(self, status: str) -> None:
-        await self.run.emitter.emit(
-            "status_update", {"status": status}, plan_id=self.run.plan.id,
-            agent_id=self.run.agent.id,
-        )  # fmt: skip
-
-    async def _segments(self, turn: PlannerTurn) -> tuple[list[Segment], str | None]:
+    def _segments(self, turn: PlannerTurn) -> tuple[list[Segment], str | None]:
         """The conversation so far and the current turn; and what is not loaded of it."""
-        async with self.services.db.service() as conn:
-            past = await chats.list_conversation(
-                conn, session_id=self.run.plan.session_id, before_seq=self.request.seq,
-                limit=HISTORY_LOADED,
-            )  # fmt: skip
         earlier = None
-        if len(past) == HISTORY_LOADED:  # there may be more: say so rather than hide it
+        if len(self.past) == HISTORY_LOADED:  # there may be more: say so rather than hide it
             earlier = f"messages before the last {HISTORY_LOADED} of this chat are not shown"
         current = (UserMessage(self.request.content), *turn.messages())
-        return [*conversation_segments(past), Segment(current, pinned=True)], earlier
+        return [*conversation_segments(self.past), Segment(current, pinned=True)], earlier
 
-    async def _store_turn(self, completion: Completion, turn: PlannerTurn, *, final: bool) -> None:
-        calls = () if final else completion.tool_calls
+    async def _store_answer(self, completion: Completion, turn: PlannerTurn) -> PlanOutcome:
+        """The answer, the plan completed with it and its lease given back, `usage`, `done`."""
+        transition = self.transition()
+        row_id, _ = transition.chat_message(
+            role="assistant", content=completion.text, model=completion.model,
+            usage=completion.usage, reasoning_content=completion.message.reasoning_content,
+            metadata={"kind": "answer"},
+        )  # fmt: skip
+        account_call(transition, execution_id=self.run.execution.id, completion=completion,
+                     agent_id=self.run.agent.id)  # fmt: skip
+        transition.account(self.run.execution.id, close="completed", close_open=True)
+        final_strategy = self.plan.strategy or "direct"
+        transition.set_plan(status="completed", strategy=final_strategy, release_lease=True)
+        transition.cancel_pending_approvals()
+        transition.event(
+            "done", done_data("completed", final_strategy, completion.text, row_id, None),
+            agent_id=None, totals_at="usage",
+        )  # fmt: skip
+        await self._write(transition)
+        self.lease.settled = True
+        answer = next(r for r in self.rows if r.id == row_id)
+        return PlanOutcome(self.plan.id, self.plan.session_id, "completed", final_strategy,
+                           answer.content, answer.id, None)  # fmt: skip
+
+    async def _store_turn(
+        self, completion: Completion, turn: PlannerTurn, calls: Sequence[ToolCall]
+    ) -> None:
         decided = _Decision(calls, turn)
         if decided.plan_call is not None:
             decided.read(self)
-        async with self.services.db.service() as conn:
-            plan = await plans.get_plan(conn, plan_id=self.run.plan.id)
-            assert plan is not None
-            row = await chats.add_message(
-                conn, session_id=plan.session_id, user_id=plan.user_id, role="assistant",
-                content=completion.text, plan_id=plan.id, model=completion.model,
-                usage=completion.usage, tool_calls=wire_calls(calls) if calls else None,
-                reasoning_content=completion.message.reasoning_content,
-                metadata={"kind": "tool_round" if calls else "answer"},
-            )  # fmt: skip
-            await account_call(conn, plan=plan, execution_id=self.run.execution.id,
-                               usage=completion.usage)  # fmt: skip
-            steps = await decided.store(conn, plan)
-            answered = [await self._tool_row(conn, plan, c, text) for c, text in decided.answers]
-        await self._announce(row, calls, answered, steps, decided, completion)
+        transition = self.transition()
+        row_id, _ = transition.chat_message(
+            role="assistant", content=completion.text, model=completion.model,
+            usage=completion.usage, tool_calls=wire_calls(calls),
+            reasoning_content=completion.message.reasoning_content,
+            metadata={"kind": "tool_round"},
+        )  # fmt: skip
+        for call in calls:
+            transition.event("tool_call", _call_data(row_id, call), agent_id=self.run.agent.id)
+        decided.store(transition, self.plan)
+        for call, text in decided.answers:
+            self._tool_row(transition, call, text, None)
+        if decided.draft is not None:
+            step_ids = transition.add_steps(plan_checks.new_steps(decided.draft))
+            transition.event("plan_created", _plan_data(decided.draft, step_ids),
+                             agent_id=self.run.agent.id)  # fmt: skip
+        account_call(transition, execution_id=self.run.execution.id, completion=completion,
+                     agent_id=self.run.agent.id)  # fmt: skip
+        transition.read_agent(self.run.agent.id)  # the calls' permission checks decide on it
+        await self._write(transition)
         decided.raise_if_exhausted(self.services.settings.planner_plan_attempts)
 
-    async def _tool_row(
-        self, conn: Connection, plan: Plan, call: ToolCall, content: str
-    ) -> ChatMessage:
-        return await chats.add_message(
-            conn, session_id=plan.session_id, user_id=plan.user_id, role="tool",
-            content=content, plan_id=plan.id, tool_call_id=call.id, tool_name=call.name,
-            metadata={"kind": "tool_result"},
+    def _tool_row(
+        self, transition: Transition, call: ToolCall, content: str, result: ToolResult | None,
+        kind: str = "tool_result",
+    ) -> None:  # fmt: skip
+        """A `tool` row answering `call`, and its `tool_result` event."""
+        error = result.error if result else None
+        row_id, slot = transition.chat_message(
+            role="tool", content=content, tool_call_id=call.id, tool_name=call.name,
+            metadata={"kind": kind, "error": error},
         )  # fmt: skip
+        data: dict[str, JsonValue] = {
+            "message_id": str(row_id), "tool_call_id": call.id, "tool_name": call.name,
+            "ok": result.ok if result else True, "error": error, "content": clip(content),
+        }  # fmt: skip
+        transition.event("tool_result", data, agent_id=self.run.agent.id, row=slot)
 
     async def _store_result(
-        self, call: ToolCall, content: str, result: ToolResult | None, kind: str = "tool_result"
+        self, call: ToolCall, outcome: Checked | ToolResult, *, last: bool
     ) -> None:
-        plan = self.run.plan
-        async with self.services.db.service() as conn:
-            row = await chats.add_message(
-                conn, session_id=plan.session_id, user_id=plan.user_id, role="tool",
-                content=content, plan_id=plan.id, tool_call_id=call.id, tool_name=call.name,
-                metadata={"kind": kind, "error": result.error if result else None},
-            )  # fmt: skip
-        await self._emit_tool_result(row, result)
+        transition = self.transition()
+        result = record_result(transition, self.run, call, outcome, thread=None, step_id=None)
+        if isinstance(outcome, ToolResult) and result.error == "permission_denied":
+            reason = str(result.payload.get("message", ""))  # the user did not approve it
+            transition.event("permission_denied", {"tool_name": call.name,
+                             "tool_call_id": call.id, "reason": reason},
+                             agent_id=self.run.agent.id)  # fmt: skip
+        self._tool_row(transition, call, result.content(), result)
+        transition.read_agent(self.run.agent.id)
+        if last:
+            transition.reserve_tokens(STREAMED_TOKENS)  # the next call streams
+        await self._write(transition)
 
-    async def _emit_tool_result(self, row: ChatMessage, result: ToolResult | None) -> None:
-        data: dict[str, JsonValue] = {
-            "message_id": str(row.id), "tool_call_id": row.tool_call_id,
-            "tool_name": row.tool_name, "ok": result.ok if result else True,
-            "error": result.error if result else None, "content": clip(row.content),
-        }  # fmt: skip
-        if result is not None and result.error == "permission_denied":
-            await self.run.emitter.emit(
-                "permission_denied",
-                {"tool_name": row.tool_name, "tool_call_id": row.tool_call_id,
-                 "reason": str(result.payload.get("message", ""))},
-                plan_id=self.run.plan.id, agent_id=self.run.agent.id,
-            )  # fmt: skip
-        await self.run.emitter.emit("tool_result", data, plan_id=self.run.plan.id,
-                                    agent_id=self.run.agent.id, seq=row.seq)  # fmt: skip
-
-    async def _announce(
-        self,
-        row: ChatMessage,
-        calls: Sequence[ToolCall],
-        answered: Sequence[ChatMessage],
-        steps: Sequence[PlanStep],
-        decided: _Decision,
-        completion: Completion,
-    ) -> None:
-        emitter, plan_id, agent_id = self.run.emitter, self.run.plan.id, self.run.agent.id
-        for call in calls:
-            await emitter.emit(
-                "tool_call",
-                {"message_id": str(row.id), "tool_call_id": call.id, "tool_name": call.name,
-                 "arguments": _arguments(call)},
-                plan_id=plan_id, agent_id=agent_id,
-            )  # fmt: skip
-        for tool_row in answered:
-            await self._emit_tool_result(tool_row, None)
-        if decided.draft is not None:
-            await emitter.emit("plan_created", _plan_data(decided.draft, steps),
-                               plan_id=plan_id, agent_id=agent_id)  # fmt: skip
-        await emit_usage(emitter, plan_id=plan_id, agent_id=agent_id, model=completion.model,
-                         usage=completion.usage, db=self.services.db)  # fmt: skip
+    async def _store_plan_results(self, call: ToolCall, steps: Sequence[PlanStep]) -> None:
+        transition = self.transition()
+        self._tool_row(transition, call, self._plan_results(steps), None, PLAN_RESULTS)
+        transition.reserve_tokens(STREAMED_TOKENS)  # the synthesis streams
+        await self._write(transition)
 
     def _plan_results(self, steps: Sequence[PlanStep]) -> str:
         lines = [prompts.PLAN_RESULTS, ""]
@@ -380,17 +490,14 @@ class _Decision:
             text = "The plan was not accepted. Fix these problems and call create_plan again:\n"
             self.answers.insert(0, (plan_call, text + "\n".join(f"- {p}" for p in read)))
 
-    async def store(self, conn: Connection, plan: Plan) -> list[PlanStep]:
-        """Record the strategy (and the steps of an accepted plan) with the turn."""
+    def store(self, transition: Transition, plan: Plan) -> None:
+        """Record the strategy (and the goal of an accepted plan) with the turn."""
         if self.draft is not None:
-            await plans.update_plan(conn, plan_id=plan.id, strategy="complex", goal=self.draft.goal)
-            return await plans.add_steps(conn, plan_id=plan.id, user_id=plan.user_id,
-                                         steps=plan_checks.new_steps(self.draft))  # fmt: skip
+            transition.set_plan(strategy="complex", goal=self.draft.goal)
+            return
         domain = [c for c in self.calls if c.name != control_tools.CREATE_PLAN]
-        if plan.strategy is None and (domain or not self.calls):
-            strategy: PlanStrategy = "tool" if domain else "direct"
-            await plans.update_plan(conn, plan_id=plan.id, strategy=strategy)
-        return []
+        if plan.strategy is None and domain:
+            transition.set_plan(strategy="tool")
 
     def raise_if_exhausted(self, attempts: int) -> None:
         if not self.problems:
@@ -412,17 +519,20 @@ def routing_tools(planner: Agent, registry: ToolRegistry) -> list[ToolSchema]:
     return [*writes, control_tools.create_plan([tool.name for tool in offered])]
 
 
-def _arguments(call: ToolCall) -> JsonValue:
-    return dict(call.arguments) if call.valid else {"unparsed": call.arguments_json[:2000]}
+def _call_data(message_id: UUID, call: ToolCall) -> dict[str, JsonValue]:
+    arguments: JsonValue = (
+        dict(call.arguments) if call.valid else {"unparsed": call.arguments_json[:2000]}
+    )
+    return {"message_id": str(message_id), "tool_call_id": call.id, "tool_name": call.name,
+            "arguments": arguments}  # fmt: skip
 
 
-def _plan_data(draft: PlanDraft, steps: Sequence[PlanStep]) -> dict[str, JsonValue]:
+def _plan_data(draft: PlanDraft, step_ids: Sequence[UUID]) -> dict[str, JsonValue]:
     return {
         "goal": draft.goal,
         "steps": [
-            {"step_id": str(s.id), "step_number": s.step_number, "description": s.description,
-             "assignee": "executor" if s.executor_required else "planner",
-             "depends_on": list(s.depends_on), "tools": list(s.tools)}
-            for s in steps
+            {"step_id": str(step_id), "step_number": s.step_number, "description": s.description,
+             "assignee": s.assignee, "depends_on": list(s.depends_on), "tools": list(s.tools)}
+            for step_id, s in zip(step_ids, draft.steps, strict=True)
         ],
     }  # fmt: skip

@@ -3,18 +3,20 @@
 The answer is a planner model call (the planner's model, budget and plan-level execution pay
 for it) that sees the user's request, the plan's goal, every step with its status and result
 so far, the asking step, and the question. It is stored as the `answer` row for the question's
-call, so the executor's history pairs them like any tool call and result.
+call, so the executor's history pairs them like any tool call and result. One statement reads
+what the planner needs (`transitions.planner_view`), one stores the answer with its usage and
+events.
 """
 
 from __future__ import annotations
 
 from shared.agents import prompts
-from shared.agents.accounting import account_call, emit_usage
+from shared.agents.accounting import account_call
 from shared.agents.budget import Segment, clip
-from shared.agents.events import emit_agent_message
+from shared.agents.events import dialogue_data
 from shared.agents.model_calls import AgentRun, build_request, call_model
-from shared.db import agents, chats, dialogue, executions, plans
-from shared.db.records import AgentMessage, AgentThread, PlanStep
+from shared.db.records import AgentThread, PlanStep
+from shared.db.transitions import Control, PlannerView, Transition, Written, planner_view
 from shared.errors import NotFound
 from shared.llm import ToolCall, UserMessage
 
@@ -24,60 +26,53 @@ RESULTS_SHARE = 2
 
 async def answer_question(
     asking: AgentRun, *, step: PlanStep, thread: AgentThread, call: ToolCall, question: str
-) -> AgentMessage:
+) -> Written:
     """Ask the planner; store and announce its answer (the result of `call`)."""
-    planner = await _planner_run(asking)
-    context = await _plan_context(planner, step)
+    async with asking.services.db.autocommit() as conn:
+        view = await planner_view(conn, plan_id=asking.plan.id)
+    if view is None:
+        raise NotFound(f"the planner of plan {asking.plan.id} is gone")
+    planner = AgentRun(asking.services, asking.emitter, view.plan, view.planner, view.execution)
+    context = _plan_context(planner, view, step)
     request, _ = build_request(
         planner,
         system=prompts.with_date(prompts.ANSWER),
         segments=[Segment((UserMessage(f"{context}\n\nThe executor asks: {question}"),), True)],
     )
-    completion = await call_model(planner, request, stream_text=False)
+    completion = await call_model(planner, request, stream_text=False,
+                                  control=Control.of(view.plan))  # fmt: skip
     answer = completion.text.strip() or "I have no more to add: use your best judgement."
-    async with planner.services.db.service() as conn:
-        row = await dialogue.add_agent_message(
-            conn, thread=thread, message_type="answer", content=answer,
-            sender_agent_id=planner.agent.id, receiver_agent_id=asking.agent.id,
-            tool_name=call.name, tool_call_id=call.id, model=completion.model,
-            usage=completion.usage, reasoning_content=completion.message.reasoning_content,
-        )  # fmt: skip
-        await account_call(
-            conn, plan=planner.plan, execution_id=planner.execution.id, usage=completion.usage
-        )
-    await emit_agent_message(asking.emitter, row, plan_id=asking.plan.id, step_id=step.id)
-    await emit_usage(
-        asking.emitter, plan_id=planner.plan.id, agent_id=planner.agent.id,
-        model=completion.model, usage=completion.usage, db=planner.services.db,
+    plan = view.plan
+    transition = Transition(plan.session_id, plan.user_id, plan.id, asking.emitter.outbox())
+    row_id, slot = transition.agent_message(
+        thread_id=thread.id, message_type="answer", content=answer,
+        sender_agent_id=view.planner.id, receiver_agent_id=asking.agent.id,
+        tool_name=call.name, tool_call_id=call.id, model=completion.model,
+        usage=completion.usage, reasoning_content=completion.message.reasoning_content,
     )  # fmt: skip
-    return row
+    transition.event("agent_message", dialogue_data(
+        row_id, thread_id=thread.id, step_id=step.id, message_type="answer",
+        sender_agent_id=view.planner.id, receiver_agent_id=asking.agent.id, content=answer,
+        tool_name=call.name, tool_call_id=call.id, model=completion.model,
+    ), agent_id=view.planner.id, row=slot)  # fmt: skip
+    account_call(transition, execution_id=view.execution.id, completion=completion,
+                 agent_id=view.planner.id)  # fmt: skip
+    transition.read_agent(asking.agent.id)  # the asking agent's next tool call decides on it
+    async with asking.services.db.autocommit() as conn:
+        written = await transition.run(conn)
+    await asking.emitter.deliver(written.events)
+    return written
 
 
-async def _planner_run(asking: AgentRun) -> AgentRun:
-    plan = asking.plan
-    async with asking.services.db.service() as conn:
-        planner = await agents.get_agent(conn, agent_id=plan.planner_agent_id)
-        if planner is None:
-            raise NotFound(f"the planner of plan {plan.id} is gone")
-        execution = await executions.start_planner_execution(
-            conn, user_id=plan.user_id, session_id=plan.session_id, plan_id=plan.id,
-            agent_id=planner.id, model=planner.model,
-        )  # fmt: skip
-    return AgentRun(asking.services, asking.emitter, plan, planner, execution)
-
-
-async def _plan_context(planner: AgentRun, asking: PlanStep) -> str:
-    async with planner.services.db.service() as conn:
-        request = await chats.get_message(conn, message_id=planner.plan.user_message_id)
-        steps = await plans.list_steps(conn, plan_id=planner.plan.id)
+def _plan_context(planner: AgentRun, view: PlannerView, asking: PlanStep) -> str:
     lines = [
-        f"The user's request: {request.content if request else '(unknown)'}",
-        f"Goal of the plan: {planner.plan.goal or '(none)'}",
+        f"The user's request: {view.request or '(unknown)'}",
+        f"Goal of the plan: {view.plan.goal or '(none)'}",
         "Steps:",
     ]
-    share = max(planner.budget // RESULTS_SHARE // max(len(steps), 1), 40)
+    share = max(planner.budget // RESULTS_SHARE // max(len(view.steps), 1), 40)
     how = "answer from what is shown, or say what is missing"
-    for step in steps:
+    for step in view.steps:
         outcome = clip(planner.services.tokens, step.result or step.error or "", share, how=how)
         lines.append(f"{step.step_number}. [{step.status}] {step.description}"
                      + (f" — {outcome}" if outcome else ""))  # fmt: skip

@@ -1,10 +1,12 @@
 """A step's agent at work: a tool loop over its thread that ends with a structured call.
 
-Each turn: rebuild the conversation from the thread, check the limits, call the model with the
-prompt fitted to the agent's budget, store the turn (every call as a row before anything runs,
-the model's usage on the turn's first row), then answer each call — domain tools through the
-tool executor, `ask_planner` through the planner, `escalate` through the approval gate — and
-store each result. A turn that is a single `complete` / `fail` / `escalate` ends the step; an
+Each turn: rebuild the conversation from the thread (its rows, read when the step opened and
+kept as each statement stores more), check the limits, call the model with the prompt fitted
+to the agent's budget, store the turn (every call as a row before anything runs, the model's
+usage on the turn's first row), then answer each call — domain tools through the tool
+executor, `ask_planner` through the planner, `escalate` through the approval gate — and store
+each result. A turn that is a single valid `complete` / `fail` ends the step in the statement
+that stores it: the thread, the step, the execution and the agent are closed with it. An
 ending call beside other calls is answered "call it alone, after your results" (the agent has
 not seen those results yet). Text alone is answered with a reminder on the next turn.
 
@@ -18,23 +20,36 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
+from uuid import UUID
 
 from shared.agents import control_tools as control
-from shared.agents.accounting import account_call, emit_usage
+from shared.agents.accounting import account_call
 from shared.agents.approvals import Escalation
 from shared.agents.budget import clip
 from shared.agents.errors import AwaitingApproval
-from shared.agents.events import emit_agent_message
+from shared.agents.events import dialogue_data, step_completed_data
 from shared.agents.history import ThreadView, Turn, stored_arguments, thread_view
 from shared.agents.model_calls import AgentRun, build_request, call_model
+from shared.agents.outcomes import StepOutcome
 from shared.agents.prompts import with_date
 from shared.agents.questions import answer_question
-from shared.agents.tool_runs import run_tool
-from shared.db import dialogue
-from shared.db.records import AgentMessage, AgentMessageType, AgentThread, PlanStep
+from shared.agents.tool_runs import State, record_result, run_tool
+from shared.db.records import (
+    Agent,
+    AgentMessage,
+    AgentMessageType,
+    AgentThread,
+    ExecutionStatus,
+    PlanStep,
+    StepStatus,
+    ThreadStatus,
+    Usage,
+)
+from shared.db.transitions import Control, Transition, Written
 from shared.llm import Completion, ToolCall, ToolSchema
 from shared.tools import ToolResult, TurnCache
+from shared.tools.executor import Checked
 
 PARTIAL_RESULTS = 3
 """A timed-out step reports its last few tool results (each within a share of its budget)."""
@@ -57,6 +72,44 @@ class Ending:
     """For a timeout: which limit was hit."""
 
 
+_CLOSING: dict[str, tuple[ThreadStatus, StepStatus, ExecutionStatus]] = {
+    "complete": ("completed", "completed", "completed"),
+    "fail": ("failed", "failed", "failed"),
+    "timeout": ("timeout", "completed", "timeout"),
+    "cancel": ("abandoned", "cancelled", "cancelled"),
+}
+
+
+def close_into(
+    transition: Transition,
+    *,
+    step: PlanStep,
+    thread: AgentThread,
+    agent: Agent,
+    execution_id: UUID,
+    ending: Ending,
+) -> None:
+    """Add the end of a step to `transition`: thread, step, execution (and an executor's
+    agent) closed together, and `step_completed`.
+
+    A timeout completes the step with its partial result (the plan goes on with it) and keeps
+    the limit that was hit as the step's `error`.
+    """
+    thread_status, step_status, run_status = _CLOSING[ending.kind]
+    result = ending.text if ending.kind in ("complete", "timeout") else None
+    error = ending.detail if ending.kind == "timeout" else (None if result else ending.text)
+    transition.set_thread(thread.id, status=thread_status, result=result, error=error)
+    transition.set_step(step.id, status=step_status, result=result, error=error)
+    transition.account(execution_id, close=run_status, error=error)
+    if agent.role == "executor":
+        transition.set_agent_status(agent.id, "completed" if step_status == "completed" else
+                                    "failed")  # fmt: skip
+    closed = replace(step, status=step_status, result=result or step.result,
+                     error=error or step.error)  # fmt: skip
+    transition.event("step_completed", step_completed_data(closed, thread_status),
+                     agent_id=agent.id)  # fmt: skip
+
+
 @dataclass(slots=True)
 class StepWorker:
     """One step's agent, working in its thread."""
@@ -64,43 +117,65 @@ class StepWorker:
     run: AgentRun
     step: PlanStep
     thread: AgentThread
+    rows: list[AgentMessage]
+    """The thread's rows, as stored (loaded when the step opened, then appended to)."""
     system_prompt: str
     tools: list[ToolSchema]
     can_ask: bool
     deadline: datetime
+    control: Control | None
+    """The plan's state as the last statement returned it; the next check consumes it."""
+    agent: Agent | None = None
+    """The agent's row as the last statement read it (the next tool call decides on it)."""
     cache: TurnCache = field(default_factory=TurnCache)
     left_out: dict[str, None] = field(default_factory=dict)
     """What the agent's prompts left out to fit its budget (ordered, without repeats)."""
 
-    async def work(self) -> Ending:
-        """Run turns until the agent ends the step or a limit does; a result built while
-        parts of the agent's data were left out of its prompt says so."""
-        ending = await self._work()
-        if self.left_out and ending.kind in ("complete", "timeout"):
-            note = INCOMPLETE.format(what="; ".join(self.left_out))
-            ending = replace(ending, text=f"{ending.text}\n\n{note}")
-        return ending
-
-    async def _work(self) -> Ending:
+    async def work(self) -> StepOutcome:
+        """Run turns until the agent ends the step or a limit does; the step, closed."""
         while True:
-            view = await self._view()
+            view = thread_view(self.rows, agent_id=self.run.agent.id)
             last = view.last
             if last is not None and last.unanswered:
                 if (ending := await self._answer(last)) is not None:
-                    return ending
+                    return await self.close(ending)
                 continue
             if (ending := self._limits(view)) is not None:
-                return ending
-            if (ending := await self._take_turn(view)) is not None:
-                return ending
+                return await self.close(ending)
+            if (outcome := await self._take_turn(view)) is not None:
+                return outcome
 
-    async def _view(self) -> ThreadView:
-        async with self.run.services.db.service() as conn:
-            rows = await dialogue.list_thread_messages(conn, thread_id=self.thread.id)
-            thread = await dialogue.get_thread(conn, thread_id=self.thread.id)
-        if thread is not None:
-            self.thread = thread
-        return thread_view(rows, agent_id=self.run.agent.id)
+    def transition(self) -> Transition:
+        plan = self.run.plan
+        return Transition(plan.session_id, plan.user_id, plan.id, self.run.emitter.outbox())
+
+    async def write(self, transition: Transition) -> Written:
+        """Run `transition`, keep what it stored and returned, deliver its events."""
+        async with self.run.services.db.autocommit() as conn:
+            written = await transition.run(conn)
+        self.rows += written.dialogue
+        self.thread = written.thread or self.thread
+        self.control, self.agent = written.control, written.agent
+        await self.run.emitter.deliver(written.events)
+        return written
+
+    async def close(self, ending: Ending) -> StepOutcome:
+        """End the step with `ending` (noting what the agent did not see), in one statement."""
+        transition = self.transition()
+        self._close_into(transition, ending)
+        return self._closed(await self.write(transition))
+
+    def _close_into(self, transition: Transition, ending: Ending) -> None:
+        if self.left_out and ending.kind in ("complete", "timeout"):
+            note = INCOMPLETE.format(what="; ".join(self.left_out))
+            ending = replace(ending, text=f"{ending.text}\n\n{note}")
+        close_into(transition, step=self.step, thread=self.thread, agent=self.run.agent,
+                   execution_id=self.run.execution.id, ending=ending)  # fmt: skip
+
+    def _closed(self, written: Written) -> StepOutcome:
+        assert written.step is not None
+        self.step = written.step
+        return StepOutcome.of(written.step, control=written.control)
 
     def _limits(self, view: ThreadView) -> Ending | None:
         if self.thread.turn_count >= self.thread.max_turns:
@@ -125,22 +200,30 @@ class StepWorker:
                      f"first {len(results) - len(shown)} left out")  # fmt: skip
         return Ending("timeout", f"{head}:\n" + "\n".join(found), why)
 
-    async def _take_turn(self, view: ThreadView) -> Ending | None:
+    def _take_state(self) -> State:
+        state = State(self.control, self.agent)
+        self.control, self.agent = None, None
+        return state
+
+    async def _take_turn(self, view: ThreadView) -> StepOutcome | None:
         request, fitted = build_request(
             self.run, system=with_date(self.system_prompt), segments=view.segments(),
             tools=self.tools, tool_choice="required",
         )  # fmt: skip
         self.left_out.update(dict.fromkeys(fitted.left_out))
         remaining = (self.deadline - datetime.now(UTC)).total_seconds()
+        control, self.control = self.control, None
         try:
             async with asyncio.timeout(max(remaining, 0.001)):
-                completion = await call_model(self.run, request, stream_text=False)
+                completion = await call_model(self.run, request, stream_text=False,
+                                              control=control)  # fmt: skip
         except TimeoutError:
-            return self.timeout(view, "ran out of time")
-        await self._store_turn(completion)
-        return None
+            return await self.close(self.timeout(view, "ran out of time"))
+        return await self._store_turn(completion)
 
-    async def _store_turn(self, completion: Completion) -> None:
+    async def _store_turn(self, completion: Completion) -> StepOutcome | None:
+        """Store the turn's rows (and end the step with them, when the turn is a single valid
+        `complete` or `fail`)."""
         text = completion.text.strip()
         calls = completion.tool_calls
         single_ending = len(calls) == 1 and calls[0].name in control.ENDINGS
@@ -148,31 +231,57 @@ class StepWorker:
         if text or not calls:
             said.append(("status", text, None))
         said += [(self._kind(call, single_ending), _call_text(call), call) for call in calls]
-        rows: list[AgentMessage] = []
-        async with self.run.services.db.service() as conn:
-            for index, (kind, content, call) in enumerate(said):
-                first = index == 0  # the turn's first row carries the call's accounting
-                rows.append(await dialogue.add_agent_message(
-                    conn, thread=self.thread, message_type=kind, content=content,
-                    sender_agent_id=self.run.agent.id,
-                    receiver_agent_id=self.thread.parent_agent_id,
-                    tool_name=call.name if call else None, tool_call_id=call.id if call else None,
-                    tool_args=stored_arguments(call) if call else None,
-                    model=completion.model if first else None,
-                    usage=completion.usage if first else None,
-                    reasoning_content=completion.message.reasoning_content if first else None,
-                ))  # fmt: skip
-            await dialogue.count_turn(conn, thread_id=self.thread.id)
-            await account_call(
-                conn, plan=self.run.plan, execution_id=self.run.execution.id,
-                usage=completion.usage,
+        transition = self.transition()
+        for index, (kind, content, call) in enumerate(said):
+            first = index == 0  # the turn's first row carries the call's accounting
+            self._agent_row(
+                transition, message_type=kind, content=content, sender=self.run.agent.id,
+                receiver=self.thread.parent_agent_id, call=call,
+                tool_args=stored_arguments(call) if call is not None else None,
+                model=completion.model if first else None,
+                usage=completion.usage if first else None,
+                reasoning=completion.message.reasoning_content if first else None,
             )  # fmt: skip
-        for row in rows:
-            await self._announce(row)
-        await emit_usage(
-            self.run.emitter, plan_id=self.run.plan.id, agent_id=self.run.agent.id,
-            model=completion.model, usage=completion.usage, db=self.run.services.db,
+        transition.set_thread(self.thread.id, turns=1)
+        account_call(transition, execution_id=self.run.execution.id, completion=completion,
+                     agent_id=self.run.agent.id)  # fmt: skip
+        ending = _final(calls[0]) if single_ending else None
+        if ending is not None:
+            self._close_into(transition, ending)
+            return self._closed(await self.write(transition))
+        transition.read_agent(self.run.agent.id)  # the calls' permission checks decide on it
+        await self.write(transition)
+        return None
+
+    def _agent_row(
+        self,
+        transition: Transition,
+        *,
+        message_type: AgentMessageType,
+        content: str,
+        sender: UUID | None,
+        receiver: UUID | None,
+        call: ToolCall | None,
+        tool_args: dict[str, Any] | None = None,
+        tool_result: Any = None,
+        model: str | None = None,
+        usage: Usage | None = None,
+        reasoning: str | None = None,
+    ) -> None:
+        """A row of the thread and its `agent_message` event."""
+        name, call_id = (call.name, call.id) if call is not None else (None, None)
+        row_id, slot = transition.agent_message(
+            thread_id=self.thread.id, message_type=message_type, content=content,
+            sender_agent_id=sender, receiver_agent_id=receiver, tool_name=name,
+            tool_call_id=call_id, tool_args=tool_args, tool_result=tool_result, model=model,
+            usage=usage, reasoning_content=reasoning,
         )  # fmt: skip
+        data = dialogue_data(
+            row_id, thread_id=self.thread.id, step_id=self.step.id, message_type=message_type,
+            sender_agent_id=sender, receiver_agent_id=receiver, content=content, tool_name=name,
+            tool_call_id=call_id, tool_args=tool_args, model=model,
+        )  # fmt: skip
+        transition.event("agent_message", data, agent_id=sender, row=slot)
 
     def _kind(self, call: ToolCall, single_ending: bool) -> AgentMessageType:
         if single_ending:
@@ -193,10 +302,10 @@ class StepWorker:
             elif call.name in control.ENDINGS:
                 await self._store_result(call, ALONE.format(name=call.name), None)
             else:
-                result = await run_tool(
-                    self.run, call, turn=self.cache, thread=self.thread, step_id=self.step.id
-                )
-                await self._store_result(call, result.content(), result)
+                outcome = await run_tool(self.run, call, turn=self.cache,
+                                         state=self._take_state(), thread=self.thread,
+                                         step_id=self.step.id)  # fmt: skip
+                await self._store_outcome(call, outcome)
         return None
 
     async def _ending(self, call: ToolCall, kind: str) -> Ending | None:
@@ -224,44 +333,38 @@ class StepWorker:
         if isinstance(parsed, str):
             await self._store_result(call, parsed, None)
             return
-        await answer_question(
+        written = await answer_question(
             self.run, step=self.step, thread=self.thread, call=call, question=parsed.text
         )
+        self.rows += written.dialogue
+        self.control, self.agent = written.control, written.agent
+
+    async def _store_outcome(self, call: ToolCall, outcome: Checked | ToolResult) -> None:
+        transition = self.transition()
+        result = record_result(transition, self.run, call, outcome, thread=self.thread,
+                               step_id=self.step.id)  # fmt: skip
+        self._result_row(transition, call, result.content(), result.payload)
+        await self.write(transition)
 
     async def _store_result(self, call: ToolCall, content: str, result: ToolResult | None) -> None:
-        async with self.run.services.db.service() as conn:
-            row = await dialogue.add_agent_message(
-                conn, thread=self.thread, message_type="tool_result", content=content,
-                receiver_agent_id=self.run.agent.id, tool_name=call.name, tool_call_id=call.id,
-                tool_result=result.payload if result is not None else {"note": content},
-            )  # fmt: skip
-            denial = None
-            if result is not None and result.error == "permission_denied":
-                denial = await dialogue.find_tool_message(
-                    conn, thread_id=self.thread.id, tool_call_id=call.id,
-                    message_type="permission_denied",
-                )  # fmt: skip
-        if denial is not None:
-            await self._announce(denial)
-            await self.run.emitter.emit(
-                "permission_denied",
-                {"tool_name": call.name, "tool_call_id": call.id, "reason": denial.content,
-                 "message_id": str(denial.id), "step_id": str(self.step.id)},
-                plan_id=self.run.plan.id, agent_id=self.run.agent.id,
-            )  # fmt: skip
-        await self._announce(row)
+        transition = self.transition()
+        payload = result.payload if result is not None else {"note": content}
+        self._result_row(transition, call, content, payload)
+        await self.write(transition)
+
+    def _result_row(
+        self, transition: Transition, call: ToolCall, content: str, payload: Any
+    ) -> None:
+        self._agent_row(transition, message_type="tool_result", content=content, sender=None,
+                        receiver=self.run.agent.id, call=call, tool_result=payload)  # fmt: skip
+        transition.read_agent(self.run.agent.id)
 
     async def _store_answer(self, call: ToolCall, content: str) -> None:
-        async with self.run.services.db.service() as conn:
-            row = await dialogue.add_agent_message(
-                conn, thread=self.thread, message_type="answer", content=content,
-                receiver_agent_id=self.run.agent.id, tool_name=call.name, tool_call_id=call.id,
-            )  # fmt: skip
-        await self._announce(row)
-
-    async def _announce(self, row: AgentMessage) -> None:
-        await emit_agent_message(self.run.emitter, row, plan_id=self.run.plan.id,
-                                 step_id=self.step.id)  # fmt: skip
+        transition = self.transition()
+        self._agent_row(transition, message_type="answer", content=content, sender=None,
+                        receiver=self.run.agent.id, call=call)  # fmt: skip
+        transition.read_agent(self.run.agent.id)
+        await self.write(transition)
 
 
 _ENDING_TYPES: dict[str, AgentMessageType] = {
@@ -269,6 +372,16 @@ _ENDING_TYPES: dict[str, AgentMessageType] = {
     control.FAIL: "error",
     control.ESCALATE: "escalation",
 }
+
+
+def _final(call: ToolCall) -> Ending | None:
+    """The step's end, if `call` (alone in its turn) is a valid `complete` or `fail`."""
+    if call.name not in (control.COMPLETE, control.FAIL):
+        return None
+    parsed = control.parse_control(call.name, call.arguments)
+    if isinstance(parsed, str):
+        return None  # answered with its problem on the next round
+    return Ending("complete" if call.name == control.COMPLETE else "fail", parsed.text)
 
 
 def _call_text(call: ToolCall) -> str:

@@ -1,10 +1,12 @@
 """Opening one step attempt: its agent, thread, delegation and execution — exactly once.
 
-Everything is created in one transaction holding the step's row lock, keyed on the
-`agent_executions` unique (step_id, attempt): a second invocation for the same attempt (a
-redelivery, a resumed plan) finds the execution and works on in the thread it links to. The
-same transaction takes the step's run lease (`shared.agents.leases`): while another invocation
-holds it, opening answers `StepBusy` and nothing is done.
+One statement claims the step (`transitions.claim_step`): it takes the step's run lease and
+reads everything working on it needs. While another invocation holds the lease, opening
+answers `StepBusy` and nothing is done. An attempt that started already (a redelivery, a
+resumed plan) is worked on in its thread, from its stored rows. A new attempt is opened by one
+more statement: its agent, the step `running`, its execution, its thread and the delegation,
+with the `step_started` and `agent_message` events — keyed on the `agent_executions` unique
+(step_id, attempt), so a second run of the same attempt cannot open it twice.
 
 * Executor steps get a fresh executor `agents` row: `read_only`, the executor model, the
   executor budget, and `allowed_tools` = the read tools the plan named for the step.
@@ -14,6 +16,7 @@ holds it, opening answers `StepBusy` and nothing is done.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -21,11 +24,15 @@ from uuid import UUID
 
 from shared.agents import prompts
 from shared.agents.budget import clip
-from shared.agents.leases import Lease, new_owner
-from shared.db import agents, approvals, chats, dialogue, executions, plans
+from shared.agents.events import dialogue_data, step_started_data
+from shared.agents.leases import Lease, give_back, new_owner
+from shared.db import plans
 from shared.db.database import Connection
 from shared.db.records import Agent, AgentMessage, AgentThread, Execution, Plan, PlanStep
+from shared.db.transitions import ClaimedStep, Control, Transition, claim_step
 from shared.errors import InvalidInput, NotFound
+from shared.events import Event
+from shared.events.emitter import Outbox
 
 if TYPE_CHECKING:
     from shared.services import Services
@@ -38,21 +45,24 @@ FINISHED = frozenset({"completed", "failed", "skipped", "cancelled"})
 
 @dataclass(frozen=True, slots=True)
 class OpenedStep:
-    """A step attempt ready to work on; `delegation` is set when it was opened just now."""
+    """A step attempt ready to work on, with its thread as stored."""
 
     plan: Plan
     step: PlanStep
     agent: Agent
     thread: AgentThread
     execution: Execution
-    delegation: AgentMessage | None
+    messages: list[AgentMessage]
+    """The thread's rows so far (the delegation first)."""
     lease: Lease
     """The step's run lease, held by this invocation."""
     clock_from: datetime
     """Where the step's wall-clock limit counts from: its start, or the user's last decision
     for it (time spent waiting for the user does not count)."""
-    started_seq: int | None = None
-    """The seq reserved for `step_started`, just before the delegation's (when opened now)."""
+    control: Control
+    """The plan's state as the opening statement found it."""
+    events: list[Event]
+    """The events the opening statement sent (a new attempt's `step_started`, delegation)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,101 +73,125 @@ class StepBusy:
 
 
 async def open_step(
-    services: Services, *, step_id: UUID, attempt: int
+    services: Services, *, step_id: UUID, attempt: int, executor_only: bool = False
 ) -> OpenedStep | PlanStep | StepBusy:
     """The opened attempt; the step itself when there is nothing to do (it has finished, or
-    its plan was cancelled — then it is closed as `cancelled` here); or `StepBusy`."""
+    its plan was cancelled — then it is closed as `cancelled` here); or `StepBusy`.
+    `executor_only`: a planner's own step is refused (`InvalidInput`) before anything."""
     if attempt < 1:
         raise InvalidInput("attempt must be 1 or more")
-    seconds = services.settings.run_lease_seconds
-    async with services.db.service() as conn:
-        step = await plans.get_step(conn, step_id=step_id, lock=True)
-        plan = await plans.get_plan(conn, plan_id=step.plan_id) if step else None
-        if step is None or plan is None:
-            raise NotFound(f"Plan step {step_id} not found")
-        if step.status in FINISHED:
-            return step
-        lease = Lease("agent_plan_steps", step.id, new_owner(), seconds)
-        if not await plans.take_step_lease(conn, step_id=step.id, owner=lease.owner,
-                                           seconds=seconds):  # fmt: skip
-            return StepBusy(step)
-        if plan.cancel_requested_at is not None:
-            return await plans.update_step(
-                conn, step_id=step.id, status="cancelled", error="the request was cancelled"
-            )
-        execution = await executions.get_step_execution(conn, step_id=step.id, attempt=attempt)
-        if execution is not None and execution.agent_session_id is not None:
-            return await _reopen(conn, plan, step, execution, lease)
-        return await _open(conn, services, plan, step, attempt, lease)
+    lease = Lease("agent_plan_steps", step_id, new_owner(), services.settings.run_lease_seconds)
+    async with services.db.autocommit() as conn:
+        claimed = await claim_step(
+            conn, step_id=step_id, attempt=attempt, owner=lease.owner, seconds=lease.seconds,
+            executor_only=executor_only,
+        )  # fmt: skip
+    if claimed is None:
+        raise NotFound(f"Plan step {step_id} not found")
+    step = claimed.step
+    if executor_only and not step.executor_required:
+        raise InvalidInput(f"step {step.step_number} is the planner's own step, not an executor's")
+    if step.status in FINISHED:
+        return step
+    if not claimed.leased:
+        return StepBusy(step)
+    try:
+        async with services.db.autocommit() as conn:
+            if claimed.plan.cancel_requested_at is not None:
+                return await plans.update_step(
+                    conn, step_id=step.id, status="cancelled", error="the request was cancelled"
+                )
+            if claimed.execution is not None and claimed.thread is not None:
+                return await _reopen(conn, claimed, lease)
+            return await _open(conn, services, claimed, attempt, lease)
+    except BaseException:
+        await asyncio.shield(give_back(services.db, lease))  # as leaving `holding` would
+        raise
 
 
-async def _reopen(
-    conn: Connection, plan: Plan, step: PlanStep, execution: Execution, lease: Lease
-) -> OpenedStep:
-    agent = await agents.get_agent(conn, agent_id=execution.agent_id)
-    thread_id = execution.agent_session_id
-    thread = await dialogue.get_thread(conn, thread_id=thread_id) if thread_id else None
-    if agent is None or thread is None:
-        raise NotFound(f"the agent or thread of step {step.id} is gone")
+async def _reopen(conn: Connection, claimed: ClaimedStep, lease: Lease) -> OpenedStep:
+    execution, agent, thread = claimed.execution, claimed.agent, claimed.thread
+    if execution is None or agent is None or thread is None:
+        raise NotFound(f"the agent or thread of step {claimed.step.id} is gone")
+    step = claimed.step
     if step.status == "awaiting_approval":
         step = await plans.update_step(conn, step_id=step.id, status="running")
     started = execution.started_at or execution.created_at
-    decided = await approvals.last_decision_at(conn, step_id=step.id)
+    decided = claimed.decided_at
     clock_from = max(started, decided) if decided is not None else started
-    return OpenedStep(plan, step, agent, thread, execution, None, lease, clock_from)
+    return OpenedStep(claimed.plan, step, agent, thread, execution, claimed.messages, lease,
+                      clock_from, Control.of(claimed.plan), [])  # fmt: skip
 
 
 async def _open(
-    conn: Connection,
-    services: Services,
-    plan: Plan,
-    step: PlanStep,
-    attempt: int,
-    lease: Lease,
+    conn: Connection, services: Services, claimed: ClaimedStep, attempt: int, lease: Lease
 ) -> OpenedStep:
-    agent = await _agent_for(conn, services, plan, step)
-    step = await plans.update_step(
-        conn, step_id=step.id, status="running", assigned_agent_id=agent.id
-    )
-    execution, _ = await executions.start_execution(
-        conn, user_id=plan.user_id, session_id=plan.session_id, plan_id=plan.id,
-        agent_id=agent.id, agent_role=agent.role, model=agent.model, step_id=step.id,
-        attempt=attempt,
+    plan, step = claimed.plan, claimed.step
+    transition = Transition(plan.session_id, plan.user_id, plan.id,
+                            _outbox(services, plan))  # fmt: skip
+    agent_id, model = _agent_for(transition, services, claimed)
+    thread_id = transition.new_thread(
+        step_id=step.id, parent_agent_id=plan.planner_agent_id, child_agent_id=agent_id,
+        max_turns=services.settings.executor_max_turns,
     )  # fmt: skip
-    settings = services.settings
-    thread = await dialogue.create_thread(
-        conn, session_id=plan.session_id, user_id=plan.user_id, plan_id=plan.id,
-        parent_agent_id=plan.planner_agent_id, child_agent_id=agent.id,
-        max_turns=settings.executor_max_turns, step_id=step.id,
+    role = "executor" if step.executor_required else "planner"
+    execution_id = transition.new_execution(
+        agent_id=agent_id, agent_role=role, model=model, step_id=step.id, attempt=attempt,
+        thread_id=thread_id,
     )  # fmt: skip
-    await executions.set_execution_thread(conn, execution_id=execution.id, thread_id=thread.id)
-    content = await _delegation(conn, services, plan, step, agent)
-    started_seq = await chats.allocate_seq(conn, session_id=plan.session_id)
-    message = await dialogue.add_agent_message(
-        conn, thread=thread, message_type="delegation", content=content,
-        sender_agent_id=plan.planner_agent_id, receiver_agent_id=agent.id,
+    transition.set_step(step.id, status="running", assigned_agent_id=agent_id)
+    started = step_started_data(step, thread_id=thread_id, execution_id=execution_id,
+                                attempt=attempt, model=model)  # fmt: skip
+    transition.event("step_started", started, agent_id=agent_id)
+    content = _delegation(services, claimed, budget=_budget(services, claimed))
+    row_id, slot = transition.agent_message(
+        thread_id=thread_id, message_type="delegation", content=content,
+        sender_agent_id=plan.planner_agent_id, receiver_agent_id=agent_id,
     )  # fmt: skip
-    clock_from = execution.started_at or execution.created_at
-    return OpenedStep(plan, step, agent, thread, execution, message, lease, clock_from, started_seq)
+    transition.event("agent_message", dialogue_data(
+        row_id, thread_id=thread_id, step_id=step.id, message_type="delegation",
+        sender_agent_id=plan.planner_agent_id, receiver_agent_id=agent_id, content=content,
+    ), agent_id=plan.planner_agent_id, row=slot)  # fmt: skip
+    written = await transition.run(conn)
+    agent = written.agent or claimed.planner
+    assert written.thread is not None and written.execution is not None and written.step
+    execution = written.execution
+    return OpenedStep(
+        written.plan, written.step, agent, written.thread, execution, written.dialogue, lease,
+        execution.started_at or execution.created_at, written.control, written.events,
+    )  # fmt: skip
 
 
-async def _agent_for(conn: Connection, services: Services, plan: Plan, step: PlanStep) -> Agent:
+def _outbox(services: Services, plan: Plan) -> Outbox:
+    return Outbox(plan.session_id, services.settings.realtime_private_channels)
+
+
+def _agent_for(
+    transition: Transition, services: Services, claimed: ClaimedStep
+) -> tuple[UUID, str]:
+    """The step's agent: a new executor row, or the planner for its own steps."""
+    plan, step = claimed.plan, claimed.step
     if not step.executor_required:
-        planner = await agents.get_agent(conn, agent_id=plan.planner_agent_id)
-        if planner is None:
-            raise NotFound(f"the planner of plan {plan.id} is gone")
-        return planner
+        return claimed.planner.id, claimed.planner.model
     settings = services.settings
     reads = [name for name in step.tools if _is_read(services, name)]
-    model = services.models.lookup(settings.llm_executor_model)
-    return await agents.create_agent(
-        conn, user_id=plan.user_id, chat_session_id=plan.session_id, role="executor",
-        name=f"executor {step.step_number}", model=settings.llm_executor_model,
-        permissions="read_only",
-        token_budget=min(settings.executor_token_budget, model.context_window),
+    window = services.models.lookup(settings.llm_executor_model).context_window
+    agent_id = transition.new_agent(
+        chat_session_id=plan.session_id, name=f"executor {step.step_number}",
+        model=settings.llm_executor_model,
+        token_budget=min(settings.executor_token_budget, window),
         allowed_tools=reads or None, parent_agent_id=plan.planner_agent_id,
         system_prompt=prompts.EXECUTOR,
     )  # fmt: skip
+    return agent_id, settings.llm_executor_model
+
+
+def _budget(services: Services, claimed: ClaimedStep) -> int:
+    settings = services.settings
+    if not claimed.step.executor_required:
+        return claimed.planner.token_budget
+    window = services.models.lookup(settings.llm_executor_model).context_window
+    return min(settings.executor_token_budget, window)
 
 
 def _is_read(services: Services, name: str) -> bool:
@@ -165,16 +199,14 @@ def _is_read(services: Services, name: str) -> bool:
     return tool is not None and tool.access == "read"
 
 
-async def _delegation(
-    conn: Connection, services: Services, plan: Plan, step: PlanStep, agent: Agent
-) -> str:
-    steps = {s.step_number: s for s in await plans.list_steps(conn, plan_id=plan.id)}
-    done = [steps[n] for n in step.depends_on if n in steps]
-    share = max(agent.token_budget // DELEGATION_SHARE // max(len(done), 1), 40)
-    how = "ask_planner for it if you need it" if agent.role == "executor" else "it is in the plan"
+def _delegation(services: Services, claimed: ClaimedStep, *, budget: int) -> str:
+    plan, step = claimed.plan, claimed.step
+    done = sorted(claimed.dependencies, key=lambda d: step.depends_on.index(d.step_number))
+    share = max(budget // DELEGATION_SHARE // max(len(done), 1), 40)
+    executor = step.executor_required
+    how = "ask_planner for it if you need it" if executor else "it is in the plan"
     results = [(s, clip(services.tokens, s.result or s.error or "(no result)", share, how=how))
                for s in done]  # fmt: skip
-    if not plan.goal:
-        request = await chats.get_message(conn, message_id=plan.user_message_id)
-        plan = plan if request is None else replace(plan, goal=request.content)
+    if not plan.goal and claimed.request is not None:
+        plan = replace(plan, goal=claimed.request)
     return prompts.delegation(plan, step, results)

@@ -1,23 +1,43 @@
 """Running one domain tool call for an agent: cancel check, approval gate, tool executor.
 
-Permission is the tool executor's job (it re-reads the agent row and records denials); this
-adds what only the agent core knows: whether the plan was cancelled, and — for a destructive
-tool the agent is allowed to use — what the approval gate says.
+The checks decide on what the statement that stored the call returned (`State`): the plan's
+control state (a cancel request stops the agent here) and the agent's row as it was read then
+— permission is decided on that row at call time (`ToolExecutor.execute_checked`), and the
+check's record (the call counted on the execution, a denial logged as a `permission_denied`
+dialogue row with its events) goes into the statement that stores the result
+(`record_result`). For a destructive tool the agent is allowed to use, the approval gate is
+asked first.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from uuid import UUID
 
+from pydantic import JsonValue
+
+from shared.agents.accounting import read_control
 from shared.agents.approvals import ToolApproval
 from shared.agents.errors import AwaitingApproval, PlanCancelled
+from shared.agents.events import dialogue_data
 from shared.agents.model_calls import AgentRun
-from shared.db import plans
-from shared.db.records import AgentThread
+from shared.db import Database, agents
+from shared.db.records import Agent, AgentThread
+from shared.db.transitions import Control, Transition
 from shared.llm import ToolCall
 from shared.tools import CallContext, ToolResult, TurnCache, decide
 from shared.tools import ToolCall as ExecutorCall
+from shared.tools.executor import Checked
 from shared.tools.results import failure
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """What the statement before a tool call returned: the plan's control state and the
+    calling agent's row (None for either: read it now)."""
+
+    control: Control | None
+    agent: Agent | None
 
 
 async def run_tool(
@@ -25,15 +45,18 @@ async def run_tool(
     call: ToolCall,
     *,
     turn: TurnCache,
+    state: State,
     thread: AgentThread | None = None,
     step_id: UUID | None = None,
-) -> ToolResult:
-    """The result of `call` for the acting agent (never raises for a tool's own failure)."""
-    async with run.services.db.service() as conn:
-        plan = await plans.get_plan(conn, plan_id=run.plan.id)
-    if plan is None or plan.cancel_requested_at is not None:
+) -> Checked | ToolResult:
+    """The result of `call` for the acting agent (never raises for a tool's own failure):
+    `Checked` when the permission check ran (record it with `record_result`), a bare
+    `ToolResult` when the approval gate answered instead."""
+    control = state.control or await read_control(run.services.db, run.plan.id)
+    if control.cancel_requested or control.status == "cancelled":
         raise PlanCancelled()
-    refused = await _gate(run, call, step_id)
+    agent = state.agent or await _read_agent(run.services.db, run.agent.id)
+    refused = await _gate(run, agent, call, step_id)
     if refused is not None:
         return refused
     context = CallContext(
@@ -43,14 +66,71 @@ async def run_tool(
         plan_id=run.plan.id,
         execution_id=run.execution.id,
     )
-    return await run.services.tool_executor.execute(
-        ExecutorCall(call.id, call.name, call.arguments_json), context=context, turn=turn
-    )
+    return await run.services.tool_executor.execute_checked(
+        ExecutorCall(call.id, call.name, call.arguments_json), agent=agent, context=context,
+        turn=turn,
+    )  # fmt: skip
 
 
-async def _gate(run: AgentRun, call: ToolCall, step_id: UUID | None) -> ToolResult | None:
+def record_result(
+    transition: Transition,
+    run: AgentRun,
+    call: ToolCall,
+    outcome: Checked | ToolResult,
+    *,
+    thread: AgentThread | None,
+    step_id: UUID | None,
+) -> ToolResult:
+    """Add the check's record to `transition` — the call counted on the execution; a denial
+    as its `permission_denied` dialogue row and events — and return the result to store."""
+    if isinstance(outcome, ToolResult):
+        return outcome  # the approval gate answered: no check ran, nothing to count
+    transition.account(run.execution.id, tool_calls=1, denials=int(outcome.denial is not None))
+    if outcome.denial is not None:
+        _record_denial(transition, run, call, outcome, thread=thread, step_id=step_id)
+    return outcome.result
+
+
+def _record_denial(
+    transition: Transition,
+    run: AgentRun,
+    call: ToolCall,
+    checked: Checked,
+    *,
+    thread: AgentThread | None,
+    step_id: UUID | None,
+) -> None:
+    """The denial's dialogue row — in the call's thread, else on the plan — and its events:
+    a step's denial is an `agent_message` too; both are a `permission_denied` event."""
+    reason = checked.denial or ""
+    thread_id = thread.id if thread is not None else None
+    row_id, slot = transition.agent_message(
+        thread_id=thread_id, message_type="permission_denied", content=reason,
+        sender_agent_id=checked.agent_id, tool_name=call.name, tool_call_id=call.id,
+        tool_args=checked.arguments,
+    )  # fmt: skip
+    data: dict[str, JsonValue] = {"tool_name": call.name, "tool_call_id": call.id,
+                                  "reason": reason}  # fmt: skip
+    if thread is not None:
+        transition.event("agent_message", dialogue_data(
+            row_id, thread_id=thread_id, step_id=step_id, message_type="permission_denied",
+            sender_agent_id=checked.agent_id, receiver_agent_id=None, content=reason,
+            tool_name=call.name, tool_call_id=call.id, tool_args=checked.arguments,
+        ), agent_id=run.agent.id, row=slot)  # fmt: skip
+        data |= {"message_id": str(row_id), "step_id": str(step_id) if step_id else None}
+    transition.event("permission_denied", data, agent_id=run.agent.id)
+
+
+async def _read_agent(db: Database, agent_id: UUID) -> Agent | None:
+    async with db.autocommit() as conn:
+        return await agents.get_agent(conn, agent_id=agent_id)
+
+
+async def _gate(
+    run: AgentRun, agent: Agent | None, call: ToolCall, step_id: UUID | None
+) -> ToolResult | None:
     tool = run.services.tools.get(call.name)
-    if tool is None or not tool.destructive or not decide(run.agent, tool).allowed:
+    if tool is None or not tool.destructive or not decide(agent, tool).allowed:
         return None  # not destructive, or the executor will refuse it anyway
     request = ToolApproval(
         plan_id=run.plan.id,

@@ -27,9 +27,9 @@ from shared.agents.finishing import TERMINAL, close_plan_rows
 from shared.agents.invoker import InProcessInvoker
 from shared.agents.outcomes import TurnOutcome, TurnStarted
 from shared.agents.prompts import PLANNER
-from shared.db import agents, chats, leases, plans
+from shared.db import chats, leases, plans
 from shared.db.database import Connection
-from shared.db.records import ChatMessage, ChatSession, Plan
+from shared.db.records import ChatSession, Plan
 from shared.errors import InvalidInput, NotFound
 from shared.events import Publisher
 
@@ -49,7 +49,9 @@ async def start_turn(
     client_message_id: str | None = None,
 ) -> TurnStarted:
     """Store the user's message (in a new session when `session_id` is None), make sure the
-    session has its planner, and create the message's plan — one transaction, no model call.
+    session has its planner, and create the message's plan — one transaction of two
+    statements after `BEGIN`, no model call: the session's row locked (or made), then the
+    message, planner and plan (`chats.store_turn`).
 
     Raises `NotFound` for a session that is not the user's, `TurnStillRunning` while another
     turn of the session runs (see the module docstring).
@@ -59,24 +61,23 @@ async def start_turn(
         raise InvalidInput("The message is empty.")
     if len(text) > MAX_MESSAGE_CHARS:
         raise InvalidInput(f"The message is longer than {MAX_MESSAGE_CHARS} characters.")
+    settings = services.settings
+    budget = min(settings.planner_token_budget,
+                 services.models.lookup(settings.llm_planner_model).context_window)  # fmt: skip
     async with services.db.service() as conn:
         session = await _locked_session(conn, user_id, session_id, text, client_message_id)
-        if client_message_id is not None:
-            earlier = await chats.find_user_message(
-                conn, session_id=session.id, client_message_id=client_message_id
-            )
-            if earlier is not None:
-                return await _turn_of(conn, services, session, earlier, created=False)
-        running = await plans.find_running_plan(
-            conn, session_id=session.id, fresh_seconds=services.settings.run_lease_seconds
-        )
-        if running is not None:
-            raise TurnStillRunning(running)
-        stored, created = await chats.add_user_message(
+        stored = await chats.store_turn(
             conn, session_id=session.id, user_id=user_id, content=text,
-            client_message_id=client_message_id,
+            client_message_id=client_message_id, fresh_seconds=settings.run_lease_seconds,
+            planner_model=settings.llm_planner_model, planner_budget=budget,
+            planner_prompt=PLANNER,
         )  # fmt: skip
-        return await _turn_of(conn, services, session, stored, created=created)
+        if stored.running is not None:
+            raise TurnStillRunning(stored.running)
+    assert stored.message is not None and stored.plan_id is not None
+    assert stored.planner_id is not None
+    return TurnStarted(session.id, stored.message.id, stored.plan_id, stored.planner_id,
+                       stored.created)  # fmt: skip
 
 
 async def _locked_session(
@@ -100,25 +101,6 @@ async def _locked_session(
     if found is None or found.status == "deleted":
         raise NotFound(f"Chat session {session_id} not found")
     return found
-
-
-async def _turn_of(
-    conn: Connection, services: Services, session: ChatSession, stored: ChatMessage, *,
-    created: bool,
-) -> TurnStarted:  # fmt: skip
-    """The session's planner and the message's plan (made now, or found)."""
-    settings = services.settings
-    budget = min(settings.planner_token_budget,
-                 services.models.lookup(settings.llm_planner_model).context_window)  # fmt: skip
-    planner = await agents.ensure_planner(
-        conn, user_id=session.user_id, chat_session_id=session.id,
-        model=settings.llm_planner_model, token_budget=budget, system_prompt=PLANNER,
-    )  # fmt: skip
-    plan, _ = await plans.create_plan(
-        conn, session_id=session.id, user_id=session.user_id, user_message_id=stored.id,
-        planner_agent_id=planner.id,
-    )  # fmt: skip
-    return TurnStarted(session.id, stored.id, plan.id, planner.id, created)
 
 
 async def run_turn(

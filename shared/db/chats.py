@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from shared.db._rows import fetch_all, fetch_one, fetch_optional
+from shared.db._rows import fetch_all, fetch_one, fetch_optional, record_from_json
 from shared.db.database import Connection
-from shared.db.records import ChatMessage, ChatSession, MessageRole, SessionStatus, Usage, columns
+from shared.db.records import (
+    ChatMessage,
+    ChatSession,
+    MessageRole,
+    Plan,
+    SessionStatus,
+    Usage,
+    columns,
+)
 
 SESSION = columns(ChatSession)
 MESSAGE = columns(ChatMessage)
@@ -268,3 +277,89 @@ async def list_conversation(
         (session_id, before_seq, limit),
     )
     return rows[::-1]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTurn:
+    """What `store_turn` found or stored: the turn of the message, or the turn still running."""
+
+    message: ChatMessage | None
+    plan_id: UUID | None
+    planner_id: UUID | None
+    created: bool
+    running: Plan | None
+    """A turn of the session still running: nothing was stored."""
+
+
+STORE_TURN = """
+WITH earlier AS (
+    SELECT * FROM chat_messages
+    WHERE session_id = %(session)s AND client_message_id = %(cmid)s),
+running AS (
+    SELECT * FROM agent_plans
+    WHERE session_id = %(session)s AND cancel_requested_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM earlier) AND (
+        (status IN ('pending', 'executing') AND lease_expires_at > now())
+        OR (status = 'pending' AND lease_owner IS NULL
+            AND created_at > now() - make_interval(secs => %(fresh)s))
+        OR status = 'awaiting_approval')
+    ORDER BY created_at LIMIT 1),
+message AS (
+    INSERT INTO chat_messages (session_id, user_id, role, content, client_message_id)
+    SELECT %(session)s, %(user)s, 'user', %(content)s, %(cmid)s
+    WHERE NOT EXISTS (SELECT 1 FROM earlier) AND NOT EXISTS (SELECT 1 FROM running)
+    RETURNING *),
+new_planner AS (
+    INSERT INTO agents (user_id, chat_session_id, role, name, model, permissions, token_budget,
+                        system_prompt)
+    SELECT %(user)s, %(session)s, 'planner', 'planner', %(model)s, 'read_write', %(budget)s,
+           %(prompt)s
+    WHERE EXISTS (SELECT 1 FROM message)
+    ON CONFLICT (chat_session_id) WHERE role = 'planner' DO NOTHING
+    RETURNING id),
+planner AS (
+    SELECT id FROM new_planner
+    UNION ALL
+    SELECT id FROM agents WHERE chat_session_id = %(session)s AND role = 'planner'
+      AND NOT EXISTS (SELECT 1 FROM new_planner)),
+plan AS (
+    INSERT INTO agent_plans (session_id, user_id, user_message_id, planner_agent_id)
+    SELECT %(session)s, %(user)s, m.id, p.id FROM message m, planner p
+    RETURNING id)
+SELECT coalesce((SELECT to_jsonb(m) FROM message m), (SELECT to_jsonb(e) FROM earlier e))
+           AS message,
+    EXISTS (SELECT 1 FROM message) AS created,
+    coalesce((SELECT id FROM plan),
+             (SELECT p.id FROM agent_plans p, earlier e WHERE p.user_message_id = e.id))
+           AS plan_id,
+    (SELECT id FROM planner LIMIT 1) AS planner_id,
+    (SELECT to_jsonb(r) FROM running r) AS running"""
+
+
+async def store_turn(
+    conn: Connection,
+    *,
+    session_id: UUID,
+    user_id: UUID,
+    content: str,
+    client_message_id: str | None,
+    fresh_seconds: float,
+    planner_model: str,
+    planner_budget: int,
+    planner_prompt: str,
+) -> StoredTurn:
+    """In one statement, with the session's row locked by the caller: the earlier message sent
+    with `client_message_id` and its plan; or the turn still running in the session; or the
+    message stored now, with the session's planner (made on first use) and the message's plan.
+    (What counts as running: `plans.find_running_plan`.)"""
+    cur = await conn.execute(
+        STORE_TURN,
+        {"session": session_id, "user": user_id, "content": content, "cmid": client_message_id,
+         "fresh": fresh_seconds, "model": planner_model, "budget": planner_budget,
+         "prompt": planner_prompt},
+    )  # fmt: skip
+    row = await cur.fetchone()
+    assert row is not None
+    running = record_from_json(Plan, row["running"]) if row["running"] else None
+    message = record_from_json(ChatMessage, row["message"]) if row["message"] else None
+    return StoredTurn(message, row["plan_id"], row["planner_id"], bool(row["created"]), running)

@@ -1,7 +1,9 @@
 """Async Postgres access: one small pool and the two kinds of unit of work.
 
 * `Database.service()` — a transaction as the connecting role (the table owner): it bypasses RLS
-  and is used for orchestration writes (plans, agents, dialogue, accounting).
+  and is used for orchestration writes (plans, agents, dialogue, accounting);
+  `Database.autocommit()` the same privileges for a unit that is a single statement (no
+  `BEGIN`/`COMMIT`: the hot paths write each transition in one statement).
 * `Database.as_user(user_id)` — a transaction as Supabase's `authenticated` role with the user's
   JWT claims in `request.jwt.claims`, so `auth.uid()` and every RLS policy apply. With
   `read_only=True` the transaction is `READ ONLY`: Postgres itself refuses any write.
@@ -195,6 +197,15 @@ class Database:
         """A transaction with the service's own privileges (RLS bypassed)."""
         await self.open()
         async with self._pool.connection() as conn, conn.transaction():
+            yield conn
+
+    @asynccontextmanager
+    async def autocommit(self) -> AsyncIterator[Connection]:
+        """A connection with no transaction open: each statement is a transaction of its
+        own, with no `BEGIN`/`COMMIT` round trips — for a unit of work that is one statement
+        (the service's privileges, as `service()`)."""
+        await self.open()
+        async with self._pool.connection() as conn:
             yield conn
 
     @asynccontextmanager

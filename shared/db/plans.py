@@ -8,7 +8,13 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from shared.db._rows import fetch_all, fetch_one, fetch_optional
+from shared.db._rows import (
+    fetch_all,
+    fetch_one,
+    fetch_optional,
+    record_from_json,
+    records_from_json,
+)
 from shared.db.database import Connection
 from shared.db.leases import PARKED
 from shared.db.records import Plan, PlanStatus, PlanStep, PlanStrategy, StepStatus, Usage, columns
@@ -334,3 +340,18 @@ async def too_old_plans(conn: Connection, *, max_age_seconds: float) -> list[UUI
         (max_age_seconds,),
     )
     return [row["id"] for row in await cur.fetchall()]
+
+
+async def plan_with_steps(conn: Connection, *, plan_id: UUID) -> tuple[Plan, list[PlanStep]]:
+    """The plan and its steps in order, in one statement."""
+    cur = await conn.execute(
+        """SELECT to_jsonb(p) AS plan,
+                  (SELECT jsonb_agg(to_jsonb(s) ORDER BY s.step_number)
+                   FROM agent_plan_steps s WHERE s.plan_id = p.id) AS steps
+           FROM agent_plans p WHERE p.id = %s""",
+        (plan_id,),
+    )
+    row = await cur.fetchone()
+    if row is None:
+        raise LookupError(f"plan {plan_id} does not exist")
+    return record_from_json(Plan, row["plan"]), records_from_json(PlanStep, row["steps"])

@@ -1,27 +1,137 @@
-"""Emit a session's events: stamp `seq` and `ts`, coalesce token deltas, publish.
+"""Emit a session's events: durable ones from the database, in the transaction of their rows.
 
-Events about stored rows reuse the row's `seq`; every other event draws the next number from the
-session's counter in Postgres (`allocate_session_seq`), so rows and events share one order. Token
-deltas are buffered and sent as one `token` event per batch (flushed by size, by age, and before
-any other event), which keeps Realtime traffic and counter updates small.
+Every event about stored state — a message, a dialogue row, a plan's or step's status, usage,
+`done` — is sent with `realtime.send()` (Supabase's Broadcast from Database) by the statement
+or transaction that stores that state (`parley_private.send_events`): it reaches Realtime if
+and only if its transaction commits, with the same `seq` as its row. Code that stores state
+stages the events in an `Outbox` and hands it to the statement; once the statement has
+returned, `deliver` passes the stamped events to this process's own publishers (an SSE
+response, tests, the local stack). `unit()` is a transaction that does both for code that
+needs several statements.
+
+Token deltas are ephemeral (the answer they spell is stored when it is complete): they are
+buffered and sent as one `token` event per batch (by size, by age, and before any other event)
+to the publishers only, never stored. Their numbers come from a block the caller reserved in
+the statement before the streamed call (`reserve_tokens`), so streaming costs the database
+nothing; a stream that outruns its block reserves another. A reserved number no batch used is
+a gap in `seq` — in the tables and the events alike.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from pydantic import JsonValue
 
-from shared.db import Database
 from shared.events.models import Event, EventType
 from shared.events.publisher import Publisher
 
+if TYPE_CHECKING:
+    from shared.db import Connection, Database
+
+TOKEN_BLOCK = 32
+"""Numbers reserved at a time for a stream's token batches."""
+SEND = "parley_private.send_events(%(session)s, %(events)s, %(private)s"
+"""How a statement sends an outbox (close it with the base and totals arguments, or `)`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """An event before its statement ran: its `seq` and parts of its `data` come from it."""
+
+    type: EventType
+    data: dict[str, JsonValue]
+    plan_id: UUID | None
+    agent_id: UUID | None
+    ts: datetime
+    seq: int | None
+    slot: int | None
+    totals_at: str | None
+
+
+@dataclass(slots=True)
+class Outbox:
+    """The events of one statement or transaction, before their `seq` is known.
+
+    Each is given its row's `seq`, a `slot` (an offset from a block of numbers the statement
+    reserves: `base + slot`), or neither (the session's next number). `totals_at` names the
+    `data` key that gets the plan's totals as the statement leaves them. A statement that
+    learns the session itself (`session_id` None) passes it to `send_events`.
+    """
+
+    session_id: UUID | None
+    private: bool
+    staged: list[Staged] = field(default_factory=list)
+
+    def add(
+        self,
+        type: EventType,
+        data: dict[str, JsonValue] | None = None,
+        *,
+        plan_id: UUID | None = None,
+        agent_id: UUID | None = None,
+        seq: int | None = None,
+        slot: int | None = None,
+        totals_at: str | None = None,
+    ) -> None:
+        """Stage one event (see the class docstring for `seq`, `slot` and `totals_at`)."""
+        self.staged.append(
+            Staged(type, data or {}, plan_id, agent_id, datetime.now(UTC), seq, slot, totals_at)
+        )
+
+    def __len__(self) -> int:
+        return len(self.staged)
+
+    def params(self) -> dict[str, Any]:
+        """The `session`, `events` and `private` parameters of `SEND`."""
+        from psycopg.types.json import Jsonb
+
+        events: list[dict[str, Any]] = []
+        for e in self.staged:
+            payload: dict[str, Any] = {
+                "type": e.type, "session_id": _text(self.session_id),
+                "plan_id": _text(e.plan_id), "agent_id": _text(e.agent_id), "seq": e.seq,
+                "ts": e.ts.isoformat().replace("+00:00", "Z"), "data": e.data,
+            }  # fmt: skip
+            if e.slot is not None:
+                payload["slot"] = e.slot
+            if e.totals_at is not None:
+                payload["totals_at"] = e.totals_at
+            events.append(payload)
+        return {"session": self.session_id, "events": Jsonb(events), "private": self.private}
+
+    def stamped(
+        self, seqs: Sequence[int], totals: JsonValue = None, *, session_id: UUID | None = None
+    ) -> list[Event]:
+        """The events as the database sent them: `seqs` from `send_events`, the totals given."""
+        session = session_id or self.session_id
+        assert session is not None
+        return [
+            Event(
+                type=e.type,
+                session_id=session,
+                plan_id=e.plan_id,
+                agent_id=e.agent_id,
+                seq=int(seq),
+                ts=e.ts,
+                data=e.data if e.totals_at is None else {**e.data, e.totals_at: totals},
+            )
+            for e, seq in zip(self.staged, seqs, strict=True)
+        ]
+
+
+def _text(value: UUID | None) -> str | None:
+    return str(value) if value is not None else None
+
 
 class EventEmitter:
-    """Publishes the events of one chat session."""
+    """Emits the events of one chat session."""
 
     def __init__(
         self,
@@ -29,6 +139,7 @@ class EventEmitter:
         publisher: Publisher,
         *,
         session_id: UUID,
+        private: bool = True,
         token_batch_chars: int = 400,
         token_batch_seconds: float = 0.1,
         clock: Callable[[], float] = time.monotonic,
@@ -36,17 +147,54 @@ class EventEmitter:
         self._db = db
         self._publisher = publisher
         self.session_id = session_id
+        self.private = private
         self._batch_chars = token_batch_chars
         self._batch_seconds = token_batch_seconds
         self._clock = clock
         self._tokens: list[str] = []
         self._token_owner: tuple[UUID | None, UUID | None] = (None, None)
         self._token_started = 0.0
+        self._token_seqs: list[int] = []
 
     @property
     def publisher(self) -> Publisher:
-        """Where this emitter's events go (shared with the emitters of other agents' work)."""
+        """Where this emitter's events go in this process (shared with other agents' work)."""
         return self._publisher
+
+    def outbox(self) -> Outbox:
+        """An empty outbox for the next statement or transaction."""
+        return Outbox(self.session_id, self.private)
+
+    async def deliver(self, events: Sequence[Event]) -> None:
+        """Pass events the database has sent (their transaction committed) to this process's
+        publishers, after any buffered tokens."""
+        if events:
+            await self.flush_tokens()
+            await self._publisher.publish(events)
+
+    async def send(self, conn: Connection, outbox: Outbox) -> list[Event]:
+        """Send `outbox` in `conn`'s transaction (one statement); returns the stamped events,
+        to `deliver` once the transaction has committed."""
+        if not outbox:
+            return []
+        cur = await conn.execute(f"SELECT {SEND}) AS seqs", outbox.params())
+        row = await cur.fetchone()
+        assert row is not None
+        return outbox.stamped(row["seqs"])
+
+    @asynccontextmanager
+    async def unit(self) -> AsyncIterator[tuple[Connection, Outbox]]:
+        """A service transaction whose staged events are sent by its last statement and
+        delivered once it has committed. It locks the session's row first — the order every
+        statement that writes a session's rows and its plan takes the two locks in."""
+        outbox = self.outbox()
+        async with self._db.service() as conn:
+            await conn.execute(
+                "SELECT 1 FROM chat_sessions WHERE id = %s FOR UPDATE", (self.session_id,)
+            )
+            yield conn, outbox
+            sent = await self.send(conn, outbox)
+        await self.deliver(sent)
 
     async def emit(
         self,
@@ -57,9 +205,18 @@ class EventEmitter:
         agent_id: UUID | None = None,
         seq: int | None = None,
     ) -> Event:
-        """Publish one event (after any buffered tokens); `seq` given for row-backed events."""
-        await self.flush_tokens()
-        return await self._send(type, data or {}, plan_id=plan_id, agent_id=agent_id, seq=seq)
+        """Send one event on its own (a statement of its own); `seq` given for a row's event.
+        State changes send their events with their rows instead (`outbox`, `unit`)."""
+        outbox = self.outbox()
+        outbox.add(type, data, plan_id=plan_id, agent_id=agent_id, seq=seq)
+        async with self._db.autocommit() as conn:
+            (event,) = await self.send(conn, outbox)
+        await self.deliver([event])
+        return event
+
+    def reserve_tokens(self, last: int, count: int) -> None:
+        """Numbers `last - count + 1 … last` are reserved for the next streamed call's tokens."""
+        self._token_seqs = list(range(last - count + 1, last + 1))
 
     async def token(self, text: str, *, plan_id: UUID | None, agent_id: UUID | None) -> None:
         """Buffer a streamed text delta; it goes out with its batch."""
@@ -75,41 +232,26 @@ class EventEmitter:
             await self.flush_tokens()
 
     async def flush_tokens(self) -> None:
-        """Send buffered tokens now, as one `token` event."""
+        """Send buffered tokens now, as one `token` event (to this process's publishers and
+        Realtime's REST endpoint: tokens are not stored)."""
         if not self._tokens:
             return
         text, (plan_id, agent_id) = "".join(self._tokens), self._token_owner
         self._tokens = []
-        await self._send("token", {"text": text}, plan_id=plan_id, agent_id=agent_id, seq=None)
-
-    async def _send(
-        self,
-        type: EventType,
-        data: dict[str, JsonValue],
-        *,
-        plan_id: UUID | None,
-        agent_id: UUID | None,
-        seq: int | None,
-    ) -> Event:
-        if seq is None:
-            seq = await self._allocate_seq()
+        if not self._token_seqs:
+            await self._reserve_token_block()
         event = Event(
-            type=type,
-            session_id=self.session_id,
-            plan_id=plan_id,
-            agent_id=agent_id,
-            seq=seq,
-            ts=datetime.now(UTC),
-            data=data,
-        )
+            type="token", session_id=self.session_id, plan_id=plan_id, agent_id=agent_id,
+            seq=self._token_seqs.pop(0), ts=datetime.now(UTC), data={"text": text},
+        )  # fmt: skip
         await self._publisher.publish([event])
-        return event
 
-    async def _allocate_seq(self) -> int:
-        async with self._db.service() as conn:
+    async def _reserve_token_block(self) -> None:
+        async with self._db.autocommit() as conn:
             cur = await conn.execute(
-                "SELECT parley_private.allocate_session_seq(%s) AS seq", (self.session_id,)
+                "SELECT parley_private.allocate_session_seq(%s, %s) AS last",
+                (self.session_id, TOKEN_BLOCK),
             )
             row = await cur.fetchone()
         assert row is not None
-        return int(row["seq"])
+        self.reserve_tokens(int(row["last"]), TOKEN_BLOCK)

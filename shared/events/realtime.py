@@ -1,4 +1,8 @@
-"""Supabase Realtime broadcast over REST: the production path out of a Lambda (no socket to hold).
+"""Supabase Realtime broadcast over REST, for what the database does not send: token deltas.
+
+Every event about stored state is sent from the database, in its row's transaction
+(`shared.events.emitter`); token deltas are ephemeral and high-rate, so they skip the database
+and go here (no socket to hold, from a Lambda). This publisher passes only `token` events on.
 
 Events go to the session's channel, topic `session:<session_id>`, with the event type as the
 broadcast event name and the event itself as payload. Events are batched: the first event of a
@@ -19,6 +23,8 @@ import httpx
 from shared.events.models import Event
 
 log = logging.getLogger(__name__)
+EPHEMERAL = frozenset({"token"})
+"""The event types this publisher sends: the ones not sent from the database."""
 
 
 def session_topic(session_id: object) -> str:
@@ -54,7 +60,10 @@ class SupabaseRealtimePublisher:
         self._sending: set[asyncio.Task[None]] = set()
 
     async def publish(self, events: Sequence[Event]) -> None:
-        self._pending.extend(self._message(event) for event in events)
+        tokens = [event for event in events if event.type in EPHEMERAL]
+        if not tokens:
+            return
+        self._pending.extend(self._message(event) for event in tokens)
         if len(self._pending) >= self._max_batch:
             self._send_now()
         elif self._timer is None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any, assert_never
 from uuid import UUID
 
@@ -78,6 +79,19 @@ RESENT_NOTE = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A call answered on a row its caller read (`ToolExecutor.execute_checked`), with what
+    the caller records: the call counts on the execution; a `denial` (the check's reason) is
+    logged as a `permission_denied` dialogue row with the call's `arguments`."""
+
+    result: ToolResult
+    denial: str | None
+    arguments: JsonObject
+    agent_id: UUID | None
+    """The agent row decided on (None: it is gone)."""
+
+
 class ToolExecutor:
     """Executes tool calls against a registry, for agents whose rows live in `db`."""
 
@@ -104,17 +118,46 @@ class ToolExecutor:
         return [tool.definition for tool in self.registry if self.policy(agent, tool).allowed]
 
     async def execute(self, call: ToolCall, *, context: CallContext, turn: TurnCache) -> ToolResult:
-        """Answer `call`: denied, invalid, a repeat of this turn, or the tool's own result."""
+        """Answer `call`: denied, invalid, a repeat of this turn, or the tool's own result.
+
+        Re-reads the agent row and records the check (the call counted on the execution; a
+        denial logged as a dialogue row) in a transaction of its own."""
         tool = self.registry.get(call.name)
-        try:
-            arguments: JsonObject | ToolCallError = decode_arguments(call.arguments)
-        except ToolCallError as exc:
-            arguments = exc
+        arguments = _decoded(call)
         try:
             decision, agent = await self._guard(tool, call, arguments, context)
         except Exception:
             logger.exception("permission check failed for tool %s", call.name)
             return failure(call.id, call.name, "tool_failed", _UNCHECKED)
+        return await self._perform(tool, call, arguments, decision, agent, context, turn)
+
+    async def execute_checked(
+        self, call: ToolCall, *, agent: Agent | None, context: CallContext, turn: TurnCache
+    ) -> Checked:
+        """Answer `call` for an agent whose row the caller read at call time (in the statement
+        that stored the call): decided on that row, and the check's record — the call to
+        count, a denial to log — left to the caller's next statement (`Checked`)."""
+        tool = self.registry.get(call.name)
+        arguments = _decoded(call)
+        decision = ALLOWED if tool is None else self.policy(agent, tool, user_id=context.user_id)
+        if not decision.allowed:
+            logger.warning("permission denied: agent %s tool %s: %s",
+                           context.agent_id, call.name, decision.reason)  # fmt: skip
+        result = await self._perform(tool, call, arguments, decision, agent, context, turn)
+        denial = None if decision.allowed else decision.reason
+        agent_id = agent.id if agent is not None else None
+        return Checked(result, denial, _recorded(arguments, call.arguments), agent_id)
+
+    async def _perform(
+        self,
+        tool: Tool | None,
+        call: ToolCall,
+        arguments: JsonObject | ToolCallError,
+        decision: Decision,
+        agent: Agent | None,
+        context: CallContext,
+        turn: TurnCache,
+    ) -> ToolResult:
         if tool is None:
             return failure(call.id, call.name, "unknown_tool", _unknown(call.name))
         if not decision.allowed or agent is None:
@@ -306,6 +349,13 @@ async def _record_denial(
             conn, plan_id=context.plan_id, sender_agent_id=sender, reason=reason,
             tool_name=call.name, tool_call_id=call.id, tool_args=args,
         )  # fmt: skip
+
+
+def _decoded(call: ToolCall) -> JsonObject | ToolCallError:
+    try:
+        return decode_arguments(call.arguments)
+    except ToolCallError as exc:
+        return exc
 
 
 def _unknown(name: str) -> str:

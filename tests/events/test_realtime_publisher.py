@@ -59,19 +59,21 @@ def publisher(url: str, **options: Any) -> SupabaseRealtimePublisher:
     )
 
 
-async def test_events_leave_in_one_batch_in_the_broadcast_format(
+async def test_token_events_leave_in_one_batch_in_the_broadcast_format(
     endpoint, recorder: Recorder
 ) -> None:
     realtime = publisher(endpoint[0])
     await realtime.publish([event(1), event(2)])
-    await realtime.publish([event(3, "done")])
+    await realtime.publish([event(3, "done")])  # sent from the database, with its rows
+    await realtime.publish([event(4)])
     await realtime.aclose()
 
     ((path, headers, body),) = recorder.requests
     assert path == "/realtime/v1/api/broadcast"
     assert headers["apikey"] == "service-key"
     assert headers["authorization"] == "Bearer service-key"
-    assert [m["event"] for m in body["messages"]] == ["token", "token", "done"]
+    assert [(m["event"], m["payload"]["seq"]) for m in body["messages"]] == [
+        ("token", 1), ("token", 2), ("token", 4)]  # fmt: skip
     first = body["messages"][0]
     assert first["topic"] == session_topic(SESSION) == f"session:{SESSION}"
     assert first["private"] is False

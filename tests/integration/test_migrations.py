@@ -14,13 +14,15 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from alembic.config import Config
+from alembic.script import ScriptDirectory
 
-from local.migrate import downgrade, upgrade
+from local.migrate import ALEMBIC_INI, downgrade, upgrade
 from tests import databases
 from tests.supabase_project import API_ROLES
 
 VERSIONS = Path(__file__).resolve().parents[2] / "migrations" / "versions"
-HEAD = "6b2e9f4c0401"
+HEAD = ScriptDirectory.from_config(Config(str(ALEMBIC_INI))).get_current_head()
 
 USER_TABLES = {
     "chat_sessions", "chat_messages", "agents", "agent_plans", "agent_plan_steps",

@@ -1,19 +1,18 @@
-"""Parley's session channels: the functions' publisher broadcasts a session's events on the
+"""Parley's session channels: a session's events are broadcast from the database on the
 private channel `session:<id>`, which only the session's owner may join (migration policy)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from realtime import RealtimeSubscribeStates
 
 from local.realtime import RealtimeServer
 from shared.db import Database
-from shared.events import Event
-from shared.events.realtime import SupabaseRealtimePublisher, session_topic
+from shared.events import EventEmitter, InMemoryPublisher
+from shared.events.realtime import session_topic
 from tests.factories import make_session, make_user
-from tests.realtime.helpers import ClientFactory, Inbox, service_key
+from tests.realtime.helpers import ClientFactory, Inbox
 from tests.realtime.test_private import join, private
 
 
@@ -31,13 +30,8 @@ async def test_only_the_owner_hears_a_sessions_events(
     intruder_state, _ = await join((await clients(bob)).channel(topic, private()))
     assert intruder_state == RealtimeSubscribeStates.CHANNEL_ERROR
 
-    publisher = SupabaseRealtimePublisher(
-        supabase_url=realtime.url, service_key=service_key(), private=True
-    )
-    done = Event(type="done", session_id=session.id, seq=7, ts=datetime.now(UTC),
-                 data={"status": "completed"})  # fmt: skip
-    await publisher.publish([done])
-    await publisher.aclose()
+    emitter = EventEmitter(db, InMemoryPublisher(), session_id=session.id, private=True)
+    await emitter.emit("done", {"status": "completed"}, seq=7)
 
     received = await heard.get()
     assert (received["type"], received["seq"], received["data"]) == (

@@ -90,13 +90,25 @@ class Wire:
         socket.on("framereceived", self._frame)
 
     def _frame(self, frame: str | bytes) -> None:
-        if not isinstance(frame, str) or not frame.startswith("["):
+        if isinstance(frame, bytes):  # serializer 2.0.0's binary user broadcast (kind 4):
+            self._binary(frame)  # how broadcasts sent from the database arrive
+            return
+        if not frame.startswith("["):
             return
         _, _, topic, event, payload = json.loads(frame)  # serializer 2.0.0
         if event == "broadcast" and isinstance(payload.get("payload"), dict):
             self.events.append(payload["payload"])
         elif event == "phx_reply" and topic.startswith("realtime:session:"):
             self.joins.append({"topic": topic, **payload})
+
+    def _binary(self, frame: bytes) -> None:
+        # u8 4 | u8 topic_len | u8 event_len | u8 meta_len | u8 json, the strings, the payload
+        if len(frame) < 5 or frame[0] != 4 or frame[4] != 1:
+            return
+        skip = 5 + frame[1] + frame[2] + frame[3]
+        payload = json.loads(frame[skip:])
+        if isinstance(payload, dict):
+            self.events.append(payload)
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [event for event in self.events if event["type"] == kind]
