@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import psycopg
 import pytest
 
 from shared.agents import InProcessInvoker, run_turn
@@ -118,25 +117,21 @@ async def test_an_unexpected_error_ends_the_plan_failed_with_error_and_done(
     assert again.status == "failed" and len(requests_of(fake, "planner")) == asked
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=psycopg.DataError,
-    reason="the failure's own message (readable(LLMError) keeps the provider's text) is not "
-    "made storable: storing it raises from finishing._close, so the plan stays executing "
-    "with no error/done. Expected fix: storable() over readable()'s output, or in LLMError.",
-)
+@pytest.mark.parametrize("bad", [NUL, "\udfff"], ids=["nul", "lone-surrogate"])
 async def test_a_model_error_whose_message_holds_a_nul_still_ends_the_plan(
-    db: Database, services: Services, script: Script
+    db: Database, services: Services, script: Script, bad: str
 ) -> None:
-    """Providers echo input in their error messages; a NUL there must not keep the plan
-    `executing` (every resume would pay for the call and fail the same way)."""
+    """Providers echo input in their error messages; a NUL (or a lone surrogate, which has no
+    UTF-8 encoding) there must not keep the plan `executing` (every resume would pay for the
+    call and fail the same way). `readable` makes the message storable."""
     user = await make_user(db)
-    script.planner(error(400, f"bad input near {NUL} here"))
+    script.planner(error(400, f"bad input near {bad} here"))
     memory = InMemoryPublisher()
 
     turn = await run_turn(services, user_id=user, session_id=None, message="hi", publisher=memory)
 
     assert turn.plan.status == "failed" and types(memory)[-2:] == ["error", "done"]
+    assert turn.plan.error is not None and f"bad input near {MARK} here" in turn.plan.error
     status = await scalar(db, "SELECT status FROM agent_plans WHERE id = %s", turn.started.plan_id)
     assert status == "failed"
 
