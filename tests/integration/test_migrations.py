@@ -24,7 +24,7 @@ from tests.factories import make_user, make_world
 from tests.supabase_project import API_ROLES
 
 VERSIONS = Path(__file__).resolve().parents[2] / "migrations" / "versions"
-HEAD = "2c8f4e7a0501"
+HEAD = "2c8f4e7a0502"
 
 USER_TABLES = {
     "chat_sessions", "chat_messages", "agents", "agent_plans", "agent_plan_steps",
