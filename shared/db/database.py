@@ -166,7 +166,7 @@ def _guarded(cursor: AsyncCursor[Any], query: Query) -> bool:
     if not getattr(conn, "user_unit", False):
         return False
     _check_open(conn)
-    if conn.info.parameter_status("standard_conforming_strings") != "on":
+    if conn.info.parameter_status("standard_conforming_strings") == "off":  # None: not reported
         raise StatementRefused(
             "not allowed in a user's unit of work: any statement while "
             "standard_conforming_strings is off (the check reads strings as with it on)"
