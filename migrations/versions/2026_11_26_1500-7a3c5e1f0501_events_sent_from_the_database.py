@@ -18,7 +18,7 @@
 Both live in `parley_private`, executable by the owner and `service_role` only.
 
 Revision ID: 7a3c5e1f0501
-Revises: 6b2e9f4c0401
+Revises: 2c8f4e7a0502
 Create Date: 2026-11-26 15:00:00
 """
 
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "7a3c5e1f0501"
-down_revision: str | None = "6b2e9f4c0401"
+down_revision: str | None = "2c8f4e7a0502"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

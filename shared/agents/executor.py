@@ -26,6 +26,7 @@ from shared.db import plans
 from shared.db.records import PlanStep
 from shared.events import EventEmitter, Publisher
 from shared.llm import LLMError
+from shared.models.text import storable
 from shared.tools import offered_tools
 
 if TYPE_CHECKING:
@@ -127,7 +128,7 @@ def readable(exc: Exception) -> str:
         return str(exc)
     if isinstance(exc, LLMError):
         return (
-            f"The language model call failed ({exc.title.lower()}): {exc}. "
+            f"The language model call failed ({exc.title.lower()}): {storable(str(exc))}. "
             "Your message is saved; try again in a moment."
         )
     return "An unexpected error stopped this work (it is logged); your message is saved."

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from shared.agents.accounting import check, read_control
 from shared.agents.budget import FittedPrompt, Segment, fit_prompt
-from shared.agents.replies import own_reply, storable
+from shared.agents.replies import own_reply
 from shared.db.records import Agent, Execution, Plan
 from shared.db.transitions import Control
 from shared.events import EventEmitter
@@ -29,6 +29,7 @@ from shared.llm import (
     ToolSchema,
     UnexpectedReply,
 )
+from shared.models.text import storable
 from shared.tools import ToolDefinition
 
 if TYPE_CHECKING:

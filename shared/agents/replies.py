@@ -5,9 +5,10 @@
   a stored result, a recorded denial or a user's approval can only ever belong to the call it
   was made for. The model sees Parley's ids in its history, which is all the protocol needs
   (a `tool` message names the id of the call it answers).
-* **NUL.** Postgres text and `jsonb` cannot hold U+0000. A model can produce it (in its text,
-  its reasoning, a tool name, or — escaped as `\\u0000` — inside tool arguments); each one is
-  replaced by U+FFFD, which shows that something was there, and the turn goes on.
+* **NUL and lone surrogates.** Postgres text and `jsonb` cannot hold U+0000 or half a UTF-16
+  pair. A model can produce either (in its text, its reasoning, a tool name, or — escaped as
+  `\\u0000` / `\\udfff` — inside tool arguments); each one is replaced by U+FFFD, which shows
+  that something was there, and the turn goes on (`shared.models.text.storable`).
 """
 
 from __future__ import annotations
@@ -18,19 +19,12 @@ from dataclasses import replace
 from typing import Any
 
 from shared.llm import Completion, ToolCall
-
-NUL = "\x00"
-REPLACEMENT = "\ufffd"
+from shared.models.text import storable
 
 
 def new_call_id() -> str:
     """A fresh call id (64 random bits: unique within any plan)."""
     return f"call_{secrets.token_hex(8)}"
-
-
-def storable(text: str) -> str:
-    """`text` without NUL characters (each becomes U+FFFD)."""
-    return text.replace(NUL, REPLACEMENT) if NUL in text else text
 
 
 def own_reply(completion: Completion) -> Completion:
@@ -52,19 +46,19 @@ def _own_call(call: ToolCall) -> ToolCall:
     raw = storable(call.arguments_json)
     if raw != call.arguments_json:
         call = ToolCall.parse(id=call_id, name=call.name, arguments_json=raw)
-    if call.valid and _holds_nul(call.arguments):
+    if call.valid and _unstorable(call.arguments):
         cleaned = _cleaned(dict(call.arguments))
         call = ToolCall(call.id, call.name, json.dumps(cleaned, ensure_ascii=False), cleaned)
     return replace(call, id=call_id, name=storable(call.name))
 
 
-def _holds_nul(value: Any) -> bool:
+def _unstorable(value: Any) -> bool:
     if isinstance(value, str):
-        return NUL in value
+        return storable(value) != value
     if isinstance(value, dict):
-        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+        return any(_unstorable(k) or _unstorable(v) for k, v in value.items())
     if isinstance(value, list):
-        return any(_holds_nul(item) for item in value)
+        return any(_unstorable(item) for item in value)
     return False
 
 

@@ -15,12 +15,13 @@ from shared.db.records import Approval, ApprovalKind, ApprovalStatus, columns
 
 APPROVAL = columns(Approval)
 CALL_HASH = (
-    "encode(sha256(convert_to(concat_ws(E'\\n', %(kind)s::text, %(tool)s::text, "
-    "%(args)s::jsonb::text, %(reason)s::text), 'UTF8')), 'hex')"
+    "encode(sha256(convert_to(jsonb_build_array(%(kind)s::text, %(tool)s::text, "
+    "%(args)s::jsonb, %(reason)s::text)::text, 'UTF8')), 'hex')"
 )
-"""The call's fingerprint: SHA-256 of kind, tool name and arguments in `jsonb`'s normal form
-(keys sorted, whitespace dropped), or the escalation's reason. Migration 9b1e6c4d0402 computes
-the same over stored rows."""
+"""The call's fingerprint: SHA-256 of the JSON array [kind, tool name, arguments, reason] —
+arguments in `jsonb`'s normal form (keys sorted, whitespace dropped), a missing field `null` —
+so no two different calls share an input. Migration 2c8f4e7a0501 computes the same over stored
+rows."""
 
 
 async def request_approval(

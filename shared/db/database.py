@@ -32,8 +32,9 @@ from contextlib import asynccontextmanager
 from typing import Any, Self, overload
 from uuid import UUID
 
-from psycopg import AsyncConnection, AsyncCursor, sql
+from psycopg import AsyncConnection, AsyncCopy, AsyncCursor, AsyncServerCursor, sql
 from psycopg.abc import Params, Query, QueryNoTemplate
+from psycopg.copy import AsyncWriter
 from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, Row, dict_row
 from psycopg_pool import AsyncConnectionPool
@@ -43,8 +44,16 @@ from shared.errors import ConfigurationError
 
 Connection = AsyncConnection[DictRow]
 
-RESET_SESSION = "RESET SESSION AUTHORIZATION; RESET ROLE; RESET ALL"
-"""Back to the login role and the configured settings (search_path, claims, ...)."""
+RESET_SESSION = (
+    "RESET SESSION AUTHORIZATION; RESET ROLE; RESET ALL; CLOSE ALL; UNLISTEN *; "
+    "DISCARD TEMP; DISCARD SEQUENCES; SELECT pg_advisory_unlock_all()"
+)
+"""Back to the login role and the configured settings (search_path, claims, ...), and nothing
+a user's unit left on the session: no cursor held open (`WITH HOLD`), no `LISTEN`, no temporary
+table (the next unit could read it, or find it in place of a table of the same name), no
+sequence's `currval`, no session advisory lock. `DISCARD ALL` less `DEALLOCATE ALL` / `DISCARD
+PLANS` (Parley prepares no statements): `DISCARD ALL` itself cannot run in the same round trip
+as the unit's `COMMIT` (Postgres refuses it in a multi-statement query)."""
 _IN_TRANSACTION = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
 
@@ -59,6 +68,10 @@ class PooledConnection(AsyncConnection[DictRow]):
 
     user_unit = False
     """True while `Database.as_user` holds it: statements are checked before they are sent."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.server_cursor_factory = NamedCursor
 
     async def commit(self) -> None:
         _refuse_in_user_unit(self, "commit()")
@@ -125,6 +138,29 @@ class GuardedCursor(AsyncCursor[Row]):
         async for row in super().stream(query, params, binary=binary, size=size):
             yield row
 
+    @asynccontextmanager
+    async def copy(
+        self, statement: Query, params: Params | None = None, *, writer: AsyncWriter | None = None
+    ) -> AsyncIterator[AsyncCopy]:
+        _guarded(self, statement)  # a user's unit refuses every COPY (`user_statements`)
+        async with super().copy(statement, params, writer=writer) as copy:
+            yield copy
+
+
+class NamedCursor(AsyncServerCursor[Row]):
+    """A server-side cursor (`conn.cursor(name=...)`): refused in a user's unit of work, whose
+    statements it would send unchecked (and `WITH HOLD`, past the unit's end)."""
+
+    __slots__ = ()
+
+    def __init__(self, connection: AsyncConnection[Any], name: str, **kwargs: Any) -> None:
+        super().__init__(connection, name, **kwargs)
+        if getattr(connection, "user_unit", False):
+            self._closed = True  # never declared: nothing to close on the server
+            raise StatementRefused(
+                "not allowed in a user's unit of work: a named (server-side) cursor"
+            )
+
 
 def _guarded(cursor: AsyncCursor[Any], query: Query) -> bool:
     """Check `query` if the cursor's connection runs a user's unit; True if it does."""
@@ -132,8 +168,21 @@ def _guarded(cursor: AsyncCursor[Any], query: Query) -> bool:
     if not getattr(conn, "user_unit", False):
         return False
     _check_open(conn)
-    text = query.as_string(conn) if isinstance(query, sql.Composable) else query
-    check_user_statement(text.decode() if isinstance(text, bytes) else str(text))
+    if conn.info.parameter_status("standard_conforming_strings") == "off":  # None: not reported
+        raise StatementRefused(
+            "not allowed in a user's unit of work: any statement while "
+            "standard_conforming_strings is off (the check reads strings as with it on)"
+        )
+    if isinstance(query, sql.Composable):
+        text: str | bytes = query.as_string(conn)
+    elif isinstance(query, str | bytes):
+        text = query
+    else:  # e.g. a t-string Template: what it sends is not known here
+        raise StatementRefused(
+            f"not allowed in a user's unit of work: a {type(query).__name__} query "
+            "(only str, bytes and psycopg.sql are checked)"
+        )
+    check_user_statement(text.decode() if isinstance(text, bytes) else text)
     return True
 
 

@@ -9,6 +9,11 @@ results apply unchanged. There is no database layer for these tools: the operato
 Each server is held open by one background task for the life of the source (a stdio server
 is one subprocess per process, reused across calls), so `open()` and `close()` may run in
 different tasks.
+
+A server's answer is stored (the executor's thread, the call's receipt) as text and `jsonb`,
+which cannot hold U+0000 (nor a lone surrogate, which has no UTF-8 encoding): each one in a
+result or an error message becomes U+FFFD, as in the model's own output, and a result says so
+(`REPLACED_NOTE`) so the model knows the text was changed.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Self
 
 from shared.errors import ConfigurationError
+from shared.models.text import storable
 from shared.settings import McpServerConfig
 from shared.tools.registry import NAME, ExternalTool
 from shared.tools.results import ToolCallError
@@ -34,6 +40,9 @@ logger = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 1000
 MAX_TOOL_PAGES = 20
+REPLACED_NOTE = (
+    "characters Postgres cannot store (U+0000 or a lone surrogate) were replaced by U+FFFD"
+)
 
 
 class McpServer:
@@ -192,7 +201,7 @@ def registered_name(config: McpServerConfig, tool_name: str) -> str:
 def _payload(result: CallToolResult) -> JsonObject:
     texts = [block.text for block in result.content if block.type == "text"]
     if result.is_error:
-        message = "\n".join(texts) or "the MCP tool reported an error"
+        message = storable("\n".join(texts)) or "the MCP tool reported an error"
         if len(message) > MAX_ERROR_CHARS:
             left = len(message) - MAX_ERROR_CHARS
             message = f"{message[:MAX_ERROR_CHARS]}… [{left} more characters of the error left out]"
@@ -205,4 +214,18 @@ def _payload(result: CallToolResult) -> JsonObject:
     skipped = sorted({block.type for block in result.content if block.type != "text"})
     if skipped:
         payload["omitted_content"] = skipped
-    return payload
+    stored: dict[str, Any] = _storable(payload)
+    if stored != payload:
+        stored["replaced"] = REPLACED_NOTE
+    return stored
+
+
+def _storable(value: Any) -> Any:
+    """`value` (JSON) with U+0000 and lone surrogates in its strings, keys too, made U+FFFD."""
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, dict):
+        return {storable(str(k)): _storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(item) for item in value]
+    return value

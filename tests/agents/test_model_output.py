@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import psycopg
 import pytest
+from mcp.types import CallToolResult, TextContent
 
 from shared.agents import InProcessInvoker, run_turn
 from shared.db import Database
 from shared.events import Event, InMemoryPublisher
 from shared.llm.fake_server import FakeModelServer, error, reply, tool_call
 from shared.services import Services
+from shared.tools.mcp_source import REPLACED_NOTE
+from shared.tools.mcp_source import _payload as mcp_payload
 from shared.tools.registry import ExternalTool
 from shared.tools.schema import JsonObject
 from tests.agents.builders import stored, types
@@ -27,7 +29,7 @@ from tests.agents.test_limits import LOOKUP, ONE_STEP
 from tests.factories import make_user
 from tests.tools.builders import make_task
 
-NUL, MARK = "\x00", "\ufffd"
+NUL, MARK, SURROGATE = "\x00", "\ufffd", "\udfff"
 
 
 async def test_nul_in_the_planners_output_is_replaced_and_the_turn_goes_on(
@@ -118,40 +120,32 @@ async def test_an_unexpected_error_ends_the_plan_failed_with_error_and_done(
     assert again.status == "failed" and len(requests_of(fake, "planner")) == asked
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=psycopg.DataError,
-    reason="the failure's own message (readable(LLMError) keeps the provider's text) is not "
-    "made storable: storing it raises from finishing._close, so the plan stays executing "
-    "with no error/done. Expected fix: storable() over readable()'s output, or in LLMError.",
-)
+@pytest.mark.parametrize("bad", [NUL, "\udfff"], ids=["nul", "lone-surrogate"])
 async def test_a_model_error_whose_message_holds_a_nul_still_ends_the_plan(
-    db: Database, services: Services, script: Script
+    db: Database, services: Services, script: Script, bad: str
 ) -> None:
-    """Providers echo input in their error messages; a NUL there must not keep the plan
-    `executing` (every resume would pay for the call and fail the same way)."""
+    """Providers echo input in their error messages; a NUL (or a lone surrogate, which has no
+    UTF-8 encoding) there must not keep the plan `executing` (every resume would pay for the
+    call and fail the same way). `readable` makes the message storable."""
     user = await make_user(db)
-    script.planner(error(400, f"bad input near {NUL} here"))
+    script.planner(error(400, f"bad input near {bad} here"))
     memory = InMemoryPublisher()
 
     turn = await run_turn(services, user_id=user, session_id=None, message="hi", publisher=memory)
 
     assert turn.plan.status == "failed" and types(memory)[-2:] == ["error", "done"]
+    assert turn.plan.error is not None and f"bad input near {MARK} here" in turn.plan.error
     status = await scalar(db, "SELECT status FROM agent_plans WHERE id = %s", turn.started.plan_id)
     assert status == "failed"
 
 
 async def _answers_with_a_nul(arguments: JsonObject) -> JsonObject:
-    return {"text": f"from the server{NUL}!"}
+    """What an MCP tool's call gives the executor: the server's result, turned into a payload
+    by `mcp_source` (as `McpServer.call` does)."""
+    text = TextContent(type="text", text=f"from the server{NUL}!{SURROGATE}")
+    return mcp_payload(CallToolResult(content=[text]))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="an external (MCP) tool's result is stored as jsonb in the executor's thread "
-    "without being made storable: the step fails 'unexpectedly'. Expected fix: clean the "
-    "payload in shared/tools/mcp_source._payload (or where results are stored).",
-)
 async def test_nul_in_an_external_tools_result_is_replaced_and_the_step_completes(
     db: Database, make_services: MakeServices, script: Script
 ) -> None:
@@ -175,3 +169,7 @@ async def test_nul_in_an_external_tools_result_is_replaced_and_the_step_complete
     rows = await stored(db, turn.started.plan_id)
     assert turn.plan.status == "completed"
     assert (rows.steps[0].status, rows.steps[0].result) == ("completed", "ok")
+    (result,) = [m for m in rows.dialogue[rows.thread_of(1).id] if m.tool_name == "ext_read"
+                 and m.message_type == "tool_result"]  # fmt: skip
+    assert result.tool_result["text"] == f"from the server{MARK}!{MARK}"
+    assert result.tool_result["replaced"] == REPLACED_NOTE

@@ -96,31 +96,19 @@ async def test_nul_from_the_model_is_replaced_and_the_turn_completes(
 
 
 # Lone surrogates (e.g. "\udfff" in JSON) are text Postgres cannot store either: psycopg cannot
-# encode them as UTF-8. `StoredText` lets them through on optional fields (a required `str`
-# field is refused by pydantic itself), so these sends are a 500 today. Expected fix: in
-# `shared/models/text.py`, also refuse a value whose `value.encode("utf-8")` raises.
+# encode them as UTF-8. A required `str` field is refused by pydantic itself; on an optional field
+# (`str | None`) pydantic lets them through, so `StoredText` refuses a value that has no UTF-8
+# encoding. Every request field that is `StoredText` is sent one here.
 SURROGATE = "\udfff"
-SURROGATE_SENDS: list[Any] = [
+SURROGATE_SENDS: list[tuple[str, dict[str, Any], str]] = [
     ("POST /chat", {"message": f"hi{SURROGATE}"}, "message"),
-    pytest.param(
-        "POST /chat",
-        {"message": "hi", "client_message_id": f"id{SURROGATE}"},
-        "client_message_id",
-        marks=pytest.mark.xfail(strict=True, reason="500: see above"),
-    ),
-    pytest.param(
-        "POST /sessions",
-        {"title": f"Trip{SURROGATE}"},
-        "title",
-        marks=pytest.mark.xfail(strict=True, reason="500: see above"),
-    ),
-    pytest.param(
-        "PATCH /sessions/{id}",
-        {"title": f"Trip{SURROGATE}"},
-        "title",
-        marks=pytest.mark.xfail(strict=True, reason="500: see above"),
-    ),
-]
+    ("POST /chat", {"message": "hi", "client_message_id": f"id{SURROGATE}"}, "client_message_id"),
+    ("POST /sessions", {"title": f"Trip{SURROGATE}"}, "title"),
+    ("PATCH /sessions/{id}", {"title": f"Trip{SURROGATE}"}, "title"),
+    ("POST /sessions/{id}/fork", {"at_message_id": str(UUID(int=1)), "title": f"T{SURROGATE}"},
+     "title"),
+    ("POST /plans/{id}/approvals/{id}", {"decision": "reject", "text": f"no{SURROGATE}"}, "text"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("route", "body", "field"), SURROGATE_SENDS)
@@ -136,7 +124,8 @@ async def test_a_lone_surrogate_from_the_user_is_a_422_naming_the_field(
     user_id = await make_user(db)
     session = await make_session(db, user_id, title="Before")
     method, path = route.split()
-    url = stack.url("chat") + path.format(id=session.id)
+    function = "agent_planner" if path.startswith("/plans") else "chat"
+    url = stack.url(function) + path.format(id=session.id)
 
     sent = json.dumps(body)  # ASCII: the surrogate travels as a \\u escape, as a client sends it
     headers = {**as_user(user_id), "content-type": "application/json"}
@@ -144,3 +133,9 @@ async def test_a_lone_surrogate_from_the_user_is_a_422_naming_the_field(
 
     found = problem(answered, 422)
     assert f"body.{field}" in str(found["detail"])
+    messages = await count(db, "SELECT count(*) FROM chat_messages WHERE user_id = %s", user_id)
+    sessions = await count(
+        db, "SELECT count(*) FROM chat_sessions WHERE user_id = %s AND title = 'Before'", user_id
+    )
+    everything = await count(db, "SELECT count(*) FROM chat_sessions WHERE user_id = %s", user_id)
+    assert (messages, sessions, everything) == (0, 1, 1)  # nothing stored, renamed or forked

@@ -7,12 +7,17 @@ never be applied to another call even if two calls of a plan ever shared an id.
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
 from typing import Any
+from uuid import UUID
 
-from shared.db import Database, approvals
+from shared.db import Database, approvals, plans
 from shared.db.database import Connection
 from shared.db.records import AgentThread, Approval
 from tests.factories import make_thread, make_user
+
+VERSIONS = Path(__file__).resolve().parents[2] / "migrations" / "versions"
 
 
 async def _ask(
@@ -55,3 +60,51 @@ async def test_the_hash_sees_arguments_in_jsonb_normal_form(db: Database) -> Non
         )
     assert (reordered.id, created) == (first.id, False)
     assert other.id != first.id and other_created
+
+
+async def _step(db: Database, thread: AgentThread) -> UUID:
+    async with db.service() as conn:
+        (step,) = await plans.add_steps(
+            conn, plan_id=thread.plan_id, user_id=thread.user_id,
+            steps=[plans.NewStep(1, "ask the user", executor_required=True)],
+        )  # fmt: skip
+    return step.id
+
+
+async def test_no_field_of_the_call_can_stand_in_for_another(db: Database) -> None:
+    """The hashed input is a JSON array: a missing tool name is `null`, not skipped, so a reason
+    that starts with a tool name is not that tool name (as it was with `concat_ws`)."""
+    thread = await make_thread(db, await make_user(db))
+    step = await _step(db, thread)
+    asked: list[tuple[Approval, bool]] = []
+    async with db.service() as conn:
+        for tool, reason in (("escalate", "Which one?"), (None, "escalate\nWhich one?")):
+            asked.append(await approvals.request_approval(
+                conn, plan_id=thread.plan_id, step_id=step, agent_id=thread.parent_agent_id,
+                kind="escalation", tool_call_id="call_e", tool_name=tool, reason=reason,
+            ))  # fmt: skip
+    (first, created_first), (second, created_second) = asked
+    assert (created_first, created_second) == (True, True) and first.id != second.id
+
+
+async def test_the_migration_hashes_stored_rows_as_the_repository_does(db: Database) -> None:
+    """Revision 2c8f4e7a0501 recomputes every stored hash with its own copy of the expression."""
+    path = next(VERSIONS.glob("*-2c8f4e7a0501_*.py"))
+    spec = importlib.util.spec_from_file_location("unambiguous_approval_hash", path)
+    assert spec is not None and spec.loader is not None
+    migration = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(migration)
+    thread = await make_thread(db, await make_user(db))
+    step = await _step(db, thread)
+    async with db.service() as conn:
+        await _ask(conn, thread, "call_t", "update_task", {"task_id": "t1", "title": 'é\n"x"'})
+        await approvals.request_approval(
+            conn, plan_id=thread.plan_id, step_id=step, agent_id=thread.parent_agent_id,
+            kind="escalation", tool_call_id="call_e", tool_name="escalate", reason="Which?",
+        )  # fmt: skip
+        cur = await conn.execute(
+            f"SELECT count(*) AS n, count(*) FILTER (WHERE call_hash = {migration.CALL_HASH}) "
+            "AS same FROM agent_approvals WHERE plan_id = %s",
+            (thread.plan_id,),
+        )
+        assert await cur.fetchone() == {"n": 2, "same": 2}

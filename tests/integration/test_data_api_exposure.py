@@ -42,6 +42,8 @@ AUTHENTICATED: dict[str, set[str]] = {
     "session_timeline": {"SELECT"},
 }  # fmt: skip
 """Everything `authenticated` may do in the exposed schemas (RLS narrows it to own rows)."""
+VIEWS = ("execution_stats_daily", "plan_outcomes_daily", "permission_denials_daily",
+         "session_timeline")  # fmt: skip
 SEARCH_HELPERS = {f"parley_private.{table}_matching(text)"
                   for table in ("projects", "tasks", "notes", "brain_dumps")}  # fmt: skip
 
@@ -148,6 +150,18 @@ def test_everything_granted_in_exposed_schemas_is_under_rls(catalog) -> None:
             if row["kind"] not in ("r", "p", "v"):
                 unsafe.append(row["name"])
     assert unsafe == []
+
+
+def test_service_role_only_reads_the_views(catalog) -> None:
+    """Supabase's default privileges would give it ALL on a view (as on a table); Parley's
+    migrations leave it SELECT, as on plain Postgres."""
+    held = {
+        row["name"]: set(row["privileges"])
+        for schema in _schemas(catalog, EXPOSED)
+        for row in catalog.execute(RELATIONS, {"role": "service_role", "schema": schema})
+        if row["kind"] == "v"
+    }
+    assert held == {view: {"SELECT"} for view in VIEWS}
 
 
 @pytest.mark.parametrize("role", CLIENT_ROLES)

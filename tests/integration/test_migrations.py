@@ -8,9 +8,11 @@ migrated as its owner, who is no superuser.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -18,7 +20,9 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 
 from local.migrate import ALEMBIC_INI, downgrade, upgrade
+from shared.db import Database
 from tests import databases
+from tests.factories import make_user, make_world
 from tests.supabase_project import API_ROLES
 
 VERSIONS = Path(__file__).resolve().parents[2] / "migrations" / "versions"
@@ -345,3 +349,41 @@ def test_supabase_realtime_objects_are_left_alone(empty_database: str) -> None:
     # Supabase's send() kept; broadcast_changes() was missing, so Parley added and removed it;
     # partitions are the Realtime service's business.
     assert left == ("Supabase's own", "p", 0, False)
+
+
+BEFORE_JSON_HASH = "6b2e9f4c0401"
+
+
+def test_stored_approval_hashes_are_recomputed_both_ways(empty_database: str) -> None:
+    """Revision 2c8f4e7a0501 rehashes existing approvals (every input is a column) and puts the
+    old hash back on downgrade, leaving `updated_at` alone."""
+    migration = _revision("2c8f4e7a0501")
+    upgrade(empty_database, BEFORE_JSON_HASH)
+
+    async def world() -> None:
+        async with Database(empty_database) as db:
+            await make_world(db, await make_user(db))
+
+    asyncio.run(world())
+    hashes = (
+        f"SELECT call_hash = {migration.CALL_HASH} AS new, "
+        f"call_hash = {migration.OLD_CALL_HASH} AS old, updated_at FROM agent_approvals"
+    )
+    with psycopg.connect(empty_database, autocommit=True) as conn:
+        conn.execute(f"UPDATE agent_approvals SET call_hash = {migration.OLD_CALL_HASH}")
+        ((_, _, stamped),) = conn.execute(hashes).fetchall()
+    upgrade(empty_database)
+    with psycopg.connect(empty_database) as conn:
+        assert conn.execute(hashes).fetchall() == [(True, False, stamped)]
+    downgrade(empty_database, BEFORE_JSON_HASH)
+    with psycopg.connect(empty_database) as conn:
+        assert conn.execute(hashes).fetchall() == [(False, True, stamped)]
+
+
+def _revision(revision: str) -> Any:
+    path = next(VERSIONS.glob(f"*-{revision}_*.py"))
+    spec = importlib.util.spec_from_file_location(f"revision_{revision}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -18,7 +18,7 @@ from shared.settings import McpServerConfig, load_settings
 from shared.tools import ToolExecutor, ToolRegistry, TurnCache, builtin_registry, offered_tools
 from shared.tools.calls import ToolCall
 from shared.tools.executor import RESENT_NOTE
-from shared.tools.mcp_source import McpSource
+from shared.tools.mcp_source import REPLACED_NOTE, McpSource
 from shared.tools.results import ToolResult
 from tests.tools.builders import Crew, call, execution_row
 
@@ -121,6 +121,20 @@ async def test_a_server_error_is_a_structured_tool_failure(
     result = await call(mcp_executor, crew.as_planner(), "echo_refuse", reason="no way")
     assert result.error == "tool_failed"
     assert "refused: no way" in str(result.payload["message"])
+
+
+async def test_what_postgres_cannot_store_in_a_servers_answer_is_replaced(
+    mcp_executor: ToolExecutor, crew: Crew
+) -> None:
+    """The echo server sends a NUL back (as `\\u0000` in its JSON); the result says it was
+    replaced, and an error message is cleaned the same way."""
+    echoed = await call(mcp_executor, crew.as_executor(), "echo_echo", text="a\x00b")
+    refused = await call(mcp_executor, crew.as_planner(), "echo_refuse", reason="no\x00way")
+
+    assert echoed.payload == {"result": {"result": "a\ufffdb"}, "replaced": REPLACED_NOTE}
+    assert refused.error == "tool_failed"
+    assert "refused: no\ufffdway" in str(refused.payload["message"])
+    assert "\x00" not in json.dumps(refused.payload, ensure_ascii=False)
 
 
 async def test_an_unreachable_server_is_left_out_not_fatal() -> None:

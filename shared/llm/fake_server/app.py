@@ -225,4 +225,10 @@ class FakeModel:
 
 def _error(item: ErrorReply) -> Response:
     body: dict[str, Any] = wire.error_body(item.message, item.type, item.code)
-    return JSONResponse(body, status_code=item.status, headers=dict(item.headers))
+    # ASCII JSON, as providers send it: a NUL or a lone surrogate travels as a \u escape.
+    return Response(
+        json.dumps(body),
+        status_code=item.status,
+        headers=dict(item.headers),
+        media_type="application/json",
+    )
