@@ -26,9 +26,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.turn_kinds import Harness, harness
 from shared.auth import mint_token
 from tests.factories import make_user
+from tests.turn_kinds import Harness, harness
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "bench-cold-start-secret-at-least-32-characters"

@@ -32,10 +32,10 @@ from uuid import UUID, uuid4
 
 import httpx
 
-from bench.turn_kinds import MESSAGES, Harness, harness
 from shared.auth import mint_token
 from shared.db import Database
 from tests.factories import make_user
+from tests.turn_kinds import MESSAGES, Harness, harness
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "bench-concurrency-secret-at-least-32-characters"

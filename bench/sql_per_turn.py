@@ -3,130 +3,53 @@
     .venv/bin/python -m bench.sql_per_turn [--turns 3] [--top 12]
 
 Runs on a dedicated embedded Postgres (a fresh cluster in a temporary folder) that logs every
-statement (`log_statement = all`) with the client's `application_name` and the virtual
-transaction id, so what it counts is what the server received: each logged statement (a
-`BEGIN` and a `COMMIT` are statements: they are round trips) and each distinct transaction
+statement with the client's `application_name` and the virtual transaction id
+(`tests.statement_log`), so what it counts is what the server received: each logged statement
+(a `BEGIN` and a `COMMIT` are statements: they are round trips) and each distinct transaction
 (a statement sent outside a transaction is one). Turns go through the chat function's own path
-against the fake model (`bench.turn_kinds`); the first turn of each kind warms the process up
-and is not counted. Prints, per kind, the statements and transactions of one turn, the
-writes among them, and the statements sent most often.
+against the fake model (`tests.turn_kinds`); the first turn of each kind warms the process up
+and is not counted. Prints, per kind, the statements and transactions of one turn, the writes
+among them, and the statements sent most often.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import tempfile
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import psycopg
-
-from bench.turn_kinds import KINDS, Harness, Kind, harness, send
-from local.postgres import start_embedded
+from tests.statement_log import Statements, log_size, logging_server, read_log
+from tests.turn_kinds import KINDS, Harness, Kind, harness, send
 
 APP = "parley_sql_bench"
-PREFIX = "parley|"
-LOG_LINE = re.compile(r"^parley\|(?P<app>[^|]*)\|(?P<vxid>[^|]*)\|\s*LOG:\s+(?P<what>.*)$")
-STATEMENT = re.compile(r"^(?:statement|execute [^:]*): (?P<sql>.*)$")
-WRITES = re.compile(r"^\s*(?:WITH\b.*?\b)?(INSERT|UPDATE|DELETE)\b", re.IGNORECASE | re.DOTALL)
 
 
-@dataclass
-class Tally:
-    statements: list[tuple[str, str]] = field(default_factory=list)  # (vxid, sql)
-
-    @property
-    def transactions(self) -> int:
-        return len({vxid for vxid, _ in self.statements})
-
-    @property
-    def bracketing(self) -> int:
-        return sum(1 for _, s in self.statements if _verb(s) in ("BEGIN", "COMMIT", "ROLLBACK"))
-
-    @property
-    def writes(self) -> int:
-        return sum(1 for _, s in self.statements if WRITES.match(s))
-
-    def top(self, n: int) -> list[tuple[int, str]]:
-        counts = Counter(_shape(s) for _, s in self.statements)
-        return [(c, s) for s, c in counts.most_common(n) if c > 1]
-
-
-def _verb(sql: str) -> str:
-    return sql.strip().split(None, 1)[0].rstrip(";").upper() if sql.strip() else ""
-
-
-def _shape(sql: str) -> str:
-    """A statement's text, one line, cut short: how repeats are told apart."""
-    one_line = " ".join(sql.split())
-    return one_line[:110]
-
-
-def dedicated_server(folder: Path) -> str:
-    """A fresh embedded cluster logging every statement; returns its maintenance URL."""
-    url = start_embedded(folder)
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("ALTER SYSTEM SET log_statement = 'all'")
-        conn.execute(f"ALTER SYSTEM SET log_line_prefix = '{PREFIX}%a|%v| '")
-        conn.execute("SELECT pg_reload_conf()")
-    return url
-
-
-def _size(log: Path) -> int:
-    return log.stat().st_size
-
-
-def read_log(log: Path, start: int) -> Tally:
-    """The statements `APP` sent since byte `start` of the server's log (a statement's text
-    may run over several lines)."""
-    tally = Tally()
-    with log.open("r", errors="replace") as f:
-        f.seek(start)
-        lines = f.read().splitlines()
-    entry: tuple[str, list[str]] | None = None
-    for line in [*lines, f"{PREFIX}|| LOG:  end"]:  # flushes the last entry
-        match = LOG_LINE.match(line)
-        if match is None:
-            if entry is not None and not line.startswith(PREFIX):
-                entry[1].append(line.strip())
-            continue
-        if entry is not None:
-            tally.statements.append((entry[0], " ".join(entry[1])))
-            entry = None
-        found = STATEMENT.match(match["what"])
-        if match["app"] == APP and found is not None:
-            entry = (match["vxid"], [found["sql"]])
-    return tally
-
-
-async def measure(h: Harness, log: Path, kind: Kind, turns: int) -> list[Tally]:
+async def measure(h: Harness, log: Path, kind: Kind, turns: int) -> list[Statements]:
     services = h.services(application_name=APP)
     user = await h.user()
     try:
         await send(services, user, kind)  # warm up: imports, pool, tokenizer
-        tallies = []
+        counted = []
         for _ in range(turns):
-            start = _size(log)
+            start = log_size(log)
             answer = await send(services, user, kind)
             assert answer.strategy == kind, answer
-            tallies.append(read_log(log, start))
-        return tallies
+            counted.append(read_log(log, start, APP))
+        return counted
     finally:
         await services.aclose()
 
 
-def report(kind: Kind, tallies: list[Tally], top: int) -> None:
-    counts = sorted(len(t.statements) for t in tallies)
-    last = tallies[-1]
+def report(kind: Kind, counted: list[Statements], top: int) -> None:
+    sizes = sorted(len(s) for s in counted)
+    last = counted[-1]
     print(
-        f"{kind:<8} statements={len(last.statements):>4}  transactions={last.transactions:>3}  "
+        f"{kind:<8} statements={len(last):>4}  transactions={last.transactions:>3}  "
         f"BEGIN/COMMIT={last.bracketing:>3}  writes={last.writes:>3}  "
-        f"(over {len(tallies)} turns: {counts[0]}–{counts[-1]} statements)"
+        f"(over {len(counted)} turns: {sizes[0]}–{sizes[-1]} statements)"
     )
-    for count, shape in last.top(top):
+    for count, shape in last.repeated(top):
         print(f"    {count:>3}×  {shape}")
 
 
@@ -144,8 +67,7 @@ def main() -> None:
     args = parser.parse_args()
     args.kinds = [k for k in args.kinds.split(",") if k]
     with tempfile.TemporaryDirectory(prefix="parley-sql-bench-") as tmp:
-        server = dedicated_server(Path(tmp))
-        log = Path(tmp) / "postgres" / "log"
+        server, log = logging_server(Path(tmp))
         asyncio.run(run(args, server, log))
 
 

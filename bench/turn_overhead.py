@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.turn_overhead [--turns 40] [--versus PATH] [--rounds 3]
 
-Direct, tool and complex turns (`bench.turn_kinds`) go through the chat function's own path
+Direct, tool and complex turns (`tests.turn_kinds`) go through the chat function's own path
 against the fake model answering at once; the time spent inside model calls (request out,
 reply in, over HTTP to the fake) is measured around the model client and subtracted, so what
 is left is Parley's work: the database, events, prompts, tools. Prints p50/p95 per kind.
@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.turn_kinds import KINDS, Harness, Kind, ModelClock, harness, send
+from tests.turn_kinds import KINDS, Harness, Kind, ModelClock, harness, send
 
 ROOT = Path(__file__).resolve().parents[1]
 
