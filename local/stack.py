@@ -43,6 +43,8 @@ from shared.settings import LOCAL_JWT_SECRET, Settings, load_settings
 from shared.sweeper import sweep
 
 log = logging.getLogger(__name__)
+LOCAL_POOL_SIZE = 8
+"""Connections of the local stack's one process (it serves every function and the console)."""
 
 LOCAL_DATABASE = "parley"
 CONSOLE_DEMO_MESSAGE = (
@@ -156,6 +158,7 @@ async def running_stack(
                 "supabase_anon_key": SecretStr(anon),
                 "supabase_service_role_key": SecretStr(service),
                 "supabase_jwt_secret": SecretStr(secret), "invoker_transport": "in_process",
+                "db_pool_max_size": _pool_size(settings),
                 "planner_function_url": (f"http://127.0.0.1:{port}/agent_planner"
                                          if port else None),
                 **model,
@@ -180,6 +183,13 @@ async def running_stack(
                 await asyncio.gather(sweeper, return_exceptions=True)
         finally:
             await realtime.stop()
+
+
+def _pool_size(settings: Settings) -> int:
+    """A long-running server's pool (bench.concurrency), unless `DB_POOL_MAX_SIZE` says."""
+    if "db_pool_max_size" in settings.model_fields_set:
+        return settings.db_pool_max_size
+    return LOCAL_POOL_SIZE
 
 
 async def _sweep_forever(settings: Settings) -> None:

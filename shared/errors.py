@@ -6,7 +6,9 @@ AppError
 ├── Conflict               the request clashes with the current state (e.g. a turn is running)
 ├── InvalidInput           the request is well-formed JSON but makes no sense
 ├── Unauthenticated        no credentials, or credentials that do not verify
-└── PermissionDenied       authenticated, but not allowed to do this
+├── PermissionDenied       authenticated, but not allowed to do this
+├── UpstreamUnavailable    a service this one depends on could not be reached
+└── Overloaded             this process runs as many turns as it may; retry after a while
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ class AppError(Exception):
 
     def problem_fields(self) -> dict[str, Any]:
         """Extension members of the error's problem+json body (RFC 9457), for clients to act on."""
+        return {}
+
+    def headers(self) -> dict[str, str]:
+        """HTTP headers the error's response carries (e.g. `Retry-After`)."""
         return {}
 
 
@@ -64,3 +70,20 @@ class UpstreamUnavailable(AppError):
     """A service this one depends on could not be reached or kept failing."""
 
     title = "Upstream unavailable"
+
+
+class Overloaded(AppError):
+    """The process already runs as many turns as it is allowed to (`MAX_RUNNING_TURNS`):
+    nothing was stored; the same request may be sent again after `retry_after` seconds."""
+
+    title = "Overloaded"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def problem_fields(self) -> dict[str, Any]:
+        return {"retry_after": self.retry_after}
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}

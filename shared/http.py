@@ -26,6 +26,7 @@ from shared.errors import (
     Conflict,
     InvalidInput,
     NotFound,
+    Overloaded,
     PermissionDenied,
     Unauthenticated,
     UpstreamUnavailable,
@@ -44,6 +45,7 @@ STATUS_OF: dict[type[AppError], int] = {
     Unauthenticated: 401,
     PermissionDenied: 403,
     ConfigurationError: 503,
+    Overloaded: 503,
     UpstreamUnavailable: 502,
     LLMRateLimited: 503,
     LLMTimeout: 504,
@@ -81,7 +83,14 @@ def status_of(error: AppError) -> int:
     return 400
 
 
-def problem(status: int, detail: str, *, title: str | None = None, **extra: Any) -> JSONResponse:
+def problem(
+    status: int,
+    detail: str,
+    *,
+    title: str | None = None,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
     """A problem+json response."""
     body = {
         "type": "about:blank",
@@ -90,13 +99,14 @@ def problem(status: int, detail: str, *, title: str | None = None, **extra: Any)
         "detail": detail,
         **extra,
     }
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    headers = {**(headers or {}), **({"WWW-Authenticate": "Bearer"} if status == 401 else {})}
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
 async def _app_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, AppError)
-    return problem(status_of(exc), str(exc), title=exc.title, **exc.problem_fields())
+    return problem(status_of(exc), str(exc), title=exc.title, headers=exc.headers(),
+                   **exc.problem_fields())  # fmt: skip
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:

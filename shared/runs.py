@@ -14,7 +14,8 @@ waits for another function).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, TypeVar
 from uuid import UUID
 
 from shared.agents import InProcessInvoker, Invoker, PlanOutcome, StepOutcome, run_plan
@@ -27,7 +28,10 @@ from shared.events import FanoutPublisher, Publisher
 from shared.events.realtime import SupabaseRealtimePublisher
 
 if TYPE_CHECKING:
+    from shared.admission import Slot
     from shared.services import Services
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +112,9 @@ async def run_step_here(services: Services, *, step_id: UUID, attempt: int) -> S
         await publisher.aclose()
 
 
-async def start_plan(services: Services, *, plan_id: UUID) -> None:
-    """Hand the plan to the planner and return without waiting for it."""
+async def start_plan(services: Services, *, plan_id: UUID, slot: Slot | None = None) -> None:
+    """Hand the plan to the planner and return without waiting for it (a run in this process
+    gives `slot` back when it ends)."""
     transport = services.settings.invoker_transport
     if transport == "sqs":
         from shared.queues.sqs import SqsInvoker
@@ -117,9 +122,20 @@ async def start_plan(services: Services, *, plan_id: UUID) -> None:
         await SqsInvoker(services).start_plan(plan_id=plan_id)
     elif transport == "http":
         remote = invoker_for(services, FanoutPublisher())
-        run_in_background(remote.run_plan(plan_id=plan_id), name=f"plan {plan_id}")
+        run_in_background(_holding(slot, remote.run_plan(plan_id=plan_id)), name=f"plan {plan_id}")
     else:
-        run_in_background(run_plan_here(services, plan_id=plan_id), name=f"plan {plan_id}")
+        run = run_plan_here(services, plan_id=plan_id)
+        run_in_background(_holding(slot, run), name=f"plan {plan_id}")
+    if slot is not None and transport == "sqs":
+        slot.release()
+
+
+async def _holding(slot: Slot | None, run: Awaitable[T]) -> T:
+    try:
+        return await run
+    finally:
+        if slot is not None:
+            slot.release()
 
 
 async def resume_plan(services: Services, *, plan_id: UUID) -> PlanOutcome:

@@ -16,6 +16,7 @@ How the caller is answered (`how_to_answer`):
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Literal
 
 from shared.agents import PlanOutcome, TurnStarted, start_turn
@@ -65,14 +66,23 @@ def respond_async(prefer: str | None) -> bool:
 
 
 async def send(services: Services, user: User, request: ChatTurnRequest) -> ChatTurnReply:
-    """Store the message, run (or resume) its turn, and return where it ended."""
-    started = await _start(services, user, request)
-    publisher = open_publisher(services)
-    try:
-        outcome = await invoker_for(services, publisher).run_plan(plan_id=started.plan_id)
-    finally:
-        await publisher.aclose()
+    """Store the message, run (or resume) its turn, and return where it ended (`Overloaded`
+    before anything is stored when this process runs as many turns as it may)."""
+    with _slot(services):
+        started = await _start(services, user, request)
+        publisher = open_publisher(services)
+        try:
+            outcome = await invoker_for(services, publisher).run_plan(plan_id=started.plan_id)
+        finally:
+            await publisher.aclose()
     return reply(started, outcome)
+
+
+def _slot(services: Services) -> AbstractContextManager[object]:
+    """A turn slot when the turn runs in this process (`in_process`), else nothing to hold."""
+    if services.settings.invoker_transport != "in_process":
+        return nullcontext()
+    return services.turn_slots.take()
 
 
 async def accept(services: Services, user: User, request: ChatTurnRequest) -> ChatTurnAccepted:
@@ -80,12 +90,18 @@ async def accept(services: Services, user: User, request: ChatTurnRequest) -> Ch
 
     A resend of a turn that is still open hands it over again (harmless: the planner resumes
     it, or finds it running); one that has ended is only reported."""
-    started = await _start(services, user, request)
-    async with services.db.service() as conn:
-        plan = await plans.get_plan(conn, plan_id=started.plan_id)
-    assert plan is not None
-    if plan.status not in ("completed", "failed", "cancelled"):
-        await start_plan(services, plan_id=started.plan_id)
+    slot = services.turn_slots.take() if services.settings.invoker_transport != "sqs" else None
+    try:
+        started = await _start(services, user, request)
+        async with services.db.autocommit() as conn:
+            plan = await plans.get_plan(conn, plan_id=started.plan_id)
+        assert plan is not None
+        if plan.status not in ("completed", "failed", "cancelled"):
+            await start_plan(services, plan_id=started.plan_id, slot=slot)
+            slot = None  # the run gives it back when it ends
+    finally:
+        if slot is not None:
+            slot.release()
     return ChatTurnAccepted(
         session_id=started.session_id, message_id=started.message_id, plan_id=started.plan_id,
         created=started.created, status=plan.status, watch=watch(services, started),
@@ -109,21 +125,28 @@ async def send_streaming(
 
     The turn runs to its end even if the client goes away: the tables and Realtime have it all.
     """
-    started = await _start(services, user, request)
     if services.settings.invoker_transport == "http":
+        started = await _start(services, user, request)
         # The planner runs in its own function and publishes there: relay its SSE.
         remote = invoker_for(services, FanoutPublisher())
         assert isinstance(remote, HttpInvoker)
         return started, remote.stream_plan(plan_id=started.plan_id)
+    slot = services.turn_slots.take()
+    try:
+        started = await _start(services, user, request)
+    except BaseException:
+        slot.release()
+        raise
     sse = SSEPublisher()
     publisher = open_publisher(services, sse)
     invoker = invoker_for(services, publisher)
 
     async def run() -> None:
-        try:
-            await invoker.run_plan(plan_id=started.plan_id)
-        finally:
-            await publisher.aclose()
+        with slot:
+            try:
+                await invoker.run_plan(plan_id=started.plan_id)
+            finally:
+                await publisher.aclose()
 
     run_in_background(run(), name=f"turn {started.plan_id}")
     return started, sse.stream()

@@ -20,6 +20,7 @@ from shared.settings import Settings, get_settings
 if TYPE_CHECKING:
     import httpx
 
+    from shared.admission import TurnSlots
     from shared.agents.approvals import ApprovalGate
     from shared.auth import TokenVerifier
     from shared.db import Database
@@ -91,6 +92,14 @@ class Services:
             raise ConfigurationError(
                 "INVOKER_TRANSPORT=sqs needs an AWS region: set AWS_REGION"
             ) from exc
+
+    @cached_property
+    def turn_slots(self) -> TurnSlots:
+        """The turns this process runs at once (`MAX_RUNNING_TURNS`, admission control)."""
+        from shared.admission import TurnSlots
+
+        settings = self.settings
+        return TurnSlots(settings.max_running_turns, retry_after=settings.retry_after_seconds)
 
     @cached_property
     def models(self) -> ModelRegistry:

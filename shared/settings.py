@@ -80,7 +80,13 @@ class Settings(BaseSettings):
     parley_data_dir: Path = Path(".parley")
     """Where local state lives (the embedded database cluster)."""
     db_pool_max_size: int = Field(default=2, ge=1, le=50)
-    """Connections per process; keep it at 1–2 per Lambda behind Supavisor."""
+    """Connections per process; keep it at 1–2 per Lambda behind Supavisor (a long-running
+    server can use more: `python3 dev.py run` uses 8)."""
+    max_running_turns: int = Field(default=64, ge=0)
+    """Turns this process runs at once; a send past it is answered 503 with `Retry-After`
+    (nothing stored) instead of slowing every running turn down. 0: no limit."""
+    retry_after_seconds: int = Field(default=1, ge=1)
+    """The `Retry-After` of those 503s."""
 
     supabase_url: str | None = None
     """Project URL, e.g. https://abcd.supabase.co (Realtime broadcasts go to it)."""
