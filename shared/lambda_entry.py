@@ -80,6 +80,17 @@ class LambdaHandler:
         return asyncio.get_event_loop().run_until_complete(work)
 
 
+def load_model_client() -> None:
+    """Import the model client's libraries now (the `openai` package, a few hundred ms).
+
+    For functions whose every invocation calls a model (planner, executor), Lambda's init phase
+    is the place: the import costs the same wherever it happens, the first event does not wait
+    for it, and a SnapStart snapshot (Python 3.12+) would keep it. The chat function does not:
+    it stores messages and hands turns on, and loads the agent core only if it runs a turn
+    itself (`INVOKER_TRANSPORT=in_process`)."""
+    from shared.llm import _openai_wire  # noqa: F401
+
+
 def _describe(event: Mapping[str, Any]) -> str:
     keys = ", ".join(sorted(str(k) for k in event)[:8])
     return f"keys: {keys}" if keys else "empty"

@@ -18,10 +18,9 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, TypeVar
 from uuid import UUID
 
-from shared.agents import InProcessInvoker, Invoker, PlanOutcome, StepOutcome, run_plan
-from shared.agents.executor import run_executor_step
-from shared.agents.finishing import handed_off
 from shared.agents.http_invoker import HttpInvoker
+from shared.agents.invoker import InProcessInvoker, Invoker
+from shared.agents.outcomes import PlanOutcome, StepOutcome
 from shared.background import run_in_background
 from shared.errors import ConfigurationError
 from shared.events import FanoutPublisher, Publisher
@@ -89,6 +88,8 @@ async def run_plan_here(
 
     A plan that has ended is answered as it ended, and its `done` is sent again unless
     `replay_ended` is False (a late queue message must not announce the end twice)."""
+    from shared.agents.planner import run_plan  # the agent core loads when a plan runs here
+
     await services.load_mcp_tools()
     publisher = open_publisher(services, *([extra] if extra else []))
     try:
@@ -102,6 +103,8 @@ async def run_plan_here(
 
 async def run_step_here(services: Services, *, step_id: UUID, attempt: int) -> StepOutcome:
     """Run (or resume) one executor step in this process."""
+    from shared.agents.executor import run_executor_step
+
     await services.load_mcp_tools()
     publisher = open_publisher(services)
     try:
@@ -143,5 +146,7 @@ async def resume_plan(services: Services, *, plan_id: UUID) -> PlanOutcome:
     `sqs` — by queueing it (the outcome then says where it stands, `handed_off`)."""
     if services.settings.invoker_transport != "sqs":
         return await run_plan_here(services, plan_id=plan_id)
+    from shared.agents.finishing import handed_off
+
     await start_plan(services, plan_id=plan_id)
     return await handed_off(services, plan_id)

@@ -19,8 +19,9 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Literal
 
-from shared.agents import PlanOutcome, TurnStarted, start_turn
 from shared.agents.http_invoker import HttpInvoker
+from shared.agents.outcomes import PlanOutcome, TurnStarted
+from shared.agents.turns import start_turn
 from shared.auth import User
 from shared.background import run_in_background
 from shared.db import plans

@@ -35,7 +35,7 @@ class McpServerConfig(BaseModel):
     of the server is `write` — whatever the server's own read-only hints say.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,32}$")
     """Short name; prefixes the server's tool names (`<name>_<tool>`) unless `tool_prefix`."""

@@ -25,60 +25,126 @@ from rows), `budget` (prompts within budgets, counted by `shared.llm.tokens`), `
 `errors`, `outcomes`.
 """
 
-from shared.agents.approvals import (
-    ALLOW,
-    WAIT,
-    ApprovalGate,
-    DatabaseApprovals,
-    Escalation,
-    NoApprovals,
-    ToolApproval,
-    Verdict,
-)
-from shared.agents.errors import (
-    AgentStopped,
-    AwaitingApproval,
-    CostCapReached,
-    PlanCancelled,
-    PlanNotWritten,
-    PromptTooLarge,
-    TurnStillRunning,
-)
-from shared.agents.executor import run_executor_step
-from shared.agents.invoker import InProcessInvoker, Invoker
-from shared.agents.outcomes import PlanOutcome, StepOutcome, TurnOutcome, TurnStarted
-from shared.agents.planner import run_plan
-from shared.agents.turns import request_cancel, run_turn, start_turn
-from shared.llm.tokens import DeepSeekTokenizer, TokenCounter, count_prompt
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "ALLOW",
-    "WAIT",
-    "AgentStopped",
-    "ApprovalGate",
-    "AwaitingApproval",
-    "CostCapReached",
-    "DatabaseApprovals",
-    "DeepSeekTokenizer",
-    "Escalation",
-    "InProcessInvoker",
-    "Invoker",
-    "NoApprovals",
-    "PlanCancelled",
-    "PlanNotWritten",
-    "PlanOutcome",
-    "PromptTooLarge",
-    "StepOutcome",
-    "TokenCounter",
-    "ToolApproval",
-    "TurnOutcome",
-    "TurnStarted",
-    "TurnStillRunning",
-    "Verdict",
-    "count_prompt",
-    "request_cancel",
-    "run_executor_step",
-    "run_plan",
-    "run_turn",
-    "start_turn",
-]
+from shared.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from shared.agents.approvals import (
+        ALLOW as ALLOW,
+    )
+    from shared.agents.approvals import (
+        WAIT as WAIT,
+    )
+    from shared.agents.approvals import (
+        ApprovalGate as ApprovalGate,
+    )
+    from shared.agents.approvals import (
+        DatabaseApprovals as DatabaseApprovals,
+    )
+    from shared.agents.approvals import (
+        Escalation as Escalation,
+    )
+    from shared.agents.approvals import (
+        NoApprovals as NoApprovals,
+    )
+    from shared.agents.approvals import (
+        ToolApproval as ToolApproval,
+    )
+    from shared.agents.approvals import (
+        Verdict as Verdict,
+    )
+    from shared.agents.errors import (
+        AgentStopped as AgentStopped,
+    )
+    from shared.agents.errors import (
+        AwaitingApproval as AwaitingApproval,
+    )
+    from shared.agents.errors import (
+        CostCapReached as CostCapReached,
+    )
+    from shared.agents.errors import (
+        PlanCancelled as PlanCancelled,
+    )
+    from shared.agents.errors import (
+        PlanNotWritten as PlanNotWritten,
+    )
+    from shared.agents.errors import (
+        PromptTooLarge as PromptTooLarge,
+    )
+    from shared.agents.errors import (
+        TurnStillRunning as TurnStillRunning,
+    )
+    from shared.agents.executor import (
+        run_executor_step as run_executor_step,
+    )
+    from shared.agents.invoker import (
+        InProcessInvoker as InProcessInvoker,
+    )
+    from shared.agents.invoker import (
+        Invoker as Invoker,
+    )
+    from shared.agents.outcomes import (
+        PlanOutcome as PlanOutcome,
+    )
+    from shared.agents.outcomes import (
+        StepOutcome as StepOutcome,
+    )
+    from shared.agents.outcomes import (
+        TurnOutcome as TurnOutcome,
+    )
+    from shared.agents.outcomes import (
+        TurnStarted as TurnStarted,
+    )
+    from shared.agents.planner import (
+        run_plan as run_plan,
+    )
+    from shared.agents.turns import (
+        request_cancel as request_cancel,
+    )
+    from shared.agents.turns import (
+        run_turn as run_turn,
+    )
+    from shared.agents.turns import (
+        start_turn as start_turn,
+    )
+    from shared.llm.tokens import (
+        DeepSeekTokenizer as DeepSeekTokenizer,
+    )
+    from shared.llm.tokens import (
+        TokenCounter as TokenCounter,
+    )
+    from shared.llm.tokens import (
+        count_prompt as count_prompt,
+    )
+
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "shared.agents.approvals": (
+            "ALLOW",
+            "WAIT",
+            "ApprovalGate",
+            "DatabaseApprovals",
+            "Escalation",
+            "NoApprovals",
+            "ToolApproval",
+            "Verdict",
+        ),
+        "shared.agents.errors": (
+            "AgentStopped",
+            "AwaitingApproval",
+            "CostCapReached",
+            "PlanCancelled",
+            "PlanNotWritten",
+            "PromptTooLarge",
+            "TurnStillRunning",
+        ),
+        "shared.agents.executor": ("run_executor_step",),
+        "shared.agents.invoker": ("InProcessInvoker", "Invoker"),
+        "shared.agents.outcomes": ("PlanOutcome", "StepOutcome", "TurnOutcome", "TurnStarted"),
+        "shared.agents.planner": ("run_plan",),
+        "shared.agents.turns": ("request_cancel", "run_turn", "start_turn"),
+        "shared.llm.tokens": ("DeepSeekTokenizer", "TokenCounter", "count_prompt"),
+    },
+)

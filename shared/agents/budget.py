@@ -19,7 +19,10 @@ changed, so the cached prefix (system prompt, tools) stays byte-identical. `Fitt
 left_out` describes every shortening, for the record of the step.
 
 Everything counted here is what is sent: `count_prompt` over the wire form, tool schemas
-included, so a test can count the request a server received and get the same number.
+included, so a test can count the request a server received and get the same number. The
+exact count needs the tokenizer (loading it takes a quarter of a second), so a cheap upper
+bound comes first: a byte-level BPE never makes more tokens than the text has UTF-8 bytes
+(`UTF8_BOUND`), and a prompt whose bound fits the budget is sent as it is, counted no further.
 """
 
 from __future__ import annotations
@@ -48,6 +51,19 @@ CUT_NOTE = (
 )
 
 
+class _Utf8Bound:
+    """A `TokenCounter` that counts UTF-8 bytes: never fewer than a byte-level BPE's tokens."""
+
+    def count(self, text: str) -> int:
+        return len(text.encode("utf-8", "surrogatepass"))
+
+    def truncate(self, text: str, tokens: int) -> str:
+        raise AssertionError("an upper bound is only counted with, never cut by")
+
+
+UTF8_BOUND = _Utf8Bound()
+
+
 @dataclass(frozen=True, slots=True)
 class Segment:
     """Messages kept or dropped together; `pinned` ones are always kept."""
@@ -62,7 +78,8 @@ class FittedPrompt:
 
     messages: list[Message]
     tokens: int
-    """The prompt's size (messages and tool schemas), as sent."""
+    """The prompt's size (messages and tool schemas), as sent — at most: when its UTF-8
+    bytes were few enough to know it fits, they are the figure."""
     dropped: int
     """Messages left out."""
     cut: int
@@ -173,6 +190,10 @@ def fit_prompt(
     wire_tools = [tool.to_wire() for tool in tools]
     originals = {m.tool_call_id: m.content for segment in segments for m in segment.messages
                  if isinstance(m, ToolMessage)}  # fmt: skip
+    bound = _Fitting(system, list(segments), count_tools(UTF8_BOUND, wire_tools), UTF8_BOUND,
+                     thinking, earlier, originals)  # fmt: skip
+    if (most := bound.size()) <= budget:
+        return FittedPrompt(bound.messages(), most, 0, 0)
     fitting = _Fitting(system, list(segments), count_tools(counter, wire_tools), counter, thinking,
                        earlier, originals)  # fmt: skip
     size = fitting.size()
@@ -195,6 +216,8 @@ def fit_prompt(
 def clip(counter: TokenCounter, text: str, tokens: int, *, how: str) -> str:
     """`text` within `tokens`; if shortened, it ends by saying how much is left out and `how`
     to get it (e.g. "ask_planner for the rest")."""
+    if UTF8_BOUND.count(text) <= tokens:
+        return text  # within the budget by its bytes already
     total = counter.count(text)
     if total <= tokens:
         return text

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from shared.db.records import PlanStatus, PlanStep, PlanStrategy, StepStatus
-from shared.db.transitions import Control
+
+if TYPE_CHECKING:
+    from shared.db.transitions import Control
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from shared.agents.budget import UTF8_BOUND
 from shared.agents.plan_schema import InvalidPlan, PlanDraft, validate_plan
 from shared.db.plans import NewStep
 from shared.llm import ToolCall
@@ -67,8 +68,10 @@ def _executor_problems(
             problems.append(f"step {step.step_number} is for an executor but names no tools: list "
                             "the read tools it needs")  # fmt: skip
             continue
-        schemas = [_wire(registry, name) for name in step.tools]
-        size = count_tools(counter, [s for s in schemas if s])
+        schemas = [s for s in (_wire(registry, name) for name in step.tools) if s]
+        if count_tools(UTF8_BOUND, schemas) <= limit:
+            continue  # fits by its bytes: no need to count it exactly
+        size = count_tools(counter, schemas)
         if size > limit:
             problems.append(
                 f"step {step.step_number} gives an executor tools too large for its budget "

@@ -14,7 +14,9 @@ locks (the session's row is locked for the whole transaction that stores a messa
   whose runner died (lease expired) does not block the session: it stays resumable by
   `run_plan`, and the new message is accepted beside it.
 
-`run_turn` is both steps, in this process (tests, local stack).
+`run_turn` is both steps, in this process (tests, local stack). Storing a message loads none
+of the agent core: a function that only stores turns and hands them on (the chat function on
+AWS) never loads the planner, the tools or the model client.
 """
 
 from __future__ import annotations
@@ -23,8 +25,6 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from shared.agents.errors import TurnStillRunning
-from shared.agents.finishing import TERMINAL, close_plan_rows
-from shared.agents.invoker import InProcessInvoker
 from shared.agents.outcomes import TurnOutcome, TurnStarted
 from shared.agents.prompts import PLANNER
 from shared.db import chats, leases, plans
@@ -113,6 +113,8 @@ async def run_turn(
     client_message_id: str | None = None,
 ) -> TurnOutcome:
     """`start_turn`, then `run_plan` in this process (executor steps in-process too)."""
+    from shared.agents.invoker import InProcessInvoker  # the core loads when a turn runs
+
     started = await start_turn(
         services, user_id=user_id, session_id=session_id, message=message,
         client_message_id=client_message_id,
@@ -126,6 +128,8 @@ async def request_cancel(services: Services, *, plan_id: UUID, user_id: UUID | N
     call, and the plan ends `cancelled`. A plan nobody is running (no live lease: waiting for
     the user, not started yet, or its runner died) is closed `cancelled` at once, undecided
     approvals with it. Cancelling a finished plan changes nothing."""
+    from shared.agents.finishing import TERMINAL, close_plan_rows  # with the agent core
+
     async with services.db.service() as conn:
         plan = await plans.get_plan(conn, plan_id=plan_id, user_id=user_id, lock=True)
         if plan is None:

@@ -36,90 +36,187 @@ Build a client once per cold start and pass typed messages:
 - Offline: `shared.llm.fake_server` is an OpenAI-compatible fake (tests, the demo model).
 """
 
-from shared.llm.client import (
-    CallTool,
-    ChatRequest,
-    Completed,
-    Completion,
-    FinishReason,
-    HistoryMode,
-    LLMClient,
-    ReasoningDelta,
-    StreamEvent,
-    TextDelta,
-    ToolCallReady,
-    ToolCallResult,
-    ToolChoice,
-    ToolSchema,
-    call_tool,
-    collect,
-)
-from shared.llm.errors import (
-    InvalidHistory,
-    LLMAuthenticationFailed,
-    LLMBadRequest,
-    LLMError,
-    LLMNotConfigured,
-    LLMProviderError,
-    LLMRateLimited,
-    LLMTimeout,
-    UnexpectedReply,
-)
-from shared.llm.history import HistoryProblem, check_history, find_problems, repair_history
-from shared.llm.messages import (
-    AssistantMessage,
-    Message,
-    SystemMessage,
-    ToolCall,
-    ToolMessage,
-    UserMessage,
-)
-from shared.llm.openai_client import OpenAIClient
-from shared.llm.registry import ModelInfo, ModelRegistry, load_registry
-from shared.llm.retry import RetryPolicy
-from shared.llm.usage import Price, TokenCounts
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "AssistantMessage",
-    "CallTool",
-    "ChatRequest",
-    "Completed",
-    "Completion",
-    "FinishReason",
-    "HistoryMode",
-    "HistoryProblem",
-    "InvalidHistory",
-    "LLMAuthenticationFailed",
-    "LLMBadRequest",
-    "LLMClient",
-    "LLMError",
-    "LLMNotConfigured",
-    "LLMProviderError",
-    "LLMRateLimited",
-    "LLMTimeout",
-    "Message",
-    "ModelInfo",
-    "ModelRegistry",
-    "OpenAIClient",
-    "Price",
-    "ReasoningDelta",
-    "RetryPolicy",
-    "StreamEvent",
-    "SystemMessage",
-    "TextDelta",
-    "TokenCounts",
-    "ToolCall",
-    "ToolCallReady",
-    "ToolCallResult",
-    "ToolChoice",
-    "ToolMessage",
-    "ToolSchema",
-    "UnexpectedReply",
-    "UserMessage",
-    "call_tool",
-    "check_history",
-    "collect",
-    "find_problems",
-    "load_registry",
-    "repair_history",
-]
+from shared.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from shared.llm.client import (
+        CallTool as CallTool,
+    )
+    from shared.llm.client import (
+        ChatRequest as ChatRequest,
+    )
+    from shared.llm.client import (
+        Completed as Completed,
+    )
+    from shared.llm.client import (
+        Completion as Completion,
+    )
+    from shared.llm.client import (
+        FinishReason as FinishReason,
+    )
+    from shared.llm.client import (
+        HistoryMode as HistoryMode,
+    )
+    from shared.llm.client import (
+        LLMClient as LLMClient,
+    )
+    from shared.llm.client import (
+        ReasoningDelta as ReasoningDelta,
+    )
+    from shared.llm.client import (
+        StreamEvent as StreamEvent,
+    )
+    from shared.llm.client import (
+        TextDelta as TextDelta,
+    )
+    from shared.llm.client import (
+        ToolCallReady as ToolCallReady,
+    )
+    from shared.llm.client import (
+        ToolCallResult as ToolCallResult,
+    )
+    from shared.llm.client import (
+        ToolChoice as ToolChoice,
+    )
+    from shared.llm.client import (
+        ToolSchema as ToolSchema,
+    )
+    from shared.llm.client import (
+        call_tool as call_tool,
+    )
+    from shared.llm.client import (
+        collect as collect,
+    )
+    from shared.llm.errors import (
+        InvalidHistory as InvalidHistory,
+    )
+    from shared.llm.errors import (
+        LLMAuthenticationFailed as LLMAuthenticationFailed,
+    )
+    from shared.llm.errors import (
+        LLMBadRequest as LLMBadRequest,
+    )
+    from shared.llm.errors import (
+        LLMError as LLMError,
+    )
+    from shared.llm.errors import (
+        LLMNotConfigured as LLMNotConfigured,
+    )
+    from shared.llm.errors import (
+        LLMProviderError as LLMProviderError,
+    )
+    from shared.llm.errors import (
+        LLMRateLimited as LLMRateLimited,
+    )
+    from shared.llm.errors import (
+        LLMTimeout as LLMTimeout,
+    )
+    from shared.llm.errors import (
+        UnexpectedReply as UnexpectedReply,
+    )
+    from shared.llm.history import (
+        HistoryProblem as HistoryProblem,
+    )
+    from shared.llm.history import (
+        check_history as check_history,
+    )
+    from shared.llm.history import (
+        find_problems as find_problems,
+    )
+    from shared.llm.history import (
+        repair_history as repair_history,
+    )
+    from shared.llm.messages import (
+        AssistantMessage as AssistantMessage,
+    )
+    from shared.llm.messages import (
+        Message as Message,
+    )
+    from shared.llm.messages import (
+        SystemMessage as SystemMessage,
+    )
+    from shared.llm.messages import (
+        ToolCall as ToolCall,
+    )
+    from shared.llm.messages import (
+        ToolMessage as ToolMessage,
+    )
+    from shared.llm.messages import (
+        UserMessage as UserMessage,
+    )
+    from shared.llm.openai_client import (
+        OpenAIClient as OpenAIClient,
+    )
+    from shared.llm.registry import (
+        ModelInfo as ModelInfo,
+    )
+    from shared.llm.registry import (
+        ModelRegistry as ModelRegistry,
+    )
+    from shared.llm.registry import (
+        load_registry as load_registry,
+    )
+    from shared.llm.retry import (
+        RetryPolicy as RetryPolicy,
+    )
+    from shared.llm.usage import (
+        Price as Price,
+    )
+    from shared.llm.usage import (
+        TokenCounts as TokenCounts,
+    )
+
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "shared.llm.client": (
+            "CallTool",
+            "ChatRequest",
+            "Completed",
+            "Completion",
+            "FinishReason",
+            "HistoryMode",
+            "LLMClient",
+            "ReasoningDelta",
+            "StreamEvent",
+            "TextDelta",
+            "ToolCallReady",
+            "ToolCallResult",
+            "ToolChoice",
+            "ToolSchema",
+            "call_tool",
+            "collect",
+        ),
+        "shared.llm.errors": (
+            "InvalidHistory",
+            "LLMAuthenticationFailed",
+            "LLMBadRequest",
+            "LLMError",
+            "LLMNotConfigured",
+            "LLMProviderError",
+            "LLMRateLimited",
+            "LLMTimeout",
+            "UnexpectedReply",
+        ),
+        "shared.llm.history": (
+            "HistoryProblem",
+            "check_history",
+            "find_problems",
+            "repair_history",
+        ),
+        "shared.llm.messages": (
+            "AssistantMessage",
+            "Message",
+            "SystemMessage",
+            "ToolCall",
+            "ToolMessage",
+            "UserMessage",
+        ),
+        "shared.llm.openai_client": ("OpenAIClient",),
+        "shared.llm.registry": ("ModelInfo", "ModelRegistry", "load_registry"),
+        "shared.llm.retry": ("RetryPolicy",),
+        "shared.llm.usage": ("Price", "TokenCounts"),
+    },
+)

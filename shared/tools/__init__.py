@@ -17,44 +17,96 @@ The agent core uses it like this::
 the servers of `Settings.mcp_servers` and yields their tools as `ExternalTool`s.
 """
 
-from shared.tools.builtin import builtin_registry, builtin_tools
-from shared.tools.calls import CallContext, ToolCall
-from shared.tools.executor import ToolExecutor
-from shared.tools.permissions import Decision, decide, offered_tools
-from shared.tools.registry import (
-    Access,
-    DatabaseTool,
-    ExternalTool,
-    Tool,
-    ToolDefinition,
-    ToolRegistry,
-)
-from shared.tools.results import ToolCallError, ToolErrorCode, ToolResult
-from shared.tools.schema import JsonObject
-from shared.tools.turns import TurnCache
-from shared.tools.values import ToolArgs, ToolOutput, ZonedArgs
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "Access",
-    "CallContext",
-    "DatabaseTool",
-    "Decision",
-    "ExternalTool",
-    "JsonObject",
-    "Tool",
-    "ToolArgs",
-    "ToolCall",
-    "ToolCallError",
-    "ToolDefinition",
-    "ToolErrorCode",
-    "ToolExecutor",
-    "ToolOutput",
-    "ToolRegistry",
-    "ToolResult",
-    "TurnCache",
-    "ZonedArgs",
-    "builtin_registry",
-    "builtin_tools",
-    "decide",
-    "offered_tools",
-]
+from shared.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from shared.tools.builtin import (
+        builtin_registry as builtin_registry,
+    )
+    from shared.tools.builtin import (
+        builtin_tools as builtin_tools,
+    )
+    from shared.tools.calls import (
+        CallContext as CallContext,
+    )
+    from shared.tools.calls import (
+        ToolCall as ToolCall,
+    )
+    from shared.tools.executor import (
+        ToolExecutor as ToolExecutor,
+    )
+    from shared.tools.permissions import (
+        Decision as Decision,
+    )
+    from shared.tools.permissions import (
+        decide as decide,
+    )
+    from shared.tools.permissions import (
+        offered_tools as offered_tools,
+    )
+    from shared.tools.registry import (
+        Access as Access,
+    )
+    from shared.tools.registry import (
+        DatabaseTool as DatabaseTool,
+    )
+    from shared.tools.registry import (
+        ExternalTool as ExternalTool,
+    )
+    from shared.tools.registry import (
+        Tool as Tool,
+    )
+    from shared.tools.registry import (
+        ToolDefinition as ToolDefinition,
+    )
+    from shared.tools.registry import (
+        ToolRegistry as ToolRegistry,
+    )
+    from shared.tools.results import (
+        ToolCallError as ToolCallError,
+    )
+    from shared.tools.results import (
+        ToolErrorCode as ToolErrorCode,
+    )
+    from shared.tools.results import (
+        ToolResult as ToolResult,
+    )
+    from shared.tools.schema import (
+        JsonObject as JsonObject,
+    )
+    from shared.tools.turns import (
+        TurnCache as TurnCache,
+    )
+    from shared.tools.values import (
+        ToolArgs as ToolArgs,
+    )
+    from shared.tools.values import (
+        ToolOutput as ToolOutput,
+    )
+    from shared.tools.values import (
+        ZonedArgs as ZonedArgs,
+    )
+
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "shared.tools.builtin": ("builtin_registry", "builtin_tools"),
+        "shared.tools.calls": ("CallContext", "ToolCall"),
+        "shared.tools.executor": ("ToolExecutor",),
+        "shared.tools.permissions": ("Decision", "decide", "offered_tools"),
+        "shared.tools.registry": (
+            "Access",
+            "DatabaseTool",
+            "ExternalTool",
+            "Tool",
+            "ToolDefinition",
+            "ToolRegistry",
+        ),
+        "shared.tools.results": ("ToolCallError", "ToolErrorCode", "ToolResult"),
+        "shared.tools.schema": ("JsonObject",),
+        "shared.tools.turns": ("TurnCache",),
+        "shared.tools.values": ("ToolArgs", "ToolOutput", "ZonedArgs"),
+    },
+)

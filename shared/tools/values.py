@@ -32,7 +32,7 @@ class ToolArgs(BaseModel):
 class ToolOutput(BaseModel):
     """What a tool returns to the model (serialised to JSON by the executor)."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = ConfigDict(frozen=True)
 
 
 def display_zone(info: SerializationInfo) -> tzinfo:
