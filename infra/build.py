@@ -30,6 +30,10 @@ PLATFORMS = {
     "x86_64": "x86_64-manylinux_2_28",
 }  # AL2023: glibc 2.34
 SKIP = ("__pycache__", "*.pyc", "fake_server")  # the offline demo model is not deployed
+NOT_DEPLOYED = ("huggingface-hub", "hf-xet", "fsspec", "filelock", "tqdm")
+"""Pulled in by `tokenizers` for `Tokenizer.from_pretrained` (downloads from the Hugging Face
+Hub), which Parley never calls: it loads DeepSeek's bundled tokenizer.json from disk. About
+15 MB of the bundle."""
 
 
 def main(argv: list[str]) -> int:
@@ -48,6 +52,7 @@ def main(argv: list[str]) -> int:
     requirements = BUILD.parent / "requirements.txt"
     run(uv, "pip", "compile", "pyproject.toml", "--constraint", "requirements.lock",
         "--quiet", "--no-header", "--output-file", str(requirements), *target)  # fmt: skip
+    drop_not_deployed(requirements)
     run(uv, "pip", "install", "--quiet", "--target", str(BUILD), "--only-binary", ":all:",
         "--no-deps", "-r", str(requirements), *target)  # fmt: skip
     for package in CODE:
@@ -56,6 +61,15 @@ def main(argv: list[str]) -> int:
     artifact = zip_dir(BUILD, DIST / "parley.zip")
     print(f"{artifact.relative_to(ROOT)}: {artifact.stat().st_size / 2**20:.1f} MiB")
     return 0
+
+
+def drop_not_deployed(requirements: Path) -> None:
+    """Remove `NOT_DEPLOYED` from the compiled requirements (installed with `--no-deps`)."""
+    kept = [
+        line for line in requirements.read_text().splitlines()
+        if line.split("==")[0].strip().lower() not in NOT_DEPLOYED
+    ]  # fmt: skip
+    requirements.write_text("\n".join(kept) + "\n")
 
 
 def compile_bytecode(version: str, python: str | None) -> None:
