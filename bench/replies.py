@@ -74,8 +74,9 @@ class BenchScript:
     def _planner(self, messages: Sequence[Mapping[str, Any]]) -> Reply:
         results = _tool_results(messages)
         if any(r.startswith(prompts.PLAN_RESULTS[:40]) for r in results):
-            lines = [line.removeprefix("- ").split(" | ")[0] for r in results
-                     for line in r.splitlines() if line.startswith("- ")]  # fmt: skip
+            lines = [line.removeprefix("Result: ").removeprefix("- ").split(" | ")[0]
+                     for r in results for line in r.splitlines()
+                     if line.removeprefix("Result: ").startswith("- ")]  # fmt: skip
             return reply(answer(lines))
         request = self._request(messages)
         steps = [
@@ -116,8 +117,8 @@ def answer(titles: Sequence[str]) -> str:
 
 
 def items(text: str) -> list[dict[str, Any]]:
-    """The records a tool result shows (objects with a title or name); a result that is not
-    JSON (cut short) still shows the titles it holds."""
+    """The records a tool result shows (objects with a title or name, and free slots); a
+    result that is not JSON (cut short) still shows the titles it holds."""
     try:
         payload = json.loads(text)
     except ValueError:
@@ -129,6 +130,10 @@ def _records(value: Any) -> Iterator[dict[str, Any]]:
     if isinstance(value, dict):
         if ("title" in value or "name" in value) and ("id" in value or "event_id" in value):
             yield value
+        elif {"start_at", "end_at", "minutes"} <= value.keys():  # a free slot: an item too
+            start, end = str(value["start_at"]), str(value["end_at"])
+            yield {"title": f"Free {start[:10]} {start[11:16]}-{end[11:16]} "
+                            f"({value['minutes']} min)"}  # fmt: skip
         for child in value.values():
             yield from _records(child)
     elif isinstance(value, list):
