@@ -6,7 +6,9 @@ answer lists exactly the items the answering model was given. A design that drop
 hide it: the items it lost are missing from what its answering model saw.
 
 * Parley's planner (design A): the first call writes a plan with one executor step per
-  lookup; the call that sees the plan's results answers.
+  lookup, leaving out what has a default (the goal when it is the message, step numbers,
+  `assignee: executor`), with `answer: "executor"` unless the request needs judgement; the
+  call that sees the plan's results answers (on whichever model the plan chose).
 * An executor: calls its step's tool; asks for the next page while a result offers one
   (`next_offset`); then completes with one line per item it saw.
 * The single agent (design B): calls every lookup's tool in parallel, then answers.
@@ -79,12 +81,10 @@ class BenchScript:
                      if line.removeprefix("Result: ").startswith("- ")]  # fmt: skip
             return reply(answer(lines))
         request = self._request(messages)
-        steps = [
-            {"step_number": n, "description": lookup.description, "assignee": "executor",
-             "tools": [lookup.tool]}
-            for n, lookup in enumerate(request.lookups, start=1)
-        ]  # fmt: skip
-        return reply(tool_call("create_plan", goal=request.message, steps=steps))
+        steps = [{"description": lookup.description, "tools": [lookup.tool]}
+                 for lookup in request.lookups]  # fmt: skip
+        by = {} if request.judgement else {"answer": "executor"}
+        return reply(tool_call("create_plan", steps=steps, **by))
 
     def _executor(self, messages: Sequence[Mapping[str, Any]]) -> Reply:
         delegation = next(str(m.get("content")) for m in messages if m.get("role") == "user")
