@@ -53,7 +53,7 @@ from pydantic import JsonValue
 
 from shared.agents import control_tools, plan_checks, prompts
 from shared.agents.accounting import account_call
-from shared.agents.budget import Segment
+from shared.agents.budget import FittedPrompt, Segment
 from shared.agents.errors import PlanNotWritten
 from shared.agents.events import clip, done_data
 from shared.agents.finishing import TERMINAL, finish_plan, handed_off, outcome_of, settled_answer
@@ -85,6 +85,11 @@ HISTORY_LOADED = 200
 ONE_PLAN = "Not used: write one plan per turn."
 STREAMED_TOKENS = 16
 """Numbers reserved for a streamed call's token batches by the statement before it."""
+ANSWER_INCOMPLETE = (
+    "(Note: to fit the planner's context budget, {tokens} tokens of what this turn found were "
+    "left out when this answer was written, so it may be incomplete. Ask about less at once to "
+    "see the rest.)"
+)
 
 
 async def run_plan(
@@ -334,7 +339,7 @@ class PlannerRun:
         rounds = sum(1 for t in turn.turns if t.calls)
         final = synthesis or rounds >= self.services.settings.planner_max_tool_rounds
         segments, earlier = self._segments(turn)
-        request, _ = build_request(  # a call that may not call tools is sent none to call
+        request, fitted = build_request(  # a call that may not call tools is sent none to call
             self._answering(turn) if synthesis else self.run,
             system=prompts.with_date(prompts.PLANNER), segments=segments,
             tools=() if final else self.tools, earlier=earlier,
@@ -344,7 +349,7 @@ class PlannerRun:
         )
         calls = () if final else completion.tool_calls
         if not calls:
-            return await self._store_answer(completion, turn)
+            return await self._store_answer(completion, fitted)
         await self._store_turn(completion, turn, calls)
         return None
 
@@ -365,13 +370,25 @@ class PlannerRun:
         current = (UserMessage(self.request.content), *turn.messages())
         return [*conversation_segments(self.past), Segment(current, pinned=True)], earlier
 
-    async def _store_answer(self, completion: Completion, turn: PlannerTurn) -> PlanOutcome:
-        """The answer, the plan completed with it and its lease given back, `usage`, `done`."""
+    async def _store_answer(self, completion: Completion, fitted: FittedPrompt) -> PlanOutcome:
+        """The answer, the plan completed with it and its lease given back, `usage`, `done`.
+
+        What its prompt left out to fit the budget is recorded with it (`metadata.left_out`);
+        when that includes results of this turn, the answer also says so, to the user too."""
+        text = completion.text
+        metadata: dict[str, JsonValue] = {"kind": "answer"}
+        if fitted.left_out:
+            metadata["left_out"] = list(fitted.left_out)
+        if fitted.cut_tokens:
+            note = f"\n\n{ANSWER_INCOMPLETE.format(tokens=fitted.cut_tokens)}"
+            await self.run.emitter.token(note, plan_id=self.plan.id, agent_id=self.run.agent.id)
+            await self.run.emitter.flush_tokens()
+            text += note
         transition = self.transition()
         row_id, _ = transition.chat_message(
-            role="assistant", content=completion.text, model=completion.model,
+            role="assistant", content=text, model=completion.model,
             usage=completion.usage, reasoning_content=completion.message.reasoning_content,
-            metadata={"kind": "answer"},
+            metadata=metadata,
         )  # fmt: skip
         account_call(transition, execution_id=self.run.execution.id, completion=completion,
                      agent_id=self.run.agent.id)  # fmt: skip
@@ -380,7 +397,7 @@ class PlannerRun:
         transition.set_plan(status="completed", strategy=final_strategy, release_lease=True)
         transition.cancel_pending_approvals()
         transition.event(
-            "done", done_data("completed", final_strategy, completion.text, row_id, None),
+            "done", done_data("completed", final_strategy, text, row_id, None),
             agent_id=None, totals_at="usage",
         )  # fmt: skip
         await self._write(transition)

@@ -7,15 +7,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from shared.agents import DeepSeekTokenizer, run_turn
+from shared.agents import DeepSeekTokenizer, prompts, run_turn
 from shared.agents.plan_checks import MAX_PROBLEMS, read_plan
 from shared.db import Database, chats
+from shared.db.records import ChatMessage
 from shared.events import InMemoryPublisher
 from shared.llm import ToolCall
 from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.tools import builtin_registry
 from shared.tools.mcp_source import MAX_ERROR_CHARS, _payload
-from tests.agents.builders import stored
+from tests.agents.builders import Stored, stored
 from tests.agents.conftest import MakeServices
 from tests.agents.plans import complete_with_results, plan_call, synthesis
 from tests.agents.scripting import Script, delegation, requests_of
@@ -161,3 +162,83 @@ def test_a_long_mcp_error_says_how_much_was_left_out() -> None:
     except Exception as exc:
         message = str(exc)
     assert message == "x" * MAX_ERROR_CHARS + "… [500 more characters of the error left out]"
+
+
+async def _long_chat(db: Database, user: Any, turns: int) -> Any:
+    session = await make_session(db, user)
+    async with db.service() as conn:
+        for n in range(turns):
+            await chats.add_message(conn, session_id=session.id, user_id=user, role="user",
+                                    content=f"Question {n}: {LONG[:1500]}")  # fmt: skip
+            await chats.add_message(conn, session_id=session.id, user_id=user, role="assistant",
+                                    content=f"Answer {n}: {LONG[:1500]}",
+                                    metadata={"kind": "answer"})  # fmt: skip
+    return session
+
+
+def _answer(rows: Stored) -> ChatMessage:
+    """The plan's own answer (the session holds earlier ones)."""
+    return next(m for m in rows.messages if m.plan_id == rows.plan.id
+                and m.metadata.get("kind") == "answer")  # fmt: skip
+
+
+async def test_the_final_answer_drops_old_history_before_cutting_this_turns_results(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer,
+    tokenizer: DeepSeekTokenizer,
+) -> None:  # fmt: skip
+    services = make_services(planner_token_budget=3_000)
+    user = await make_user(db)
+    session = await _long_chat(db, user, 6)  # ~3,700 tokens of history
+    result = LONG[:4000]  # ~900 tokens: more than a quarter of the budget
+    script.planner(plan_call(ONE_STEP), synthesis)
+    script.step(LOOKUP, reply(tool_call("complete", result=result)))
+
+    turn = await run_turn(services, user_id=user, session_id=session.id, message="quotes?",
+                          publisher=InMemoryPublisher())  # fmt: skip
+
+    _, final = requests_of(fake, "planner")
+    assert "tools" not in final.body
+    sent = [str(m["content"]) for m in final.messages]
+    assert not any("Question 0:" in c or "Answer 0:" in c for c in sent)  # history went first
+    assert result in sent[-1] and "[Left out" not in sent[-1]  # the results whole
+    note = sent[1]
+    assert note.startswith("(Note: ") and "earlier messages were left out" in note
+    assert "Answer from what is shown and say what is missing.)" in note  # no tools to call
+    assert "call the tools again" not in note
+    answer = _answer(await stored(db, turn.started.plan_id))
+    assert answer.content is not None and "left out" not in answer.content  # nothing it found
+    assert any("earlier messages" in what for what in answer.metadata["left_out"])
+
+
+async def test_a_final_answer_written_from_cut_results_says_so_and_so_does_its_record(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    services = make_services(planner_token_budget=3_000)
+    user = await make_user(db)
+    session = await _long_chat(db, user, 2)
+    memory = InMemoryPublisher()
+    script.planner(plan_call(ONE_STEP), synthesis)
+    script.step(LOOKUP, reply(tool_call("complete", result=LONG * 4)))  # ~4,300 tokens
+
+    turn = await run_turn(services, user_id=user, session_id=session.id, message="quotes?",
+                          publisher=memory)  # fmt: skip
+
+    _, final = requests_of(fake, "planner")
+    sent = [str(m["content"]) for m in final.messages]
+    assert not any("Question 0:" in c for c in sent)  # the history went before the cut
+    results = sent[-1]
+    assert results.startswith(prompts.PLAN_RESULTS)
+    assert results.endswith("tokens. Answer from what is shown and say what is missing.]")
+    assert "call create_plan again" not in results and "offset" not in results
+    answer = _answer(await stored(db, turn.started.plan_id))
+    assert answer.content is not None
+    note = answer.content.rpartition("\n\n")[2]
+    assert note.startswith("(Note: to fit the planner's context budget, ")
+    assert "may be incomplete" in note
+    left_out = answer.metadata["left_out"]
+    assert any("tokens of a create_plan result" in what for what in left_out)
+    assert any("earlier messages" in what for what in left_out)
+    (done,) = [e for e in memory.events if e.type == "done"]
+    assert str(done.data["answer"]).endswith(note)  # what the user is shown says so too
+    streamed = "".join(str(e.data["text"]) for e in memory.events if e.type == "token")
+    assert streamed.endswith(note)
