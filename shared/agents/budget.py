@@ -29,6 +29,7 @@ included, so a test can count the request a server received and get the same num
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -235,4 +236,14 @@ def clip(counter: TokenCounter, text: str, tokens: int, *, how: str) -> str:
         return text
     kept = counter.truncate(text, tokens)
     left = total - counter.count(kept)
-    return f"{kept}\n[… the last {left} of its {total} tokens are left out here; {how}.]"
+    return f"{kept}\n{CLIP_NOTE.format(left=left, total=total, how=how)}"
+
+
+CLIP_NOTE = "[… the last {left} of its {total} tokens are left out here; {how}.]"
+_CLIPPED = re.compile(r"^\[… the last (\d+) of its (\d+) tokens are left out here; ", re.M)
+
+
+def clipped(text: str) -> list[tuple[int, int, int]]:
+    """Where `clip` shortened something inside `text` (e.g. a stored delegation): the note's
+    position, the tokens left out and the whole text's tokens, for each note."""
+    return [(m.start(), int(m.group(1)), int(m.group(2))) for m in _CLIPPED.finditer(text)]

@@ -5,13 +5,16 @@ tools' pages: tests/tools/test_paging)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from shared.agents import DeepSeekTokenizer, prompts, run_turn
+import pytest
+
+from shared.agents import DeepSeekTokenizer, InProcessInvoker, prompts, run_turn
 from shared.agents.plan_checks import MAX_PROBLEMS, read_plan
 from shared.db import Database, chats
 from shared.db.records import ChatMessage
-from shared.events import InMemoryPublisher
+from shared.events import Event, InMemoryPublisher
 from shared.llm import ToolCall
 from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.tools import builtin_registry
@@ -21,6 +24,7 @@ from tests.agents.conftest import MakeServices
 from tests.agents.plans import complete_with_results, plan_call, synthesis
 from tests.agents.scripting import Script, delegation, requests_of
 from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.agents.test_resume import Crash
 from tests.factories import make_session, make_user
 from tests.tools.builders import make_task
 
@@ -68,13 +72,16 @@ async def test_a_dependency_result_cut_in_a_delegation_says_how_much_and_how_to_
     script.step(SECOND, reply(tool_call("complete", result="Compared.")))  # names step 1 too
     script.step(FIRST, reply(tool_call("complete", result=LONG)))
 
-    await run_turn(services, user_id=user, session_id=None, message="quotes?",
-                   publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(services, user_id=user, session_id=None, message="quotes?",
+                          publisher=InMemoryPublisher())  # fmt: skip
 
     (second,) = requests_of(fake, "executor", SECOND)
     task = delegation(second)
     assert "tokens are left out here; ask_planner for it if you need it.]" in task
     assert LONG[:200] in task and LONG not in task
+    step = next(s for s in (await stored(db, turn.started.plan_id)).steps if s.step_number == 2)
+    assert step.result is not None and step.result.startswith("Compared.\n\n(Note: ")
+    assert "tokens of step 1's result, in its task" in step.result  # the record says so too
 
 
 async def test_a_timed_out_step_says_which_results_its_partial_result_leaves_out(
@@ -242,3 +249,51 @@ async def test_a_final_answer_written_from_cut_results_says_so_and_so_does_its_r
     assert str(done.data["answer"]).endswith(note)  # what the user is shown says so too
     streamed = "".join(str(e.data["text"]) for e in memory.events if e.type == "token")
     assert streamed.endswith(note)
+
+
+class _CrashOnSecondResult(InMemoryPublisher):
+    """The process dies right after the step's second tool result is stored."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.results = 0
+
+    async def publish(self, events: Sequence[Event]) -> None:
+        for event in events:
+            if event.type == "agent_message" and event.data["message_type"] == "tool_result":
+                self.results += 1
+                if self.results == 2:
+                    raise Crash("died after storing the second tool result")
+        await super().publish(events)
+
+
+async def test_a_resumed_step_still_says_what_its_earlier_prompts_left_out(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    services = make_services(executor_token_budget=1_500, executor_max_turns=2)
+    user = await make_user(db)
+    for n in range(20):
+        await make_task(db, user, title=f"Task {n} " + "detail " * 30)
+    script.planner(plan_call(ONE_STEP), synthesis)
+    script.step(LOOKUP, reply(tool_call("list_tasks", limit=20)),  # cut in the next prompt
+                reply(tool_call("list_tasks", limit=1)))  # fmt: skip
+    dying = _CrashOnSecondResult()
+
+    with pytest.raises(Crash):
+        await run_turn(services, user_id=user, session_id=None, message="tasks?",
+                       publisher=dying)  # fmt: skip
+    plan_id = next(e.plan_id for e in dying.events if e.plan_id is not None)
+    assert plan_id is not None
+    calls = len(requests_of(fake, "executor"))
+    assert "[Left out to fit your context budget" in str(fake.requests[-1].messages[-1]["content"])
+
+    outcome = await InProcessInvoker(services, InMemoryPublisher()).run_plan(plan_id=plan_id)
+
+    assert outcome.status == "completed"
+    assert len(requests_of(fake, "executor")) == calls  # the resumed step hit its turn limit
+    (step,) = (await stored(db, plan_id)).steps
+    assert step.result is not None and step.result.startswith(
+        "Partial result (the step reached its limit of 2 turns"
+    )
+    assert "did not see everything it read — the last " in step.result  # as a first run would
+    assert "tokens of a list_tasks result" in step.result
