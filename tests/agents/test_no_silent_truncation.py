@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from mcp.types import CallToolResult, ImageContent, TextContent
 
 from shared.agents import DeepSeekTokenizer, InProcessInvoker, prompts, run_turn
 from shared.agents.plan_checks import MAX_PROBLEMS, read_plan
@@ -18,7 +19,10 @@ from shared.events import Event, InMemoryPublisher
 from shared.llm import ToolCall
 from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.tools import builtin_registry
-from shared.tools.mcp_source import MAX_ERROR_CHARS, _payload
+from shared.tools.mcp_source import MAX_ERROR_CHARS, OMITTED_NOTE, _payload
+from shared.tools.mcp_source import _payload as mcp_payload
+from shared.tools.registry import ExternalTool
+from shared.tools.schema import JsonObject
 from tests.agents.builders import Stored, stored
 from tests.agents.conftest import MakeServices
 from tests.agents.plans import complete_with_results, plan_call, synthesis
@@ -297,3 +301,36 @@ async def test_a_resumed_step_still_says_what_its_earlier_prompts_left_out(
     )
     assert "did not see everything it read — the last " in step.result  # as a first run would
     assert "tokens of a list_tasks result" in step.result
+
+
+async def _answers_with_an_image(arguments: JsonObject) -> JsonObject:
+    """What an MCP tool's call gives the executor when the server sends text and an image."""
+    blocks: list[Any] = [TextContent(type="text", text="the chart:"),
+                         ImageContent(type="image", data="aGk=", mime_type="image/png")]  # fmt: skip
+    return mcp_payload(CallToolResult(content=blocks))
+
+
+async def test_content_an_mcp_server_sent_that_the_model_cannot_see_is_named_to_it(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    services = make_services()
+    services.tools.add(
+        ExternalTool(name="ext_chart", description="Draws a chart.", access="read",
+                     input_schema={"type": "object", "properties": {}},
+                     call=_answers_with_an_image)
+    )  # fmt: skip
+    user = await make_user(db)
+    step = {"description": "Get the chart", "tools": ["ext_chart"]}
+    script.planner(plan_call({"steps": [step]}), synthesis)
+    done = reply(tool_call("complete", result="A chart (an image I could not see)."))
+    script.step("Get the chart", reply(tool_call("ext_chart")), done)
+
+    turn = await run_turn(services, user_id=user, session_id=None, message="chart?",
+                          publisher=InMemoryPublisher())  # fmt: skip
+
+    assert turn.plan.status == "completed"
+    _, second = requests_of(fake, "executor")
+    seen = json.loads(str(second.messages[-1]["content"]))
+    assert seen["text"] == "the chart:"
+    assert seen["omitted_content"] == OMITTED_NOTE.format(kinds="1 image")
+    assert "left out" in seen["omitted_content"]
