@@ -305,8 +305,8 @@ async def test_a_resumed_step_still_says_what_its_earlier_prompts_left_out(
 
 async def _answers_with_an_image(arguments: JsonObject) -> JsonObject:
     """What an MCP tool's call gives the executor when the server sends text and an image."""
-    blocks: list[Any] = [TextContent(type="text", text="the chart:"),
-                         ImageContent(type="image", data="aGk=", mime_type="image/png")]  # fmt: skip
+    image = ImageContent(type="image", data="aGk=", mime_type="image/png")
+    blocks: list[Any] = [TextContent(type="text", text="the chart:"), image]
     return mcp_payload(CallToolResult(content=blocks))
 
 
