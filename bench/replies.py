@@ -8,7 +8,9 @@ hide it: the items it lost are missing from what its answering model saw.
 * Parley's planner (design A): the first call writes a plan with one executor step per
   lookup, leaving out what has a default (the goal when it is the message, step numbers,
   `assignee: executor`), with `answer: "executor"` unless the request needs judgement; the
-  call that sees the plan's results answers (on whichever model the plan chose).
+  call that sees the plan's results answers (on whichever model the plan chose), giving each
+  step's result as it stands with `{{step N}}` (its item lines read well for the user), as the
+  prompt invites; Parley puts the results there.
 * An executor: calls its step's tool; asks for the next page while a result offers one
   (`next_offset`); then completes with one line per item it saw.
 * The single agent (design B): calls every lookup's tool in parallel, then answers.
@@ -39,6 +41,7 @@ REASONING = (
 """What a call in thinking mode reasons (DeepSeek's V4 models think unless told not to)."""
 
 STEP = re.compile(r"^Your step: (.+)$", re.MULTILINE)
+STEP_RESULT = re.compile(r"^Step (\d+): completed\nResult: ", re.MULTILINE)
 QUOTED = re.compile(r'"(?:title|name)":"((?:[^"\\]|\\.)*)"')
 ITEM_FIELDS = ("status", "priority", "project_name", "start_at", "start_date",
                "active_task_count")  # fmt: skip
@@ -75,11 +78,12 @@ class BenchScript:
 
     def _planner(self, messages: Sequence[Mapping[str, Any]]) -> Reply:
         results = _tool_results(messages)
-        if any(r.startswith(prompts.PLAN_RESULTS[:40]) for r in results):
-            lines = [line.removeprefix("Result: ").removeprefix("- ").split(" | ")[0]
-                     for r in results for line in r.splitlines()
-                     if line.removeprefix("Result: ").startswith("- ")]  # fmt: skip
-            return reply(answer(lines))
+        plan = next((r for r in results if r.startswith(prompts.PLAN_RESULTS[:40])), None)
+        if plan is not None:
+            found = STEP_RESULT.findall(plan)
+            if not found:
+                return reply(answer([]))
+            return reply("Here is what I found:\n" + "\n".join(f"{{{{step {n}}}}}" for n in found))
         request = self._request(messages)
         steps = [{"description": lookup.description, "tools": [lookup.tool]}
                  for lookup in request.lookups]  # fmt: skip

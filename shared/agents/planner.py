@@ -13,7 +13,8 @@ once when the run opens and kept in memory as each statement stores more:
 3. An accepted `create_plan` without a result → run the steps (`plan_runner`); their outcomes
    become that call's result, and the next model call (sent no tools) writes the final answer:
    on the executor model when the plan says `answer: "executor"` (it only gathers the
-   results), else on the planner's.
+   results), else on the planner's. It may write `{{step N}}` to give the user a step's result
+   as it stands (`quotes`: expanded as it streams and before it is stored).
 
 Each transition is one statement (`shared.db.transitions`) that stores its rows, accounts the
 call, sends its events and returns the plan's control state, which the next call is checked
@@ -64,6 +65,7 @@ from shared.agents.model_calls import AgentRun, build_request, call_model, tool_
 from shared.agents.outcomes import PlanOutcome
 from shared.agents.plan_runner import StepScheduler, has_work
 from shared.agents.plan_schema import PlanDraft
+from shared.agents.quotes import Quotes
 from shared.agents.tool_runs import State, record_result, run_tool
 from shared.db import leases, plans
 from shared.db.records import Agent, ChatMessage, Plan, PlanStep
@@ -344,8 +346,9 @@ class PlannerRun:
             system=prompts.with_date(prompts.PLANNER), segments=segments,
             tools=() if final else self.tools, earlier=earlier,
         )  # fmt: skip
+        quotes = Quotes.of(self.steps) if synthesis else None  # {{step N}}: its result
         completion = await call_model(
-            self.run, request, stream_text=True, control=self._take_control()
+            self.run, request, stream_text=True, control=self._take_control(), quotes=quotes
         )
         calls = () if final else completion.tool_calls
         if not calls:

@@ -49,7 +49,8 @@ TEXT_ONLY_REMINDER = (
 PLAN_RESULTS = (
     "The plan has finished. Write the final answer for the user from these step results: "
     "lead with the outcome, mention anything that failed or was cut short, and do not repeat "
-    "raw JSON."
+    "raw JSON. Where a step's result already reads well for the user, write {{step N}} on a "
+    "line of its own instead of copying it: the user sees that result there."
 )
 
 
