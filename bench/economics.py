@@ -17,7 +17,8 @@ DeepSeek's disk cache would count them (requests run in order, A's steps one at 
 cache evolves deterministically). Costs use the shipped registry (`shared/llm/models.toml`) at a
 peak and an off-peak hour, with those cache hits ("cache") and with every prompt token a miss
 ("no cache"). Completeness is the share of the items a request asks about that appear in what
-the answering model was given — a design that drops data cannot win on cost.
+the answering model was given — a design that drops data cannot win on cost; the totals also
+count them in the answers the users got (A's with `{{step N}}` expanded).
 """
 
 from __future__ import annotations
