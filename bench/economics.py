@@ -17,7 +17,8 @@ DeepSeek's disk cache would count them (requests run in order, A's steps one at 
 cache evolves deterministically). Costs use the shipped registry (`shared/llm/models.toml`) at a
 peak and an off-peak hour, with those cache hits ("cache") and with every prompt token a miss
 ("no cache"). Completeness is the share of the items a request asks about that appear in what
-the answering model was given — a design that drops data cannot win on cost.
+the answering model was given — a design that drops data cannot win on cost; the totals also
+count them in the answers the users got (A's with `{{step N}}` expanded).
 """
 
 from __future__ import annotations
@@ -97,6 +98,8 @@ class Run:
     by_model: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
     expected: int = 0
     seen: int = 0
+    answered: int = 0
+    """Expected items in the answer the user got (A: with `{{step N}}` expanded)."""
     largest_executor_prompt: int = 0
 
     @property
@@ -206,6 +209,7 @@ class Bench:
         )  # fmt: skip
         planner = [e for e in exchanges if _system(e).startswith(prompts.PLANNER[:60])]
         completeness(run, planner[-1] if planner else None, request.expected(self.account))
+        run.answered = _items_in(outcome.plan.answer, request.expected(self.account))
         return run
 
     async def one_agent(self, request: Request) -> Run:
@@ -231,11 +235,17 @@ class Bench:
                 ExecutorCall(call.id, call.name, call.arguments_json), context=context, turn=turn
             )
             history.append(ToolMessage.answering(call, result.content()))
-        await self.client.complete(ChatRequest(PLANNER, history, tools=tools))
+        final = await self.client.complete(ChatRequest(PLANNER, history, tools=tools))
         exchanges = self.fake.exchanges[start:]
         run = tally(exchanges, self.registry, self.tokenizer)
         completeness(run, exchanges[-1] if exchanges else None, request.expected(self.account))
+        run.answered = _items_in(final.text, request.expected(self.account))
         return run
+
+
+def _items_in(answer: str, expected: set[str]) -> int:
+    """How many of the expected items the answer the user got shows as items."""
+    return sum(1 for title in expected if shown(title, answer))
 
 
 def _system(exchange: Exchange) -> str:
@@ -269,6 +279,7 @@ def report(names: Sequence[str], a_runs: Sequence[Run], b_runs: Sequence[Run]) -
                 name = ""
             totals[design].expected += run.expected
             totals[design].seen += run.seen
+            totals[design].answered += run.answered
             totals[design].largest_executor_prompt = max(
                 totals[design].largest_executor_prompt, run.largest_executor_prompt
             )
@@ -291,7 +302,8 @@ def report(names: Sequence[str], a_runs: Sequence[Run], b_runs: Sequence[Run]) -
               f"{share:.0f}% tool schemas), {t.output} output; cost "
               + ", ".join(f"{c} {_money(t.cost[c])}" for c in COSTS)
               + f"; completeness {run.seen}/{run.expected} "
-              f"({100 * run.seen / max(run.expected, 1):.0f}%)")  # fmt: skip
+              f"({100 * run.seen / max(run.expected, 1):.0f}%), in the answers "
+              f"{run.answered}/{run.expected}")  # fmt: skip
     print(f"largest executor prompt: {totals['A'].largest_executor_prompt} tokens")
     at, bt = totals["A"].total, totals["B"].total
     print(

@@ -6,7 +6,11 @@ answer lists exactly the items the answering model was given. A design that drop
 hide it: the items it lost are missing from what its answering model saw.
 
 * Parley's planner (design A): the first call writes a plan with one executor step per
-  lookup; the call that sees the plan's results answers.
+  lookup, leaving out what has a default (the goal when it is the message, step numbers,
+  `assignee: executor`), with `answer: "executor"` unless the request needs judgement; the
+  call that sees the plan's results answers (on whichever model the plan chose), giving each
+  step's result as it stands with `{{step N}}` (its item lines read well for the user), as the
+  prompt invites; Parley puts the results there.
 * An executor: calls its step's tool; asks for the next page while a result offers one
   (`next_offset`); then completes with one line per item it saw.
 * The single agent (design B): calls every lookup's tool in parallel, then answers.
@@ -37,6 +41,7 @@ REASONING = (
 """What a call in thinking mode reasons (DeepSeek's V4 models think unless told not to)."""
 
 STEP = re.compile(r"^Your step: (.+)$", re.MULTILINE)
+STEP_RESULT = re.compile(r"^Step (\d+): completed\nResult: ", re.MULTILINE)
 QUOTED = re.compile(r'"(?:title|name)":"((?:[^"\\]|\\.)*)"')
 ITEM_FIELDS = ("status", "priority", "project_name", "start_at", "start_date",
                "active_task_count")  # fmt: skip
@@ -73,17 +78,17 @@ class BenchScript:
 
     def _planner(self, messages: Sequence[Mapping[str, Any]]) -> Reply:
         results = _tool_results(messages)
-        if any(r.startswith(prompts.PLAN_RESULTS[:40]) for r in results):
-            lines = [line.removeprefix("- ").split(" | ")[0] for r in results
-                     for line in r.splitlines() if line.startswith("- ")]  # fmt: skip
-            return reply(answer(lines))
+        plan = next((r for r in results if r.startswith(prompts.PLAN_RESULTS[:40])), None)
+        if plan is not None:
+            found = STEP_RESULT.findall(plan)
+            if not found:
+                return reply(answer([]))
+            return reply("Here is what I found:\n" + "\n".join(f"{{{{step {n}}}}}" for n in found))
         request = self._request(messages)
-        steps = [
-            {"step_number": n, "description": lookup.description, "assignee": "executor",
-             "tools": [lookup.tool]}
-            for n, lookup in enumerate(request.lookups, start=1)
-        ]  # fmt: skip
-        return reply(tool_call("create_plan", goal=request.message, steps=steps))
+        steps = [{"description": lookup.description, "tools": [lookup.tool]}
+                 for lookup in request.lookups]  # fmt: skip
+        by = {} if request.judgement else {"answer": "executor"}
+        return reply(tool_call("create_plan", steps=steps, **by))
 
     def _executor(self, messages: Sequence[Mapping[str, Any]]) -> Reply:
         delegation = next(str(m.get("content")) for m in messages if m.get("role") == "user")
@@ -116,8 +121,8 @@ def answer(titles: Sequence[str]) -> str:
 
 
 def items(text: str) -> list[dict[str, Any]]:
-    """The records a tool result shows (objects with a title or name); a result that is not
-    JSON (cut short) still shows the titles it holds."""
+    """The records a tool result shows (objects with a title or name, and free slots); a
+    result that is not JSON (cut short) still shows the titles it holds."""
     try:
         payload = json.loads(text)
     except ValueError:
@@ -129,6 +134,10 @@ def _records(value: Any) -> Iterator[dict[str, Any]]:
     if isinstance(value, dict):
         if ("title" in value or "name" in value) and ("id" in value or "event_id" in value):
             yield value
+        elif {"start_at", "end_at", "minutes"} <= value.keys():  # a free slot: an item too
+            start, end = str(value["start_at"]), str(value["end_at"])
+            yield {"title": f"Free {start[:10]} {start[11:16]}-{end[11:16]} "
+                            f"({value['minutes']} min)"}  # fmt: skip
         for child in value.values():
             yield from _records(child)
     elif isinstance(value, list):

@@ -32,6 +32,9 @@ class Request:
     lookups: tuple[Lookup, ...]
     expected: Callable[[Account], set[str]]
     """Titles of the items the answer must rest on."""
+    judgement: bool = False
+    """The answer needs judgement or advice, not only the items gathered (Parley's planner
+    then writes it itself; otherwise its plan leaves the answer to the executor model)."""
 
 
 def _titles(rows: list[Row], keep: Callable[[Row], bool] = lambda row: True) -> set[str]:
@@ -163,6 +166,7 @@ def requests(a: Account) -> list[Request]:
                 ),
             ),
             lambda a: _titles(a.tasks, lambda t: _open(t) and t.fields["start_date"] is None),
+            judgement=True,  # "I want to plan them this week"
         ),
         Request(
             "dumps-and-notes",
@@ -172,6 +176,7 @@ def requests(a: Account) -> list[Request]:
                 Lookup("List all notes", "search_notes", {"limit": 20}),
             ),
             lambda a: _titles(a.dumps) | _titles(a.notes),
+            judgement=True,  # "tell me what needs attention"
         ),
         Request(
             "focus-time",

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from local.realtime import RealtimeConfig, RealtimeServer
 from local.seed import DEMO_EMAIL, DEMO_USER_ID, SeedSummary, seed_demo
 from shared.auth import mint_token
 from shared.db import Database
+from shared.errors import ConfigurationError
 from shared.llm.fake_server import DEMO_MODEL, FakeModelServer
 from shared.services import Services, get_services
 from shared.serving import BackgroundServer
@@ -308,6 +310,14 @@ def main(argv: list[str] | None = None) -> int:
         f"(default {DEMO_MODEL_LATENCY:g}; 0 with --once)",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except ConfigurationError as exc:  # what to change, not a traceback
+        print(f"python3 dev.py run: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
     settings = load_settings(**({"parley_data_dir": args.data_dir} if args.data_dir else {}))
 
     database = prepare_database(settings)

@@ -242,9 +242,15 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _models_in_service(self) -> Settings:
-        """Refuse a model name the registry knows to be retired (it would fail every turn)."""
+        """Refuse a model name the registry knows to be retired (it would fail every turn) —
+        on DeepSeek's own API, which retired it; another endpoint (OpenRouter, a proxy, a
+        local server) may still serve the name."""
+        from urllib.parse import urlsplit
+
         from shared.llm.registry import load_registry  # the registry only when validating
 
+        if urlsplit(self.llm_base_url).hostname != "api.deepseek.com":
+            return self
         registry = load_registry(self.llm_models_file)
         for variable, name, default in (
             ("LLM_PLANNER_MODEL", self.llm_planner_model, "deepseek-v4-pro"),

@@ -12,11 +12,16 @@ are never dropped. When the prompt is too large, in this order:
 4. if the system prompt, the tool schemas and the pinned messages still do not fit, the prompt
    cannot be made valid: `PromptTooLarge` says by how much.
 
+A call sent no tools (the planner's final answer) cannot fetch anything again, so its old
+history is dropped first (step 2 before step 1): the current turn's results are cut only when
+that is not enough.
+
 A cut tool result ends with a note naming how many of its tokens were left out and how to see
-them (call the tool again for a smaller page). Dropped messages are announced at the start of
-the first user message: how many, and which tool calls they held. The system prompt is never
+them (call the tool again for a smaller page) — or, on a call sent no tools, to answer from
+what is shown and say what is missing. Dropped messages are announced at the start of the
+first user message: how many, and which tool calls they held. The system prompt is never
 changed, so the cached prefix (system prompt, tools) stays byte-identical. `FittedPrompt.
-left_out` describes every shortening, for the record of the step.
+left_out` describes every shortening, for the record of the step or the answer.
 
 Everything counted here is what is sent: `count_prompt` over the wire form, tool schemas
 included, so a test can count the request a server received and get the same number. The
@@ -27,6 +32,7 @@ bound comes first: a byte-level BPE never makes more tokens than the text has UT
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -49,6 +55,11 @@ CUT_NOTE = (
     "To see them, call {tool} again asking for less at once (a smaller limit, then the next "
     "pages with offset).]"
 )
+CUT_NOTE_NO_TOOLS = (
+    "\n[Left out to fit your context budget: the last {left} of this result's {total} tokens. "
+    "Answer from what is shown and say what is missing.]"
+)
+"""The note of a result cut on a call sent no tools: it cannot fetch the rest."""
 
 
 class _Utf8Bound:
@@ -86,6 +97,8 @@ class FittedPrompt:
     """Tool results shortened."""
     left_out: tuple[str, ...] = ()
     """What was left out, one phrase each (empty when the prompt was sent whole)."""
+    cut_tokens: int = 0
+    """Tokens left out of tool results (0 when none was shortened)."""
 
 
 @dataclass(slots=True)
@@ -98,9 +111,13 @@ class _Fitting:
     earlier: str | None
     originals: dict[str, str]
     """Tool call id → its result as stored (every cut starts from the whole text)."""
+    no_tools: bool
+    """The call is sent no tools: what is left out cannot be fetched again."""
     dropped: list[Message] = field(default_factory=list)
     cut: dict[str, str] = field(default_factory=dict)
     """Tool call id → what was cut from its result."""
+    cut_tokens: dict[str, int] = field(default_factory=dict)
+    """Tool call id → how many tokens were cut from its result."""
 
     def size(self) -> int:
         return self.fixed + count_messages(self.counter, self._wire(self.messages()))
@@ -122,7 +139,9 @@ class _Fitting:
                          "left out to fit the context budget")  # fmt: skip
         if not parts:
             return None
-        return f"(Note: {'; '.join(parts)}. Ask again or call the tools again if you need them.)"
+        how = ("Answer from what is shown and say what is missing" if self.no_tools else
+               "Ask again or call the tools again if you need them")  # fmt: skip
+        return f"(Note: {'; '.join(parts)}. {how}.)"
 
     def cap_tool_results(self, cap: int) -> None:
         self.segments = [
@@ -138,8 +157,14 @@ class _Fitting:
                 return True
         return False
 
+    def kept_cuts(self) -> dict[str, str]:
+        """The cuts of results still sent (a cut result may have been dropped since)."""
+        kept = {m.tool_call_id for segment in self.segments for m in segment.messages
+                if isinstance(m, ToolMessage)}  # fmt: skip
+        return {call_id: what for call_id, what in self.cut.items() if call_id in kept}
+
     def left_out(self) -> tuple[str, ...]:
-        found = list(self.cut.values())
+        found = list(self.kept_cuts().values())
         if self.dropped:
             found.append(f"{len(self.dropped)} earlier messages{_calls_in(self.dropped)}")
         if self.earlier:
@@ -157,7 +182,9 @@ class _Fitting:
         left = total - self.counter.count(kept)
         tool = message.name or "the tool"
         self.cut[message.tool_call_id] = f"the last {left} of {total} tokens of a {tool} result"
-        return replace(message, content=kept + CUT_NOTE.format(left=left, total=total, tool=tool))
+        self.cut_tokens[message.tool_call_id] = left
+        note = CUT_NOTE_NO_TOOLS if self.no_tools else CUT_NOTE
+        return replace(message, content=kept + note.format(left=left, total=total, tool=tool))
 
     def _wire(self, messages: Sequence[Message]) -> list[dict[str, object]]:
         return to_wire(messages, thinking=self.thinking)
@@ -182,7 +209,8 @@ def fit_prompt(
     thinking: bool,
     earlier: str | None = None,
 ) -> FittedPrompt:
-    """The prompt within `budget` tokens, or `PromptTooLarge` (see the module docstring).
+    """The prompt within `budget` tokens, or `PromptTooLarge` (see the module docstring;
+    `tools` empty: a call that cannot fetch anything again).
 
     `earlier` says what the caller already left out before `segments` (e.g. "messages before
     the last 200 of this conversation"); it is announced like dropped messages.
@@ -191,12 +219,14 @@ def fit_prompt(
     originals = {m.tool_call_id: m.content for segment in segments for m in segment.messages
                  if isinstance(m, ToolMessage)}  # fmt: skip
     bound = _Fitting(system, list(segments), count_tools(UTF8_BOUND, wire_tools), UTF8_BOUND,
-                     thinking, earlier, originals)  # fmt: skip
+                     thinking, earlier, originals, no_tools=not tools)  # fmt: skip
     if (most := bound.size()) <= budget:
         return FittedPrompt(bound.messages(), most, 0, 0)
     fitting = _Fitting(system, list(segments), count_tools(counter, wire_tools), counter, thinking,
-                       earlier, originals)  # fmt: skip
+                       earlier, originals, no_tools=not tools)  # fmt: skip
     size = fitting.size()
+    while size > budget and fitting.no_tools and fitting.drop_oldest():
+        size = fitting.size()  # history first: this call could not fetch a cut result again
     if size > budget:
         fitting.cap_tool_results(max(budget // 4, MIN_TOOL_RESULT))
         size = fitting.size()
@@ -208,8 +238,14 @@ def fit_prompt(
         size, divisor = fitting.size(), divisor * 2
     if size > budget:
         raise PromptTooLarge(needed=size, budget=budget)
+    cuts = fitting.kept_cuts()
     return FittedPrompt(
-        fitting.messages(), size, len(fitting.dropped), len(fitting.cut), fitting.left_out()
+        fitting.messages(),
+        size,
+        len(fitting.dropped),
+        len(cuts),
+        fitting.left_out(),
+        sum(fitting.cut_tokens[call_id] for call_id in cuts),
     )
 
 
@@ -223,4 +259,14 @@ def clip(counter: TokenCounter, text: str, tokens: int, *, how: str) -> str:
         return text
     kept = counter.truncate(text, tokens)
     left = total - counter.count(kept)
-    return f"{kept}\n[… the last {left} of its {total} tokens are left out here; {how}.]"
+    return f"{kept}\n{CLIP_NOTE.format(left=left, total=total, how=how)}"
+
+
+CLIP_NOTE = "[… the last {left} of its {total} tokens are left out here; {how}.]"
+_CLIPPED = re.compile(r"^\[… the last (\d+) of its (\d+) tokens are left out here; ", re.M)
+
+
+def clipped(text: str) -> list[tuple[int, int, int]]:
+    """Where `clip` shortened something inside `text` (e.g. a stored delegation): the note's
+    position, the tokens left out and the whole text's tokens, for each note."""
+    return [(m.start(), int(m.group(1)), int(m.group(2))) for m in _CLIPPED.finditer(text)]

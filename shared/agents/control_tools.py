@@ -65,7 +65,7 @@ class AskPlannerArgs(_Args):
 _DESCRIPTIONS = {
     CREATE_PLAN: "Plan a request that needs the user's data: executors (cheap, read-only) do "
     "the reads; you do every write (assignee planner). Steps without dependencies run in "
-    "parallel.",
+    "parallel; at most 8 steps.",
     COMPLETE: "End your step with its result: the facts the planner needs (ids, names, dates, "
     "numbers). Call it alone, after your tool results.",
     FAIL: "End your step: it cannot be done; say why.",
@@ -86,7 +86,7 @@ def schema(name: str) -> ToolSchema:
     """The tool definition of one control call, compact: its one text field, with the limits
     checked on arrival (`parse_control`) rather than spelled out on every call."""
     if name == CREATE_PLAN:
-        return ToolSchema(name, _DESCRIPTIONS[name], function_parameters(PlanDraft))
+        return ToolSchema(name, _DESCRIPTIONS[name], _lean(function_parameters(PlanDraft)))
     field = next(iter(_MODELS[name].model_fields))
     parameters = {"type": "object", "properties": {field: {"type": "string"}},
                   "required": [field], "additionalProperties": False}  # fmt: skip
@@ -99,7 +99,21 @@ def create_plan(tool_names: Sequence[str]) -> ToolSchema:
     parameters: dict[str, Any] = copy.deepcopy(dict(function_parameters(PlanDraft)))
     step = parameters["properties"]["steps"]["items"]
     step["properties"]["tools"]["items"]["enum"] = list(tool_names)
-    return ToolSchema(CREATE_PLAN, _DESCRIPTIONS[CREATE_PLAN], parameters)
+    return ToolSchema(CREATE_PLAN, _DESCRIPTIONS[CREATE_PLAN], _lean(parameters))
+
+
+_CHECKED_ON_ARRIVAL = frozenset({"maxLength", "minLength", "minimum", "maxItems", "minItems",
+                                 "default"})  # fmt: skip
+
+
+def _lean(node: Any) -> Any:
+    """The schema without the limits and defaults `read_plan` checks and applies on arrival
+    (a plan that breaks one is answered with the problem); the descriptions say the defaults."""
+    if isinstance(node, dict):
+        return {k: _lean(v) for k, v in node.items() if k not in _CHECKED_ON_ARRIVAL}
+    if isinstance(node, list):
+        return [_lean(v) for v in node]
+    return node
 
 
 def step_tools(*, can_ask: bool) -> list[ToolSchema]:

@@ -9,11 +9,12 @@ request or a reached cost cap stops the agent here, before the request is sent.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from shared.agents.accounting import check, read_control
 from shared.agents.budget import FittedPrompt, Segment, fit_prompt
+from shared.agents.quotes import Quotes
 from shared.agents.replies import own_reply
 from shared.db.records import Agent, Execution, Plan
 from shared.db.transitions import Control
@@ -109,26 +110,44 @@ def build_request(
 
 
 async def call_model(
-    run: AgentRun, request: ChatRequest, *, stream_text: bool, control: Control | None
+    run: AgentRun,
+    request: ChatRequest,
+    *,
+    stream_text: bool,
+    control: Control | None,
+    quotes: Quotes | None = None,
 ) -> Completion:
     """Check the plan may go on (`control`: its state as the last statement returned it;
     None: read it now), then call the model (text streamed as `token` events).
 
-    The reply comes back as Parley's (`replies.own_reply`): its own call ids, storable text.
+    The reply comes back as Parley's (`replies.own_reply`): its own call ids, storable text —
+    and with `quotes`, each `{{step N}}` in its text replaced by that step's result, in the
+    streamed tokens as in the completion returned.
     """
     settings = run.services.settings
     current = control or await read_control(run.services.db, run.plan.id)
     check(current, cost_cap=settings.plan_max_cost_usd)
     if not stream_text:
-        return own_reply(await run.services.llm.complete(request))
+        return _quoted(own_reply(await run.services.llm.complete(request)), quotes)
     completion: Completion | None = None
     async for event in run.services.llm.stream(request):
         if isinstance(event, TextDelta):
             text = storable(event.text)
-            await run.emitter.token(text, plan_id=run.plan.id, agent_id=run.agent.id)
+            shown = quotes.feed(text) if quotes is not None else text
+            await run.emitter.token(shown, plan_id=run.plan.id, agent_id=run.agent.id)
         elif isinstance(event, Completed):
             completion = event.completion
+    if quotes is not None:
+        await run.emitter.token(quotes.end(), plan_id=run.plan.id, agent_id=run.agent.id)
     await run.emitter.flush_tokens()
     if completion is None:
         raise UnexpectedReply("the stream ended without a completion", model=request.model)
-    return own_reply(completion)
+    return _quoted(own_reply(completion), quotes)
+
+
+def _quoted(completion: Completion, quotes: Quotes | None) -> Completion:
+    """`completion` with its text's placeholders expanded (`quotes`), when there are any."""
+    if quotes is None or completion.message.content is None:
+        return completion
+    expanded = quotes.expand(completion.message.content)
+    return replace(completion, message=replace(completion.message, content=expanded))

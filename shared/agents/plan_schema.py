@@ -4,6 +4,12 @@ A plan is a small DAG of steps. Validation refuses: no steps or too many, duplic
 numbers, unknown tools, dependencies on missing or later steps (which also rules out cycles),
 and any step given to an executor that needs a write tool — executors are read-only, so writes
 are the planner's own steps.
+
+What the planner writes is paid at the strong model's output price, so the call is short:
+`goal` may be left out (the user's message is the goal), a step's `step_number` defaults to
+its position and its `assignee` to `executor`. `answer` says who writes the final answer
+(see `planner`): the cheap executor model when it only gathers the results, the planner when
+it needs judgement.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import graphlib
 from collections.abc import Collection
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MAX_STEPS = 8
 
@@ -22,12 +28,12 @@ class StepDraft(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    step_number: int = Field(ge=1, description="1, 2, 3…")
+    step_number: int = Field(default=0, ge=0, description="Default: its position (1, 2, 3…).")
     description: str = Field(
         min_length=1, max_length=2000, description="What to do and report, self-contained."
     )
     assignee: Literal["executor", "planner"] = Field(
-        description="executor: reads only; planner: any step that writes."
+        default="executor", description="planner for a step that writes; executor (default) reads."
     )
     depends_on: list[int] = Field(
         default_factory=list, description="Earlier steps whose results this step needs."
@@ -40,8 +46,21 @@ class PlanDraft(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    goal: str = Field(min_length=1, max_length=1000)
+    goal: str = Field(default="", max_length=1000, description="Omit when the message says it.")
     steps: list[StepDraft] = Field(min_length=1, max_length=MAX_STEPS)
+    answer: Literal["planner", "executor"] = Field(
+        default="planner",
+        description="Who writes the final answer from the results: executor when it only "
+        "gathers them (lists, lookups); planner (default) when it needs judgement or advice.",
+    )
+
+    @model_validator(mode="after")
+    def _numbered(self) -> PlanDraft:
+        """A step without a number is numbered by its position."""
+        for position, step in enumerate(self.steps, start=1):
+            if step.step_number == 0:
+                step.step_number = position
+        return self
 
 
 class InvalidPlan(ValueError):

@@ -3,15 +3,18 @@
 The planner's turn is one loop over its messages (`chat_messages` with the plan's id), read
 once when the run opens and kept in memory as each statement stores more:
 
-1. No answer yet and nothing pending → call the model (streamed) with the write tools it may
-   use and `create_plan` (`routing_tools`: reads are delegated). Text only is the answer
-   (strategy `direct` if it is the first call); write calls make the strategy `tool`; a valid
-   `create_plan` makes it `complex` and stores the steps with the call; an invalid one is
-   answered with its problems (bounded retries).
+1. No answer yet and nothing pending → call the model (streamed) with the write tools it can
+   use without a lookup and `create_plan` (`routing_tools`: reads are delegated). Text only is
+   the answer (strategy `direct` if it is the first call); write calls make the strategy
+   `tool`; a valid `create_plan` makes it `complex` and stores the steps with the call; an
+   invalid one is answered with its problems (bounded retries).
 2. Calls without results → run them (the tool executor checks permission; destructive tools
    ask the approval gate) and store each result.
 3. An accepted `create_plan` without a result → run the steps (`plan_runner`); their outcomes
-   become that call's result, and the next model call (sent no tools) writes the final answer.
+   become that call's result, and the next model call (sent no tools) writes the final answer:
+   on the executor model when the plan says `answer: "executor"` (it only gathers the
+   results), else on the planner's. It may write `{{step N}}` to give the user a step's result
+   as it stands (`quotes`: expanded as it streams and before it is stored).
 
 Each transition is one statement (`shared.db.transitions`) that stores its rows, accounts the
 call, sends its events and returns the plan's control state, which the next call is checked
@@ -51,7 +54,7 @@ from pydantic import JsonValue
 
 from shared.agents import control_tools, plan_checks, prompts
 from shared.agents.accounting import account_call
-from shared.agents.budget import Segment
+from shared.agents.budget import FittedPrompt, Segment
 from shared.agents.errors import PlanNotWritten
 from shared.agents.events import clip, done_data
 from shared.agents.finishing import TERMINAL, finish_plan, handed_off, outcome_of, settled_answer
@@ -62,6 +65,7 @@ from shared.agents.model_calls import AgentRun, build_request, call_model, tool_
 from shared.agents.outcomes import PlanOutcome
 from shared.agents.plan_runner import StepScheduler, has_work
 from shared.agents.plan_schema import PlanDraft
+from shared.agents.quotes import Quotes
 from shared.agents.tool_runs import State, record_result, run_tool
 from shared.db import leases, plans
 from shared.db.records import Agent, ChatMessage, Plan, PlanStep
@@ -69,7 +73,7 @@ from shared.db.transitions import Control, OpenedPlan, Transition, open_planner_
 from shared.errors import NotFound
 from shared.events import EventEmitter, Publisher
 from shared.llm import Completion, LLMNotConfigured, ToolCall, ToolSchema, UserMessage
-from shared.tools import ToolRegistry, ToolResult, TurnCache, offered_tools
+from shared.tools import ToolDefinition, ToolRegistry, ToolResult, TurnCache, offered_tools
 from shared.tools.executor import Checked
 
 if TYPE_CHECKING:
@@ -83,6 +87,11 @@ HISTORY_LOADED = 200
 ONE_PLAN = "Not used: write one plan per turn."
 STREAMED_TOKENS = 16
 """Numbers reserved for a streamed call's token batches by the statement before it."""
+ANSWER_INCOMPLETE = (
+    "(Note: to fit the planner's context budget, {tokens} tokens of what this turn found were "
+    "left out when this answer was written, so it may be incomplete. Ask about less at once to "
+    "see the rest.)"
+)
 
 
 async def run_plan(
@@ -332,18 +341,29 @@ class PlannerRun:
         rounds = sum(1 for t in turn.turns if t.calls)
         final = synthesis or rounds >= self.services.settings.planner_max_tool_rounds
         segments, earlier = self._segments(turn)
-        request, _ = build_request(  # a call that may not call tools is sent none to call
-            self.run, system=prompts.with_date(prompts.PLANNER), segments=segments,
+        request, fitted = build_request(  # a call that may not call tools is sent none to call
+            self._answering(turn) if synthesis else self.run,
+            system=prompts.with_date(prompts.PLANNER), segments=segments,
             tools=() if final else self.tools, earlier=earlier,
         )  # fmt: skip
+        quotes = Quotes.of(self.steps) if synthesis else None  # {{step N}}: its result
         completion = await call_model(
-            self.run, request, stream_text=True, control=self._take_control()
+            self.run, request, stream_text=True, control=self._take_control(), quotes=quotes
         )
         calls = () if final else completion.tool_calls
         if not calls:
-            return await self._store_answer(completion, turn)
+            return await self._store_answer(completion, fitted)
         await self._store_turn(completion, turn, calls)
         return None
+
+    def _answering(self, turn: PlannerTurn) -> AgentRun:
+        """Who writes the answer to a plan's results: the planner, or — when the plan said
+        `answer: "executor"` (it only gathers them) — the planner on the executor model (that
+        model's window and thinking switch; the planner's thinking setting, budget, prompt)."""
+        if not _answered_by_executor(turn):
+            return self.run
+        model = self.services.settings.llm_executor_model
+        return replace(self.run, agent=replace(self.run.agent, model=model))
 
     def _segments(self, turn: PlannerTurn) -> tuple[list[Segment], str | None]:
         """The conversation so far and the current turn; and what is not loaded of it."""
@@ -353,13 +373,25 @@ class PlannerRun:
         current = (UserMessage(self.request.content), *turn.messages())
         return [*conversation_segments(self.past), Segment(current, pinned=True)], earlier
 
-    async def _store_answer(self, completion: Completion, turn: PlannerTurn) -> PlanOutcome:
-        """The answer, the plan completed with it and its lease given back, `usage`, `done`."""
+    async def _store_answer(self, completion: Completion, fitted: FittedPrompt) -> PlanOutcome:
+        """The answer, the plan completed with it and its lease given back, `usage`, `done`.
+
+        What its prompt left out to fit the budget is recorded with it (`metadata.left_out`);
+        when that includes results of this turn, the answer also says so, to the user too."""
+        text = completion.text
+        metadata: dict[str, JsonValue] = {"kind": "answer"}
+        if fitted.left_out:
+            metadata["left_out"] = list(fitted.left_out)
+        if fitted.cut_tokens:
+            note = f"\n\n{ANSWER_INCOMPLETE.format(tokens=fitted.cut_tokens)}"
+            await self.run.emitter.token(note, plan_id=self.plan.id, agent_id=self.run.agent.id)
+            await self.run.emitter.flush_tokens()
+            text += note
         transition = self.transition()
         row_id, _ = transition.chat_message(
-            role="assistant", content=completion.text, model=completion.model,
+            role="assistant", content=text, model=completion.model,
             usage=completion.usage, reasoning_content=completion.message.reasoning_content,
-            metadata={"kind": "answer"},
+            metadata=metadata,
         )  # fmt: skip
         account_call(transition, execution_id=self.run.execution.id, completion=completion,
                      agent_id=self.run.agent.id)  # fmt: skip
@@ -368,7 +400,7 @@ class PlannerRun:
         transition.set_plan(status="completed", strategy=final_strategy, release_lease=True)
         transition.cancel_pending_approvals()
         transition.event(
-            "done", done_data("completed", final_strategy, completion.text, row_id, None),
+            "done", done_data("completed", final_strategy, text, row_id, None),
             agent_id=None, totals_at="usage",
         )  # fmt: skip
         await self._write(transition)
@@ -481,8 +513,9 @@ class _Decision:
             c for c in self.calls if c.name == control_tools.CREATE_PLAN and c is not plan_call
         ]
         self.answers += [(c, ONE_PLAN) for c in extra]
-        if isinstance(read, PlanDraft):
-            self.draft = read
+        if isinstance(read, PlanDraft):  # no goal written: the user's message is the goal
+            self.draft = read if read.goal else read.model_copy(
+                update={"goal": planner.request.content[:1000]})  # fmt: skip
             self.answers += [(c, NOT_RUN) for c in self.calls
                              if c.name != control_tools.CREATE_PLAN]  # fmt: skip
         else:
@@ -511,12 +544,28 @@ class _Decision:
 
 
 def routing_tools(planner: Agent, registry: ToolRegistry) -> list[ToolSchema]:
-    """What the planner is offered when it decides: the write tools it may use (it does every
-    write itself) and `create_plan`, which names every tool a step may list. Reads are the
-    executors' job: their schemas would only make each planner call dearer."""
+    """What the planner is offered when it decides: the write tools it can call without a
+    lookup (no required id: create a task, a note, a brain dump) and `create_plan`, which names
+    every tool a step may list. A write that needs an id needs a lookup first, so it is a
+    planner step of a plan (offered its tools then); reads are the executors' job. Schemas the
+    routing call cannot use would only make every planner call dearer."""
     offered = offered_tools(planner, registry)
-    writes = tool_schemas([tool for tool in offered if tool.access == "write"])
-    return [*writes, control_tools.create_plan([tool.name for tool in offered])]
+    direct = [tool for tool in offered if tool.access == "write" and not _needs_id(tool)]
+    return [*tool_schemas(direct), control_tools.create_plan([tool.name for tool in offered])]
+
+
+def _needs_id(tool: ToolDefinition) -> bool:
+    """Whether a tool requires the id of an existing record (which the planner must look up)."""
+    required = tool.parameters.get("required")
+    names = required if isinstance(required, list) else []
+    return any(isinstance(name, str) and name.endswith("_id") for name in names)
+
+
+def _answered_by_executor(turn: PlannerTurn) -> bool:
+    """Whether the accepted plan asked for its final answer from the executor model (it only
+    gathers the results; the planner keeps answers that need judgement)."""
+    made = turn.calls_named(control_tools.CREATE_PLAN)
+    return bool(made) and made[-1][1].valid and made[-1][1].arguments.get("answer") == "executor"
 
 
 def _call_data(message_id: UUID, call: ToolCall) -> dict[str, JsonValue]:

@@ -17,10 +17,11 @@ notes, brain dumps and calendar. Reply in the user's language, briefly and concr
 
 Pick one way to answer each message:
 - Answer directly when no data is needed (greetings, general questions, follow-ups).
-- Call a write tool yourself when you already know all it needs, ids included.
+- Create a task, note or brain dump yourself when the message gives all it needs.
 - Otherwise call create_plan. Executors (cheap, read-only agents) do every lookup; you do \
-every write, as a step with assignee "planner" after the lookups it needs. Give each step the \
-tools it needs; keep steps small and independent: steps without dependencies run in parallel.
+every other write, as a step with assignee "planner" after the lookups it needs. Give each \
+step the tools it needs; keep steps small and independent: steps without dependencies run in \
+parallel. Set answer "executor" when the answer only gathers the results.
 Never invent ids or data: look them up. Ask the user when a request is ambiguous."""
 
 EXECUTOR = """You are an executor agent working on one step of a plan for the planner. \
@@ -48,7 +49,8 @@ TEXT_ONLY_REMINDER = (
 PLAN_RESULTS = (
     "The plan has finished. Write the final answer for the user from these step results: "
     "lead with the outcome, mention anything that failed or was cut short, and do not repeat "
-    "raw JSON."
+    "raw JSON. Where a step's result already reads well for the user, write {{step N}} on a "
+    "line of its own instead of copying it: the user sees that result there."
 )
 
 

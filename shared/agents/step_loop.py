@@ -10,6 +10,12 @@ that stores it: the thread, the step, the execution and the agent are closed wit
 ending call beside other calls is answered "call it alone, after your results" (the agent has
 not seen those results yet). Text alone is answered with a reminder on the next turn.
 
+What the agent did not see to fit its budget — a dependency's result shortened in its
+delegation, a result cut or earlier turns dropped from a prompt — is noted in the step's
+result. It is read from the stored thread, not kept only in memory: a resumed step counts the
+calls its earlier runs made (each one's prompt is fitted again from the rows before it, which
+gives the same prompt) and the delegation's notes (`budget.clipped`).
+
 Limits close the thread as `timeout`: the turn count (`max_turns` on the thread) and the wall
 clock (`EXECUTOR_TIMEOUT_SECONDS` from the execution's start, also bounding a call in flight).
 Because every step is stored first, a re-run of the same attempt resumes exactly here.
@@ -18,6 +24,7 @@ Because every step is stored first, a re-run of the same attempt resumes exactly
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -26,8 +33,8 @@ from uuid import UUID
 from shared.agents import control_tools as control
 from shared.agents.accounting import account_call
 from shared.agents.approvals import Escalation
-from shared.agents.budget import clip
-from shared.agents.errors import AwaitingApproval
+from shared.agents.budget import clip, clipped
+from shared.agents.errors import AwaitingApproval, PromptTooLarge
 from shared.agents.events import dialogue_data, step_completed_data
 from shared.agents.history import ThreadView, Turn, stored_arguments, thread_view
 from shared.agents.model_calls import AgentRun, build_request, call_model
@@ -57,6 +64,8 @@ INCOMPLETE = (
     "(Note: to fit its context budget, this step's agent did not see everything it read — "
     "{what}. It was told how to fetch the rest; this result may be incomplete.)"
 )
+_DEPENDENCY = re.compile(r"^Result of step (\d+) ", re.MULTILINE)
+"""A dependency's result in a delegation (`prompts.delegation`)."""
 ALONE = "Not done: call {name} alone, after you have seen the results of your other calls."
 
 EndingKind = Literal["complete", "fail", "timeout", "cancel"]
@@ -133,6 +142,7 @@ class StepWorker:
 
     async def work(self) -> StepOutcome:
         """Run turns until the agent ends the step or a limit does; the step, closed."""
+        self.left_out.update(dict.fromkeys(self.left_out_before()))
         while True:
             view = thread_view(self.rows, agent_id=self.run.agent.id)
             last = view.last
@@ -176,6 +186,31 @@ class StepWorker:
         assert written.step is not None
         self.step = written.step
         return StepOutcome.of(written.step, control=written.control)
+
+    def left_out_before(self) -> list[str]:
+        """What the agent has not seen so far, read from its stored thread: the delegation's
+        shortened dependency results, and what the prompt of each model call already made
+        (by an earlier run of this attempt) left out."""
+        found: list[str] = []
+        delegation = next((r.content for r in self.rows if r.message_type == "delegation"), "")
+        steps = [(m.start(), m.group(1)) for m in _DEPENDENCY.finditer(delegation)]
+        for at, left, total in clipped(delegation):
+            number = next((n for start, n in reversed(steps) if start < at), None)
+            whose = f"step {number}'s result" if number else "an earlier step's result"
+            found.append(f"the last {left} of {total} tokens of {whose}, in its task")
+        agent_id = self.run.agent.id
+        for index, row in enumerate(self.rows):
+            if row.model is None or row.sender_agent_id != agent_id:
+                continue  # not the first row of one of the agent's turns
+            before = thread_view(self.rows[:index], agent_id=agent_id)
+            try:
+                _, fitted = build_request(self.run, system=with_date(self.system_prompt),
+                                          segments=before.segments(), tools=self.tools,
+                                          tool_choice="required")  # fmt: skip
+            except PromptTooLarge:  # settings changed since: that call's prompt is unknown
+                continue
+            found += fitted.left_out
+        return found
 
     def _limits(self, view: ThreadView) -> Ending | None:
         if self.thread.turn_count >= self.thread.max_turns:

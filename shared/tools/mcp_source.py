@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections import Counter
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Self
@@ -40,6 +41,10 @@ logger = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 1000
 MAX_TOOL_PAGES = 20
+OMITTED_NOTE = (
+    "the server also sent content other than text ({kinds}), which Parley does not pass to "
+    "the model: it is left out of this result"
+)
 REPLACED_NOTE = (
     "characters Postgres cannot store (U+0000 or a lone surrogate) were replaced by U+FFFD"
 )
@@ -211,9 +216,10 @@ def _payload(result: CallToolResult) -> JsonObject:
         payload["result"] = result.structured_content
     elif texts:
         payload["text"] = "\n".join(texts)
-    skipped = sorted({block.type for block in result.content if block.type != "text"})
-    if skipped:
-        payload["omitted_content"] = skipped
+    skipped = Counter(block.type for block in result.content if block.type != "text")
+    if skipped:  # the model is told, not left to guess that the server sent only this
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(skipped.items()))
+        payload["omitted_content"] = OMITTED_NOTE.format(kinds=kinds)
     stored: dict[str, Any] = _storable(payload)
     if stored != payload:
         stored["replaced"] = REPLACED_NOTE

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from shared.agents import run_turn
+from shared.agents import prompts, run_turn
 from shared.db import Database
 from shared.events import InMemoryPublisher
 from shared.llm.fake_server import FakeModelServer, reply, tool_call
@@ -40,8 +40,8 @@ async def test_each_call_is_offered_only_what_it_can_use_with_a_shared_prefix(
 
     registry = builtin_registry()
     routing, final = requests_of(fake, "planner")
-    writes = [t.name for t in registry if t.access == "write"]
-    assert routing.tool_names == [*writes, "create_plan"]  # reads are the executors' job
+    # the writes it can make without a lookup (no required id); reads are the executors' job
+    assert routing.tool_names == ["create_task", "create_note", "create_brain_dump", "create_plan"]
     (plan_tool,) = [t for t in routing.body["tools"] if t["function"]["name"] == "create_plan"]
     step = plan_tool["function"]["parameters"]["properties"]["steps"]["items"]
     assert step["properties"]["tools"]["items"]["enum"] == [t.name for t in registry]
@@ -50,6 +50,50 @@ async def test_each_call_is_offered_only_what_it_can_use_with_a_shared_prefix(
     first, second = requests_of(fake, "executor")
     assert first.tool_names == ["complete", "fail", "escalate", "ask_planner", "list_tasks"]
     assert prefix(dict(first.body), 2) == prefix(dict(second.body), 2)
+    assert turn.plan.status == "completed"
+
+
+async def test_a_plan_that_only_gathers_is_answered_on_the_executor_model(
+    db: Database, services: Services, script: Script, fake: FakeModelServer
+) -> None:
+    user = await make_user(db)
+    await make_task(db, user, title="Renew passport")
+    script.planner(plan_call({**ONE_STEP, "answer": "executor"}), synthesis)
+    script.step(LOOKUP, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
+
+    turn = await run_turn(services, user_id=user, session_id=None, message="tasks?",
+                          publisher=InMemoryPublisher())  # fmt: skip
+
+    routing, final = requests_of(fake, "planner")
+    assert routing.model == services.settings.llm_planner_model
+    assert final.model == services.settings.llm_executor_model
+    assert str(final.messages[-1]["content"]).startswith(prompts.PLAN_RESULTS)  # all of them
+    assert turn.plan.status == "completed"
+    answer = (await stored(db, turn.started.plan_id)).answer
+    assert answer.model == services.settings.llm_executor_model  # priced as the model it was
+
+
+async def test_a_plan_may_leave_out_what_has_a_default(
+    db: Database, services: Services, script: Script, fake: FakeModelServer
+) -> None:
+    user = await make_user(db)
+    await make_task(db, user, title="Renew passport")
+    lean = {"steps": [{"description": LOOKUP, "tools": ["list_tasks"]}]}  # goal, number, assignee
+    script.planner(plan_call(lean), synthesis)
+    script.step(LOOKUP, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
+
+    message = "Which tasks do I have?"
+    turn = await run_turn(services, user_id=user, session_id=None, message=message,
+                          publisher=InMemoryPublisher())  # fmt: skip
+
+    rows = await stored(db, turn.started.plan_id)
+    (step,) = rows.steps
+    assert (step.step_number, step.executor_required) == (1, True)
+    assert rows.plan.goal == "Which tasks do I have?"  # the message is the goal
+    (first, _) = requests_of(fake, "executor")
+    assert "Goal of the plan: Which tasks do I have?" in str(first.messages[1]["content"])
+    routing, final = requests_of(fake, "planner")
+    assert routing.model == final.model == services.settings.llm_planner_model  # by default
     assert turn.plan.status == "completed"
 
 

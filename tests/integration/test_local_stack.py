@@ -48,6 +48,19 @@ def test_run_command_serves_the_stack_and_a_demo_turn_twice(empty_database: str)
         assert link is not None and f"Watch a turn live: open {link.group(1)}" in output
 
 
+def test_run_command_with_a_retired_model_says_what_to_set_without_a_traceback() -> None:
+    env = {**os.environ, "LLM_PLANNER_MODEL": "deepseek-chat"}
+    env.pop("LLM_BASE_URL", None)  # DeepSeek's API, which retired the name
+    command = [sys.executable, "-m", "local", "--once", "--port", "0", "--realtime-port", "0"]
+
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert "LLM_PLANNER_MODEL=deepseek-chat names a model retired on 2026-07-24" in done.stderr
+    assert "deepseek-v4-pro" in done.stderr  # the replacement to set
+
+
 async def test_seed_is_idempotent(server_url: str, template_name: str) -> None:
     url = databases.create_database(server_url, template=template_name)
     try:

@@ -57,6 +57,37 @@ def test_a_retired_model_fails_at_start_naming_the_variable_and_replacement(
     assert replacement in message and "Value error" not in message
 
 
+@pytest.mark.parametrize("url", ["https://api.deepseek.com/v1", "https://API.DeepSeek.com/"])
+def test_a_retired_model_is_refused_on_any_url_of_deepseeks_api(
+    monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    monkeypatch.setenv("LLM_BASE_URL", url)
+    monkeypatch.setenv("LLM_PLANNER_MODEL", "deepseek-chat")
+
+    with pytest.raises(ConfigurationError, match="LLM_PLANNER_MODEL=deepseek-chat"):
+        load_settings()
+
+
+@pytest.mark.parametrize(
+    ("url", "model"),
+    [
+        ("https://openrouter.ai/api/v1", "deepseek/deepseek-chat"),
+        ("http://localhost:11434/v1", "deepseek-reasoner"),
+        ("https://proxy.example.com/deepseek", "deepseek-chat"),
+    ],
+)
+def test_a_name_deepseek_retired_is_left_to_another_endpoint_that_may_serve_it(
+    monkeypatch: pytest.MonkeyPatch, url: str, model: str
+) -> None:
+    monkeypatch.setenv("LLM_BASE_URL", url)
+    monkeypatch.setenv("LLM_PLANNER_MODEL", model)
+    monkeypatch.setenv("LLM_EXECUTOR_MODEL", model)
+
+    settings = load_settings()
+
+    assert (settings.llm_planner_model, settings.llm_executor_model) == (model, model)
+
+
 def test_thinking_is_one_of_three_modes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LLM_EXECUTOR_THINKING", "maybe")
 
