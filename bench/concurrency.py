@@ -4,9 +4,9 @@
 
 The chat function runs alone in its own process (uvicorn, one worker, `INVOKER_TRANSPORT=
 in_process`: the planner runs there too), configured from the environment as a deployment
-is. This process plays N users — each sends a direct turn (`POST /chat`, JSON), waits for its
-answer, and sends the next — and serves the fake model, which holds every reply `--hold`
-seconds (a real model's latency: the turn's own work must overlap it).
+is. The fake model runs in a process of its own too, holding every reply `--hold` seconds (a
+real model's latency: the turn's own work must overlap it). This process plays N users — each
+sends a direct turn (`POST /chat`, JSON), waits for its answer, and sends the next.
 
 A `503` is a turn the function refused to start (admission control): the user waits its
 `Retry-After` and resends with the same `client_message_id`. Printed per N: completed turns
@@ -59,10 +59,35 @@ def free_port() -> int:
         return port
 
 
-def serve_chat(h: Harness, port: int, extra: dict[str, str]) -> subprocess.Popen[bytes]:
+MODEL = """
+import sys, threading
+from shared.agents import DeepSeekTokenizer
+from shared.llm.fake_server import FakeModelServer
+from tests.models import SERVED
+from tests.turn_kinds import script_turns
+fake = FakeModelServer(models=SERVED, tokenizer=DeepSeekTokenizer(), port=int(sys.argv[1]))
+script_turns(fake.start(), model_seconds=float(sys.argv[2]))
+print("ready", flush=True)
+threading.Event().wait()
+"""
+
+
+def serve_model(port: int, hold: float) -> subprocess.Popen[str]:
+    """The fake model in a process of its own (its CPU is not the chat function's)."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", MODEL, str(port), str(hold)], cwd=ROOT, stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    return process
+
+
+def serve_chat(
+    h: Harness, port: int, model_url: str, extra: dict[str, str]
+) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "DEEPSEEK_"))}
     env.update(
-        DATABASE_URL=h.url, SUPABASE_JWT_SECRET=SECRET, LLM_BASE_URL=h.fake.base_url,
+        DATABASE_URL=h.url, SUPABASE_JWT_SECRET=SECRET, LLM_BASE_URL=model_url,
         LLM_API_KEY="bench", LLM_PLANNER_MODEL="test-planner", LLM_EXECUTOR_MODEL="test-executor",
         LLM_MODELS_FILE=str(h.models_file), LLM_MAX_RETRIES="0", **extra,
     )  # fmt: skip
@@ -164,16 +189,20 @@ async def one_level(h: Harness, url: str, n: int, seconds: float) -> None:
 
 
 async def run(args: argparse.Namespace, h: Harness) -> None:
+    model_port = free_port()
+    model = serve_model(model_port, args.hold)
     port = free_port()
-    process = serve_chat(h, port, dict(item.split("=", 1) for item in args.env))
+    extra = dict(item.split("=", 1) for item in args.env)
+    process = serve_chat(h, port, f"http://127.0.0.1:{model_port}/v1", extra)
     url = f"http://127.0.0.1:{port}"
     try:
         await wait_ready(url, process)
         for n in args.users:
             await one_level(h, url, n, args.seconds)
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        for running in (process, model):
+            running.terminate()
+            running.wait(timeout=30)
 
 
 def main() -> None:
@@ -185,7 +214,7 @@ def main() -> None:
                         help="NAME=value for the chat function (repeatable)")  # fmt: skip
     args = parser.parse_args()
     args.users = [int(n) for n in args.users.split(",") if n]
-    with harness(model_seconds=args.hold) as h:
+    with harness() as h:  # its fake model goes unused: the chat function calls the one above
         asyncio.run(run(args, h))
 
 
