@@ -125,12 +125,18 @@ class FakeModel:
                 loop.call_soon_threadsafe(event.set)
 
     async def _stall(self, cut: Cut) -> None:
-        event = asyncio.Event()
-        entry = (asyncio.get_running_loop(), event)
+        await self._wait(self._hold_here(), cut)
+
+    def _hold_here(self) -> tuple[asyncio.AbstractEventLoop, asyncio.Event]:
+        """A stall, registered for `release()`."""
+        entry = (asyncio.get_running_loop(), asyncio.Event())
         with self._stalls_lock:
             self._stalls.add(entry)
+        return entry
+
+    async def _wait(self, entry: tuple[asyncio.AbstractEventLoop, asyncio.Event], cut: Cut) -> None:
         try:
-            await asyncio.wait_for(event.wait(), cut.hold)
+            await asyncio.wait_for(entry[1].wait(), cut.hold)
         except TimeoutError:
             pass
         finally:
@@ -165,10 +171,15 @@ class FakeModel:
         if isinstance(item, ErrorReply):
             self._log(Exchange(recorded, None))
             return _error(item)
+        stall = None
+        if item.cut is not None and item.cut.how == "stall" and item.cut.after == 0:
+            # Registered as the reply is taken, before anything is awaited: a `release()`
+            # from whoever saw the request arrive cannot come before it and be lost.
+            stall = self._hold_here()
         usage = await asyncio.to_thread(self._usage, item, recorded)
         self._log(Exchange(recorded, usage))
-        if item.cut is not None and item.cut.how == "stall" and item.cut.after == 0:
-            await self._stall(item.cut)
+        if stall is not None and item.cut is not None:
+            await self._wait(stall, item.cut)
         if recorded.streaming:
             return StreamingResponse(
                 self._events(item, recorded, usage), media_type="text/event-stream"
