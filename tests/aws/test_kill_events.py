@@ -269,6 +269,14 @@ async def assert_events_are_the_rows(
     token_seqs = {int(m["payload"]["seq"]) for m in tokens}
     taken = set(tables.seqs) | set(tables.dialogue) | set(tables.messages)
     assert not token_seqs & taken, "a token batch took the number of a row or an event"
+    # A plan's last token batch may arrive after its `done` (REST, after the commit that sent
+    # `done`), but it is numbered before it: ordering by seq puts it in its place.
+    for message in live:
+        if message["event"] == "done":
+            plan, done_seq = message["payload"]["plan_id"], message["payload"]["seq"]
+            late = [m["payload"]["seq"] for m in tokens if m["payload"]["plan_id"] == plan
+                    and m["payload"]["seq"] > done_seq]  # fmt: skip
+            assert not late, f"token batches numbered after done: {late}"
 
     local = [json.loads(json.dumps(e.wire())) for e in events.events
              if e.session_id == session_id and e.type != "token"]  # fmt: skip
