@@ -97,14 +97,15 @@ async def burst(
 ) -> tuple[list[float], list[float]]:
     published: dict[str, float] = {}
     calls = []
-    last = clock.expect(f"{prefix}-burst-{n - 1}")
+    # Every key awaited, not just the last: requests in flight at once may arrive out of order.
+    arrivals = [clock.expect(f"{prefix}-burst-{i}") for i in range(n)]
     for i in range(n):
         key = f"{prefix}-burst-{i}"
         calling = time.perf_counter()
         await publish(key)
         published[key] = time.perf_counter()
         calls.append(published[key] - calling)
-    await asyncio.wait_for(last, 120)
+    await asyncio.wait_for(asyncio.gather(*arrivals), 120)
     return [clock.received[key] - at for key, at in published.items()], calls
 
 
