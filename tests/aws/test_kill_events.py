@@ -84,7 +84,7 @@ ALL_POINTS = [*POINTS, *EVENT_POINTS]
 @pytest.fixture(scope="module")
 async def realtime(database_url: str) -> AsyncIterator[RealtimeServer]:
     """The local Realtime server, taking the functions' keys. Its tenant may send more than
-    hosted's 100 events a second (averaged over a minute): a turn sends about 70 from the
+    hosted's 100 events a second (averaged over a minute): a turn sends about 40 from the
     database, a subscriber's delivery counts again, and this module plays 17 turns in a row."""
     settings = config(
         database_url, jwt_secret=SECRET, api_keys={SERVICE_KEY: "service_role"},
