@@ -1,15 +1,18 @@
 """Benchmark: publish → client latency through the local Realtime server, per delivery path.
 
-    .venv/bin/python -m bench.realtime_latency [--events 500] [--paths changes,db,rest]
+    .venv/bin/python -m bench.realtime_latency [--events 500] [--paths changes,db,rest,tokens]
 
-A user follows their session with the official Python client, three ways:
+A user follows their session with the official Python client, four ways:
 
 * `changes` — postgres_changes: INSERTs on `agent_chat_messages` (RLS applied, filtered by
   `session_id=eq.`), timed from the moment the INSERT's autocommit returns;
 * `db` — Broadcast from Database: `SELECT realtime.send(…, private => true)` on the private
   channel `session:<id>` (authorised by the migrations' policy), timed from its commit;
 * `rest` — the REST broadcast endpoint (`POST /api/broadcast`, service key, private), timed
-  from the 202 response.
+  from the 202 response;
+* `tokens` — Parley's own REST publisher for token batches (`SupabaseRealtimePublisher`: the
+  first event of a batch starts a 50 ms linger, then one POST), timed from `publish()`, which
+  returns at once (the POST runs in the background).
 
 Each path is run "sequential" (the next event waits for the previous one to arrive) and then
 "burst" (back to back). Latency runs from the publish call's return to the client's callback;
@@ -24,6 +27,7 @@ import asyncio
 import statistics
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -35,6 +39,8 @@ from local.realtime import RealtimeConfig, RealtimeServer
 from shared.auth import mint_token
 from shared.db import Database
 from shared.db.records import AgentThread
+from shared.events import Event
+from shared.events.realtime import SupabaseRealtimePublisher
 from shared.settings import LOCAL_JWT_SECRET
 from tests import databases
 from tests.factories import make_thread, make_user
@@ -43,7 +49,7 @@ INSERT = """INSERT INTO agent_chat_messages
               (agent_session_id, session_id, user_id, plan_id, message_type, content)
             VALUES (%s, %s, %s, %s, 'status', %s)"""
 SEND = "SELECT realtime.send(%s, 'bench', %s, true)"
-PATHS = ("changes", "db", "rest")
+PATHS = ("changes", "db", "rest", "tokens")
 #: The local server's limits are hosted's (100 messages/s); a benchmark measures past them.
 UNLIMITED = 1_000_000
 
@@ -91,14 +97,15 @@ async def burst(
 ) -> tuple[list[float], list[float]]:
     published: dict[str, float] = {}
     calls = []
-    last = clock.expect(f"{prefix}-burst-{n - 1}")
+    # Every key awaited, not just the last: requests in flight at once may arrive out of order.
+    arrivals = [clock.expect(f"{prefix}-burst-{i}") for i in range(n)]
     for i in range(n):
         key = f"{prefix}-burst-{i}"
         calling = time.perf_counter()
         await publish(key)
         published[key] = time.perf_counter()
         calls.append(published[key] - calling)
-    await asyncio.wait_for(last, 120)
+    await asyncio.wait_for(asyncio.gather(*arrivals), 120)
     return [clock.received[key] - at for key, at in published.items()], calls
 
 
@@ -145,13 +152,19 @@ async def run(events: int, paths: list[str]) -> None:
             )
             await client.set_auth(mint_token(LOCAL_JWT_SECRET, sub=user))
             clock = Stopwatch()
-            publishers = await _follow(client, clock, conn, http, thread)
+            tokens = SupabaseRealtimePublisher(
+                supabase_url=server.url, service_key=mint_token(LOCAL_JWT_SECRET,
+                                                                role="service_role"),
+                private=True, client=http,
+            )  # fmt: skip
+            publishers = await _follow(client, clock, conn, http, thread, tokens)
             for path in paths:
                 for mode_name, mode in (("sequential", sequential), ("burst", burst)):
                     started = time.perf_counter()
                     latencies, calls = await mode(publishers[path], clock, path, events)
                     elapsed = time.perf_counter() - started
                     print(summary(f"{path} {mode_name}", latencies, calls, elapsed), flush=True)
+            await tokens.aclose()
             await client.close()
     finally:
         databases.drop_database(server_url, url)
@@ -163,8 +176,9 @@ async def _follow(
     conn: psycopg.AsyncConnection[Any],
     http: httpx.AsyncClient,
     thread: AgentThread,
+    tokens: SupabaseRealtimePublisher,
 ) -> dict[str, Publish]:
-    """Subscribe to the three paths; the publisher of each."""
+    """Subscribe to the four paths; the publisher of each."""
     topic = f"session:{thread.session_id}"
     changes = client.channel(f"changes:{thread.session_id}")
     changes.on_postgres_changes(
@@ -176,6 +190,9 @@ async def _follow(
         topic, {"config": {"broadcast": None, "presence": None, "private": True}}
     )
     broadcasts.on_broadcast("bench", lambda message: clock.arrived(message["payload"]["k"]))
+    broadcasts.on_broadcast(
+        "token", lambda message: clock.arrived(message["payload"]["data"]["text"])
+    )
     await subscribe(changes)
     await subscribe(broadcasts)
     service = {"Authorization": f"Bearer {mint_token(LOCAL_JWT_SECRET, role='service_role')}"}
@@ -193,7 +210,13 @@ async def _follow(
         response = await http.post("/api/broadcast", json={"messages": [message]}, headers=service)
         response.raise_for_status()
 
-    return {"changes": insert, "db": send, "rest": post}
+    async def token(key: str) -> None:
+        await tokens.publish([Event(
+            type="token", session_id=thread.session_id, plan_id=thread.plan_id, agent_id=None,
+            seq=1, ts=datetime.now(UTC), data={"text": key},
+        )])  # fmt: skip
+
+    return {"changes": insert, "db": send, "rest": post, "tokens": token}
 
 
 def main() -> None:

@@ -11,6 +11,8 @@ sweeper tests reproduce with `tests.agents.holds.set_plan_lease`.)
     async with Kill(db, "agent_chat_messages", "NEW.message_type = 'tool_result'"):
         ...  # the first tool result row is never stored: the runner "dies" there
 
+`table` may name its schema (`realtime.messages`: kill at an event's `realtime.send()`).
+
 `times=None` kills at every matching write (a poison message); `fired` says how often it did.
 """
 
@@ -59,20 +61,29 @@ class Kill:
         self.times = times
         self._id = f"test_kill_{next(_ids)}"
 
+    @property
+    def _table(self) -> sql.Identifier:
+        return sql.Identifier(*self.table.split("."))
+
+    @property
+    def _sequence(self) -> sql.Identifier:
+        # Qualified: the write may run under `search_path = ''` (`parley_private.send_events`).
+        return sql.Identifier("public", self._id)
+
     async def arm(self) -> Self:
-        ident = sql.Identifier(self._id)
+        ident, sequence = sql.Identifier(self._id), self._sequence
         async with self.db.service() as conn:
             await conn.execute(_FUNCTION)
-            await conn.execute(sql.SQL("CREATE SEQUENCE {}").format(ident))
+            await conn.execute(sql.SQL("CREATE SEQUENCE {}").format(sequence))
             await conn.execute(
                 sql.SQL(
                     "CREATE TRIGGER {trigger} BEFORE {on} ON {table} FOR EACH ROW "
                     "WHEN ({when}) EXECUTE FUNCTION public.test_kill({args})"
                 ).format(
-                    trigger=ident, on=sql.SQL(self.on), table=sql.Identifier(self.table),
+                    trigger=ident, on=sql.SQL(self.on), table=self._table,
                     when=sql.SQL(self.when),
                     args=sql.SQL(", ").join(sql.Literal(a) for a in (
-                        self._id, self.name,
+                        f"public.{self._id}", self.name,
                         str(self.times or 0)))
                 )
             )  # fmt: skip
@@ -82,18 +93,17 @@ class Kill:
         async with self.db.service() as conn:
             await conn.execute(
                 sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(
-                    sql.Identifier(self._id), sql.Identifier(self.table)
+                    sql.Identifier(self._id), self._table
                 )
             )
-            await conn.execute(sql.SQL("DROP SEQUENCE IF EXISTS {}").format(
-                sql.Identifier(self._id)))  # fmt: skip
+            await conn.execute(sql.SQL("DROP SEQUENCE IF EXISTS {}").format(self._sequence))
 
     async def fired(self) -> int:
         """How many times the kill has struck so far."""
         async with self.db.service() as conn:
             cur = await conn.execute(
                 sql.SQL("SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS n FROM {}")
-                .format(sql.Identifier(self._id))
+                .format(self._sequence)
             )  # fmt: skip
             row = await cur.fetchone()
         assert row is not None

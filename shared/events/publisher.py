@@ -1,7 +1,9 @@
-"""Where events go: the `Publisher` seam, an in-memory publisher and a fan-out.
+"""Where events go in this process: the `Publisher` seam, an in-memory publisher and a fan-out.
 
-Publishing is best effort by design: the tables hold the truth, so a publisher that fails is
-logged and skipped, and never fails the turn that produced the event.
+Events about stored state reach Realtime from the database, in their rows' transactions
+(`shared.events.emitter`); publishers only pass them on in this process (an SSE response,
+tests) and send token batches over REST. That is best effort by design: a publisher that
+fails is logged and skipped, and never fails the turn that produced the event.
 """
 
 from __future__ import annotations

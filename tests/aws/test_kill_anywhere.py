@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 import pytest
@@ -100,10 +100,11 @@ async def snapshot(db: Database, fake: FakeModelServer, plan_id: UUID) -> AtKill
 
 async def run_with(
     db: Database, cloud: Cloud, functions: Functions, fake: FakeModelServer, user: UUID,
-    on_failure: Callable[[Delivery, UUID], Awaitable[None]] | None = None,
+    on_failure: Callable[[Delivery, UUID], Awaitable[None]] | None = None, **body: Any,
 ) -> tuple[UUID, AtKill | None]:  # fmt: skip
-    """The week plan through the queues; the state at the first failed delivery."""
-    plan_id = UUID((await send(functions, user))["plan_id"])
+    """The week plan through the queues (`body`: more of the chat request); the state at the
+    first failed delivery."""
+    plan_id = UUID((await send(functions, user, **body))["plan_id"])
     seen: list[AtKill] = []
 
     async def after(delivery: Delivery) -> None:

@@ -81,15 +81,18 @@ async def browser(chromium: str) -> AsyncIterator[Browser]:
 
 @dataclass
 class Wire:
-    """What one page received over Realtime: the broadcast events, and join replies."""
+    """What one page received over Realtime: the broadcast events (and which of them were
+    replayed on a join), and join replies."""
 
     events: list[dict[str, Any]] = field(default_factory=list)
+    replayed: list[dict[str, Any]] = field(default_factory=list)
     joins: list[dict[str, Any]] = field(default_factory=list)
 
     def watch(self, socket: WebSocket) -> None:
-        socket.on("framereceived", self._frame)
+        socket.on("framereceived", self.frame)
 
-    def _frame(self, frame: str | bytes) -> None:
+    def frame(self, frame: str | bytes) -> None:
+        """Take one frame the page received."""
         if isinstance(frame, bytes):  # serializer 2.0.0's binary user broadcast (kind 4):
             self._binary(frame)  # how broadcasts sent from the database arrive
             return
@@ -97,7 +100,7 @@ class Wire:
             return
         _, _, topic, event, payload = json.loads(frame)  # serializer 2.0.0
         if event == "broadcast" and isinstance(payload.get("payload"), dict):
-            self.events.append(payload["payload"])
+            self._event(payload["payload"], payload.get("meta"))
         elif event == "phx_reply" and topic.startswith("realtime:session:"):
             self.joins.append({"topic": topic, **payload})
 
@@ -105,10 +108,16 @@ class Wire:
         # u8 4 | u8 topic_len | u8 event_len | u8 meta_len | u8 json, the strings, the payload
         if len(frame) < 5 or frame[0] != 4 or frame[4] != 1:
             return
-        skip = 5 + frame[1] + frame[2] + frame[3]
-        payload = json.loads(frame[skip:])
+        meta_at = 5 + frame[1] + frame[2]
+        meta = json.loads(frame[meta_at : meta_at + frame[3]]) if frame[3] else None
+        payload = json.loads(frame[meta_at + frame[3] :])
         if isinstance(payload, dict):
-            self.events.append(payload)
+            self._event(payload, meta)
+
+    def _event(self, payload: dict[str, Any], meta: Any) -> None:
+        self.events.append(payload)
+        if isinstance(meta, dict) and meta.get("replayed"):
+            self.replayed.append(payload)
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [event for event in self.events if event["type"] == kind]

@@ -3,21 +3,23 @@ approval, completes, and reads back the same after a reload; another user cannot
 
 from __future__ import annotations
 
+import json
 import re
 import time
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 import httpx
 import pytest
-from playwright.async_api import Page, Route, WebSocketRoute, expect
+from playwright.async_api import Locator, Page, Route, WebSocketRoute, expect
 
 from local.seed import DEMO_USER_ID
 from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack, banner
 from shared.auth import mint_token
 from shared.db import Database
 from tests.factories import make_user
-from tests.web.conftest import Tab, screenshot
+from tests.web.conftest import Tab, Wire, screenshot
 
 
 async def sign_in_as_demo_user(page: Page) -> None:
@@ -137,40 +139,59 @@ async def test_the_console_link_the_stack_prints_plays_the_demo_turn_live(
     assert before["messages"][0] == CONSOLE_DEMO_MESSAGE
 
 
-async def test_events_missed_while_disconnected_are_caught_up_from_the_timeline(
-    tab: Tab, stack: RunningStack
-) -> None:
-    page, heard = tab.page, []
-    offline = False
+@dataclass
+class Network:
+    """The page's Realtime socket through a route the test controls: cut it, keep it down
+    (every reconnect attempt fails), and — `replay` False — take replay out of every join the
+    page sends (as a server whose messages have passed their retention would replay none)."""
 
-    async def realtime(route: WebSocketRoute) -> None:
-        if offline:  # the network is down: every reconnect attempt fails
+    offline: bool = False
+    replay: bool = True
+    wire: Wire = field(default_factory=Wire)
+    """What the page heard over the routed socket."""
+    live: list[tuple[WebSocketRoute, WebSocketRoute]] = field(default_factory=list)
+
+    @classmethod
+    async def install(cls, page: Page, **options: Any) -> Network:
+        network = cls(**options)
+        await page.route_web_socket(lambda url: "/realtime/v1/websocket" in url, network._route)
+        await page.reload()  # the route takes effect from the next page load
+        return network
+
+    async def _route(self, route: WebSocketRoute) -> None:
+        if self.offline:
             await route.close(code=1011)
             return
         server = route.connect_to_server()
 
         def forward(message: str | bytes) -> None:
-            heard.append(message)
+            self.wire.frame(message)
             route.send(message)
 
+        def join(message: str | bytes) -> None:
+            if isinstance(message, str) and not self.replay and '"phx_join"' in message:
+                frame = json.loads(message)
+                frame[4].get("config", {}).get("broadcast", {}).pop("replay", None)
+                message = json.dumps(frame)
+            server.send(message)
+
         server.on_message(forward)
-        live.append((route, server))
+        route.on_message(join)
+        self.live.append((route, server))
 
-    live: list[tuple[WebSocketRoute, WebSocketRoute]] = []
-    await page.route_web_socket(lambda url: "/realtime/v1/websocket" in url, realtime)
-    await page.reload()  # the route takes effect from the next page load
-    await sign_in_as_demo_user(page)
-    await start_demo_turn(page)
-    card = page.get_by_role("group", name=re.compile("Approval needed"))
-    await expect(card).to_be_visible()
-    plan_id = await page.locator(".conversation .turn").last.get_attribute("data-plan-id")
+    async def cut(self) -> None:
+        """The network goes down: the socket drops, and reconnecting fails until `offline`
+        is False again."""
+        self.offline = True
+        for route, server in self.live:
+            await route.close(code=1011)
+            await server.close()
+        self.live.clear()
 
-    offline = True
-    for route, server in live:
-        await route.close(code=1011)
-        await server.close()
-    await expect(page.get_by_role("status").filter(has_text="Reconnecting")).to_be_visible()
-    # Meanwhile the user approves elsewhere (another tab, another device): the plan resumes.
+
+async def approve_elsewhere(stack: RunningStack, plan_id: str | None) -> None:
+    """The user approves the plan's call elsewhere (another tab, another device); the plan
+    resumes and completes."""
     token = mint_token(stack.jwt_secret, sub=DEMO_USER_ID)
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(base_url=f"{stack.url}/agent_planner", headers=headers) as http:
@@ -178,8 +199,31 @@ async def test_events_missed_while_disconnected_are_caught_up_from_the_timeline(
         decided = await http.post(f"/plans/{plan_id}/approvals/{waiting['id']}",
                                   json={"decision": "approve"})  # fmt: skip
     assert decided.json()["plan"]["status"] == "completed"
-    heard_before = len(heard)
-    offline = False
+
+
+async def a_turn_waiting_then_cut_off(page: Page, network: Network) -> tuple[Locator, str | None]:
+    """The demo turn, waiting for approval, when the network goes down: its approval card and
+    plan id."""
+    await sign_in_as_demo_user(page)
+    await start_demo_turn(page)
+    card = page.get_by_role("group", name=re.compile("Approval needed"))
+    await expect(card).to_be_visible()
+    plan_id = await page.locator(".conversation .turn").last.get_attribute("data-plan-id")
+    await network.cut()
+    await expect(page.get_by_role("status").filter(has_text="Reconnecting")).to_be_visible()
+    return card, plan_id
+
+
+async def test_events_missed_while_disconnected_are_caught_up_from_the_timeline(
+    tab: Tab, stack: RunningStack
+) -> None:
+    """With nothing to replay, the tables alone catch the view up after a reconnect."""
+    page = tab.page
+    network = await Network.install(page, replay=False)
+    card, plan_id = await a_turn_waiting_then_cut_off(page, network)
+    await approve_elsewhere(stack, plan_id)
+    heard_before = len(network.wire.events)
+    network.offline = False
 
     turn = page.locator(".conversation .turn").last
     await expect(page.get_by_role("status").filter(has_text="Live")).to_be_visible()
@@ -187,7 +231,53 @@ async def test_events_missed_while_disconnected_are_caught_up_from_the_timeline(
     await expect(page.locator('.step[data-status="completed"]')).to_have_count(3)
     await expect(card).to_have_count(0)
     await expect(turn.locator(".msg.assistant")).to_contain_text("(demo) The tools returned")
-    assert not any('"done"' in str(m) for m in heard[heard_before:])  # read, not heard
+    assert "done" not in [e["type"] for e in network.wire.events[heard_before:]]  # read, not heard
+    assert network.wire.replayed == []
+
+
+async def test_a_reconnect_is_caught_up_by_replay_before_the_tables_answer(
+    tab: Tab, stack: RunningStack
+) -> None:
+    """The channel is joined anew with replay since the last event applied: the events sent
+    while the socket was down arrive first and bring the view up to date while the catch-up's
+    reads of the tables are still unanswered; the reads then add the stored rows."""
+    page = tab.page
+    network = await Network.install(page)
+    card, plan_id = await a_turn_waiting_then_cut_off(page, network)
+    await approve_elsewhere(stack, plan_id)
+    held: list[Route] = []
+    released = False
+
+    async def hold(route: Route) -> None:  # asked, and not answered until released below
+        if released:
+            await route.continue_()
+        else:
+            held.append(route)
+
+    tables = re.compile(r"/(chat/sessions|agent_planner/plans)/")
+    await page.route(tables, hold)
+    heard_before = len(network.wire.events)
+    network.offline = False
+
+    turn = page.locator(".conversation .turn").last
+    await expect(page.get_by_role("status").filter(has_text="Live")).to_be_visible()
+    await expect(turn).to_have_attribute("data-status", "completed")
+    await expect(page.locator('.step[data-status="completed"]')).to_have_count(3)
+    await expect(card).to_have_count(0)
+    answer = turn.locator(".msg.assistant")
+    await expect(answer).to_contain_text("(demo) The tools returned")  # `done`'s answer
+    assert held, "the catch-up did not ask the tables"
+    replayed = network.wire.replayed
+    assert {"step_started", "step_completed", "done"} <= {e["type"] for e in replayed}
+    assert all(e in network.wire.events[heard_before:] for e in replayed)
+    seqs = [e["seq"] for e in replayed]
+    assert len(seqs) == len(set(seqs)) <= 25
+
+    released = True
+    for route in held:
+        await route.continue_()
+    await expect(answer.get_by_role("button", name="Fork here")).to_be_visible()  # the stored row
+    await expect(page.locator('.step[data-status="completed"]')).to_have_count(3)
 
 
 async def test_another_user_cannot_open_the_demo_users_session_by_url(

@@ -7,8 +7,16 @@
 //      seq we hold, and the detail of every plan that is new or still open;
 //   3. apply the snapshot, then the held events (sorted by seq; older state never wins, see
 //      session_state.js); from then on apply events as they come.
+//
+// After a dropped connection the channel is joined anew, with replay: Realtime first sends the
+// events stored since a second before the last one we applied (their transactions sent them,
+// docs/events.md). They were stored before the join, so they are older than the snapshot the
+// catch-up then reads: they are applied at once, and the view is current before the reads
+// answer. An event whose seq was applied already is dropped (a replay overlaps what we had).
 
 import { applyEvent, applyPlanDetail, applyTimeline, emptySession, openPlanIds } from './session_state.js';
+
+const REPLAY_LIMIT = 25; // hosted Realtime's most
 
 const CHANNEL_STATES = {
   SUBSCRIBED: 'live',
@@ -31,6 +39,9 @@ export class SessionFeed {
     this.error = null; // why the last catch-up failed
     this.closed = false;
     this.joined = null; // resolves open() at the channel's first status
+    this.subscribed = false; // the channel is joined (a drop after this rejoins with replay)
+    this.applied = new Set(); // seqs of the events applied
+    this.lastTs = 0; // the newest applied event's `ts` (ms): where a replay starts
   }
 
   get sessionId() {
@@ -41,13 +52,31 @@ export class SessionFeed {
     this.held = []; // hold events from the first moment: the first catch-up is coming
     // Hand Realtime the user's token before joining: a private channel refuses the anon key.
     await this.client.realtime.setAuth();
-    this.channel = this.client
-      .channel(`session:${this.sessionId}`, { config: { private: true } })
-      .on('broadcast', { event: '*' }, ({ payload }) => this.#receive(payload))
-      .subscribe((status) => this.#channelStatus(status));
+    this.#join(null);
     // Joined (or refused: then the catch-up tells why) before anything is sent to this session.
     await new Promise((resolve) => { this.joined = resolve; });
     await (this.catching || this.catchUp());
+  }
+
+  #join(since) {
+    const config = since === null
+      ? { private: true }
+      : { private: true, broadcast: { replay: { since, limit: REPLAY_LIMIT } } };
+    const channel = this.client
+      .channel(`session:${this.sessionId}`, { config })
+      .on('broadcast', { event: '*' }, ({ payload, meta }) => this.#receive(payload, meta))
+      .subscribe((status) => channel === this.channel && this.#channelStatus(status));
+    this.channel = channel;
+  }
+
+  async #rejoin() {
+    // realtime-js would rejoin this channel with the config it was made with; a new channel
+    // replays from a second before the last event applied (its `ts`: the server's clock).
+    const dropped = this.channel;
+    this.channel = null;
+    await this.client.removeChannel(dropped);
+    const last = this.lastTs || Date.parse(this.state.session?.last_message_at ?? '');
+    if (!this.closed) this.#join(last > 0 ? last - 1000 : null);
   }
 
   close() {
@@ -108,8 +137,13 @@ export class SessionFeed {
     }
   }
 
-  #receive(event) {
-    if (!event || event.session_id !== this.sessionId) return;
+  #receive(event, meta) {
+    if (!event || event.session_id !== this.sessionId || this.applied.has(event.seq)) return;
+    if (meta?.replayed) { // stored before we joined: older than any snapshot read since
+      this.#apply(event);
+      this.#changed();
+      return;
+    }
     if (this.held) {
       this.held.push(event);
       return;
@@ -119,6 +153,9 @@ export class SessionFeed {
   }
 
   #apply(event) {
+    if (this.applied.has(event.seq)) return;
+    this.applied.add(event.seq);
+    this.lastTs = Math.max(this.lastTs, Date.parse(event.ts) || 0);
     applyEvent(this.state, event);
     // The turn's rows (user message, answer, final accounting) are in the tables now.
     if (event.type === 'done') this.catchUp([event.plan_id]);
@@ -126,8 +163,15 @@ export class SessionFeed {
 
   #channelStatus(status) {
     this.connection = CHANNEL_STATES[status] || status.toLowerCase();
-    // Joined (again): what was sent while we were not subscribed is in the tables.
-    if (status === 'SUBSCRIBED') this.catchUp();
+    if (status === 'SUBSCRIBED') {
+      // Joined (again): what was sent while we were not subscribed is in the tables.
+      this.subscribed = true;
+      this.catchUp();
+    } else if (this.subscribed && !this.closed) {
+      // Dropped: join anew, with replay of what we missed.
+      this.subscribed = false;
+      this.#rejoin();
+    }
     this.joined?.();
     this.joined = null;
     this.#changed();

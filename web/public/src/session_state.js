@@ -255,6 +255,10 @@ const HANDLERS = {
                           answer: data.answer, statusSeq: event.seq });
     if (data.usage) plan.usage = data.usage;
     if (data.error) plan.error = data.error;
+    // An ended plan waits for nothing (its pending approvals were settled or cancelled).
+    if (TERMINAL.has(data.status)) {
+      for (const a of plan.approvals.values()) if (a.status === 'pending') a.status = 'settled';
+    }
   },
 };
 
