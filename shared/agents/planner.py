@@ -403,6 +403,7 @@ class PlannerRun:
             "done", done_data("completed", final_strategy, text, row_id, None),
             agent_id=None, totals_at="usage",
         )  # fmt: skip
+        await self.run.emitter.tokens_delivered()  # the answer's last words before its `done`
         await self._write(transition)
         self.lease.settled = True
         answer = next(r for r in self.rows if r.id == row_id)

@@ -246,6 +246,15 @@ class EventEmitter:
         )  # fmt: skip
         await self._publisher.publish([event])
 
+    async def tokens_delivered(self) -> None:
+        """Send buffered tokens and wait until the publishers that batch them (Realtime's REST
+        endpoint) have: called before a statement sends `done`, so the last words of an
+        answer never reach a client after the event that ends the turn."""
+        await self.flush_tokens()
+        flush = getattr(self._publisher, "flush", None)
+        if flush is not None:
+            await flush()
+
     async def _reserve_token_block(self) -> None:
         async with self._db.autocommit() as conn:
             cur = await conn.execute(

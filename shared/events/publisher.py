@@ -68,6 +68,17 @@ class FanoutPublisher:
             except Exception:
                 log.exception("publisher %s failed; events stay in the tables", publisher)
 
+    async def flush(self) -> None:
+        """Wait until every publisher that batches has sent what it holds."""
+        for publisher in self._publishers:
+            flush = getattr(publisher, "flush", None)
+            if flush is None:
+                continue
+            try:
+                await flush()
+            except Exception:
+                log.exception("publisher %s failed to flush", publisher)
+
     async def aclose(self) -> None:
         for publisher in self._publishers:
             try:

@@ -269,14 +269,17 @@ async def assert_events_are_the_rows(
     token_seqs = {int(m["payload"]["seq"]) for m in tokens}
     taken = set(tables.seqs) | set(tables.dialogue) | set(tables.messages)
     assert not token_seqs & taken, "a token batch took the number of a row or an event"
-    # A plan's last token batch may arrive after its `done` (REST, after the commit that sent
-    # `done`), but it is numbered before it: ordering by seq puts it in its place.
-    for message in live:
+    # A plan's token batches are numbered before its `done`, and arrive before it: the answer's
+    # last batch is posted before the statement that sends `done`.
+    for at, message in enumerate(received):
         if message["event"] == "done":
             plan, done_seq = message["payload"]["plan_id"], message["payload"]["seq"]
             late = [m["payload"]["seq"] for m in tokens if m["payload"]["plan_id"] == plan
                     and m["payload"]["seq"] > done_seq]  # fmt: skip
             assert not late, f"token batches numbered after done: {late}"
+            after = [m for m in received[at + 1 :]
+                     if m["event"] == "token" and m["payload"]["plan_id"] == plan]  # fmt: skip
+            assert not after, "a token batch arrived after the turn's done"
 
     local = [json.loads(json.dumps(e.wire())) for e in events.events
              if e.session_id == session_id and e.type != "token"]  # fmt: skip
