@@ -8,11 +8,17 @@ start one. Per round, interleaved so that the machine's load falls on all alike:
 * `import openai` and `import fastapi` alone — the yardsticks;
 * `import functions.<name>.handler` for each of the three functions;
 * the chat handler imported, then two direct turns through it (`POST /chat` as a function
-  URL event through Mangum, the fake model answering at once): the first invoke pays for
-  everything a turn loads on first use; the second is warm.
+  URL event through Mangum, the fake model answering at once), the planner running in the
+  chat's process (`INVOKER_TRANSPORT=in_process`, the local stack's way): the first invoke
+  pays for everything a turn loads on first use; the second is warm;
+* the chat function as deployed (`INVOKER_TRANSPORT=sqs`, AWS faked in the process by moto):
+  import, then two sends answered `202` once the turn is on the planner's queue. moto brings
+  boto3 in before the handler is imported, so `import boto3` + an SQS client is timed on its
+  own (what the first `202` adds on Lambda, where boto3 is not imported yet).
 
 Prints the median of each over the rounds, and the ratios the performance targets use:
-chat handler import ÷ `import openai`, first turn ÷ warm turn.
+chat handler import ÷ `import openai`, first turn ÷ warm turn. Parley's own code is
+byte-compiled first, as the Lambda bundle ships it (installed packages have their bytecode).
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 from shared.auth import mint_token
+from tests.aws.conftest import FAKE_AWS
 from tests.factories import make_user
 from tests.turn_kinds import Harness, harness
 
@@ -50,7 +58,7 @@ imported = time.perf_counter() - started
 event = json.loads(sys.argv[1])
 times = []
 for n in range(2):
-    body = {{"message": "hi", "client_message_id": f"cold-{{n}}", "wait": True}}
+    body = {{"message": "hi", "client_message_id": f"{{sys.argv[2]}}-{{n}}", "wait": True}}
     event["body"] = json.dumps(body)
     event["headers"].pop("prefer", None)
     started = time.perf_counter()
@@ -59,6 +67,41 @@ for n in range(2):
     assert response["statusCode"] == 200, response
     assert json.loads(response["body"])["status"] == "completed", response["body"]
 print(json.dumps({{"import": imported, "first": times[0], "warm": times[1]}}))
+"""
+
+
+QUEUED = """
+import json, os, sys, time
+from moto import mock_aws
+mock = mock_aws()
+mock.start()
+import boto3
+sqs = boto3.client("sqs")
+for name in ("planner", "executor"):
+    url = sqs.create_queue(QueueName=f"cold-{{name}}")["QueueUrl"]
+    os.environ[f"{{name.upper()}}_QUEUE_URL"] = url
+os.environ["INVOKER_TRANSPORT"] = "sqs"
+started = time.perf_counter()
+from functions.chat.handler import handler
+imported = time.perf_counter() - started
+event = json.loads(sys.argv[1])
+times = []
+for n in range(2):
+    body = {{"message": "hi", "client_message_id": f"{{sys.argv[2]}}-{{n}}"}}
+    event["body"] = json.dumps(body)
+    started = time.perf_counter()
+    response = handler(event, None)
+    times.append(time.perf_counter() - started)
+    assert response["statusCode"] == 202, response
+print(json.dumps({{"import": imported, "first": times[0], "warm": times[1]}}))
+"""
+
+BOTO3 = """
+import time
+started = time.perf_counter()
+import boto3
+boto3.client("sqs", region_name="eu-central-1")
+print(time.perf_counter() - started)
 """
 
 
@@ -72,8 +115,19 @@ def child(code: str, env: dict[str, str], *args: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
+def compile_code() -> None:
+    """Bytecode for Parley's modules, as `infra/build.py` ships it (a checkout may have none:
+    `PYTHONDONTWRITEBYTECODE` is set in many environments)."""
+    folders = [str(ROOT / name) for name in ("shared", "functions") if (ROOT / name).is_dir()]
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "--invalidation-mode", "unchecked-hash",
+         *folders], check=True,
+    )  # fmt: skip
+
+
 def environment(h: Harness) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "DEEPSEEK_"))}
+    skip = ("LLM_", "DEEPSEEK_", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(skip)}
     env.update(
         DATABASE_URL=h.url, SUPABASE_JWT_SECRET=SECRET, LLM_BASE_URL=h.fake.base_url,
         LLM_API_KEY="bench", LLM_PLANNER_MODEL="test-planner", LLM_EXECUTOR_MODEL="test-executor",
@@ -108,22 +162,27 @@ def main() -> None:
     with harness() as h:
         env = environment(h)
         event = event_for(asyncio.run(user_token(h)))
-        child(IMPORT.format(module="shared"), env)  # compile bytecode once, as a bundle ships it
+        compile_code()
         figures: dict[str, list[float]] = {}
         for _ in range(args.rounds):
             for module in ("openai", "fastapi", *(f"functions.{n}.handler" for n in HANDLERS)):
                 seconds = float(child(IMPORT.format(module=module), env))
                 figures.setdefault(f"import {module}", []).append(seconds)
-            turns = json.loads(child(TURNS.format(), env, event))
+            turns = json.loads(child(TURNS.format(), env, event, uuid4().hex))  # new turns
             for key, value in turns.items():
-                figures.setdefault(f"chat: {key}", []).append(value)
+                figures.setdefault(f"chat in_process: {key}", []).append(value)
+            figures.setdefault("import boto3 + SQS client", []).append(float(child(BOTO3, env)))
+            queued = json.loads(child(QUEUED.format(), {**env, **FAKE_AWS}, event, uuid4().hex))
+            for key, value in queued.items():
+                figures.setdefault(f"chat sqs (deployed): {key}", []).append(value)
     for name, values in figures.items():
         print(f"{name:<40} p50 {median_ms(values):8.1f} ms   (min {min(values) * 1000:.1f})")
     chat = median_ms(figures["import functions.chat.handler"])
     openai = median_ms(figures["import openai"])
-    first, warm = median_ms(figures["chat: first"]), median_ms(figures["chat: warm"])
-    print(f"chat handler import ÷ import openai: {chat / openai:.2f}")
-    print(f"first direct turn ÷ warm turn:        {first / warm:.1f}")
+    print(f"chat handler import ÷ import openai:            {chat / openai:.2f}")
+    for mode in ("chat in_process", "chat sqs (deployed)"):
+        first, warm = median_ms(figures[f"{mode}: first"]), median_ms(figures[f"{mode}: warm"])
+        print(f"{mode}: first turn ÷ warm turn:{' ' * (20 - len(mode))} {first / warm:.1f}")
 
 
 if __name__ == "__main__":
