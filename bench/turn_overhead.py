@@ -3,9 +3,10 @@
     .venv/bin/python -m bench.turn_overhead [--turns 40] [--versus PATH] [--rounds 3]
 
 Direct, tool and complex turns (`tests.turn_kinds`) go through the chat function's own path
-against the fake model answering at once; the time spent inside model calls (request out,
-reply in, over HTTP to the fake) is measured around the model client and subtracted, so what
-is left is Parley's work: the database, events, prompts, tools. Prints p50/p95 per kind.
+against the fake model answering at once; the time model calls were in flight (request out,
+reply in, over HTTP to the fake; calls that overlap — parallel executors — counted once) is
+measured around the model client and subtracted, so what is left is Parley's work on the
+turn's critical path: the database, events, prompts, tools. Prints p50/p95 per kind.
 
 `--versus PATH` runs the same benchmark in another checkout (e.g. a `git worktree` of an
 earlier commit) in alternation with this one, `--rounds` times, and prints both and their
@@ -37,7 +38,7 @@ async def measure(h: Harness, kind: Kind, turns: int) -> list[float]:
             await send(services, user, kind)  # warm up: imports, pool, tokenizer
         own: list[float] = []
         for _ in range(turns):
-            clock.seconds = 0.0
+            clock.reset()
             started = time.perf_counter()
             await send(services, user, kind)
             own.append(time.perf_counter() - started - clock.seconds)

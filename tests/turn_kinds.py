@@ -161,11 +161,12 @@ async def send(services: Services, user: User, kind: Kind) -> ChatTurnReply:
 
 
 class ModelClock:
-    """Wraps a services' model client and sums the time spent inside model calls, so a
+    """Wraps a services' model client and measures the time model calls were in flight — the
+    union of their intervals, so calls that overlap (executors in parallel) count once — so a
     benchmark can subtract it: what is left of a turn is Parley's own time."""
 
     def __init__(self, services: Services) -> None:
-        self.seconds = 0.0
+        self.intervals: list[tuple[float, float]] = []
         inner = services.llm
         clock = self
 
@@ -175,22 +176,36 @@ class ModelClock:
                 try:
                     return await inner.complete(request)
                 finally:
-                    clock.seconds += time.perf_counter() - started
+                    clock.intervals.append((started, time.perf_counter()))
 
             async def stream(self, request: Any) -> Any:
                 started = time.perf_counter()
                 try:
                     async for event in inner.stream(request):
-                        clock.seconds += time.perf_counter() - started
+                        clock.intervals.append((started, time.perf_counter()))
                         yield event
                         started = time.perf_counter()
                 finally:
-                    clock.seconds += time.perf_counter() - started
+                    clock.intervals.append((started, time.perf_counter()))
 
             def __getattr__(self, name: str) -> Any:
                 return getattr(inner, name)
 
         services.__dict__["llm"] = Timed()
+
+    def reset(self) -> None:
+        self.intervals = []
+
+    @property
+    def seconds(self) -> float:
+        """How long at least one model call was in flight."""
+        total, reach = 0.0, float("-inf")
+        for start, end in sorted(self.intervals):
+            if end <= reach:
+                continue
+            total += end - max(start, reach)
+            reach = end
+        return total
 
 
 def plan_ids(answers: list[ChatTurnReply]) -> list[UUID]:
