@@ -9,6 +9,10 @@ one request at a time, so the limit only matters for long-running servers.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from typing import Any
+
 from shared.errors import Overloaded
 
 BUSY = (
@@ -52,3 +56,39 @@ class Slot:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+class TurnAdmission:
+    """ASGI middleware refusing a send (`POST /chat`) at once while every turn slot is taken:
+    a `503` with `Retry-After` before its body is read or its token checked, so refusing the
+    overflow costs next to nothing. The send that does get through still takes its slot
+    (`TurnSlots.take`), which decides; this only spares the full request's work."""
+
+    def __init__(self, app: Any, *, slots: Callable[[], TurnSlots], path: str = "/chat") -> None:
+        self.app = app
+        self._slots = slots
+        self._path = path
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == self._path:
+            slots = self._slots()
+            if slots.limit and slots.running >= slots.limit:
+                await _refuse(send, slots)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send: Any, slots: TurnSlots) -> None:
+    error = Overloaded(BUSY.format(limit=slots.limit, seconds=slots.retry_after),
+                       retry_after=slots.retry_after)  # fmt: skip
+    body = json.dumps({
+        "type": "about:blank", "title": error.title, "status": 503, "detail": str(error),
+        **error.problem_fields(),
+    }).encode()  # fmt: skip
+    headers = [
+        (b"content-type", b"application/problem+json"),
+        (b"content-length", str(len(body)).encode()),
+        *((k.lower().encode(), v.encode()) for k, v in error.headers().items()),
+    ]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

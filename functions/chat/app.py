@@ -5,17 +5,26 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from functions.chat import dashboards, sessions, turns
+from shared.admission import TurnAdmission, TurnSlots
 from shared.http import create_base_app
+from shared.services import Services, get_services
 
 
 def create_app() -> FastAPI:
-    """Build the `chat` app."""
-    return create_base_app(
+    """Build the `chat` app (sends past the process's turn slots are refused up front)."""
+    app = create_base_app(
         title="chat",
         description="User-facing chat: sessions, messages, the timeline and turns; operators' "
         "dashboards.",
         routers=[turns.router, sessions.router, dashboards.router],
     )
+
+    def slots() -> TurnSlots:
+        services: Services = app.dependency_overrides.get(get_services, get_services)()
+        return services.turn_slots
+
+    app.add_middleware(TurnAdmission, slots=slots)
+    return app
 
 
 app = create_app()
