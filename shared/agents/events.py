@@ -13,7 +13,7 @@ from uuid import UUID
 
 from pydantic import JsonValue
 
-from shared.db.records import AgentMessage, Approval, PlanStep
+from shared.db.records import Approval, PlanStep
 
 CLIP = 4000
 
@@ -27,16 +27,6 @@ def clip(text: str | None, limit: int = CLIP) -> str | None:
 
 def _id(value: UUID | None) -> str | None:
     return str(value) if value is not None else None
-
-
-def agent_message_data(row: AgentMessage, *, step_id: UUID | None) -> dict[str, JsonValue]:
-    """`agent_message` for a stored dialogue row (the event carries the row's seq)."""
-    return dialogue_data(
-        row.id, thread_id=row.agent_session_id, step_id=step_id,
-        message_type=row.message_type, sender_agent_id=row.sender_agent_id,
-        receiver_agent_id=row.receiver_agent_id, content=row.content, tool_name=row.tool_name,
-        tool_call_id=row.tool_call_id, tool_args=row.tool_args, model=row.model,
-    )  # fmt: skip
 
 
 def dialogue_data(

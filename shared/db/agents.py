@@ -41,51 +41,10 @@ async def create_agent(
     )  # fmt: skip
 
 
-async def ensure_planner(
-    conn: Connection,
-    *,
-    user_id: UUID,
-    chat_session_id: UUID,
-    model: str,
-    token_budget: int,
-    system_prompt: str,
-    name: str = "planner",
-) -> Agent:
-    """The session's one planner (read-write), created on first use; safe under concurrency."""
-    created = await fetch_optional(
-        conn,
-        Agent,
-        f"""INSERT INTO agents (user_id, chat_session_id, role, name, model, permissions,
-                                token_budget, system_prompt)
-            VALUES (%s, %s, 'planner', %s, %s, 'read_write', %s, %s)
-            ON CONFLICT (chat_session_id) WHERE role = 'planner' DO NOTHING
-            RETURNING {AGENT}""",
-        (user_id, chat_session_id, name, model, token_budget, system_prompt),
-    )
-    if created is not None:
-        return created
-    return await fetch_one(
-        conn,
-        Agent,
-        f"SELECT {AGENT} FROM agents WHERE chat_session_id = %s AND role = 'planner'",
-        (chat_session_id,),
-    )
-
-
 async def get_agent(conn: Connection, *, agent_id: UUID) -> Agent | None:
     """The agent row as it is now (permission checks re-read it at every call)."""
     return await fetch_optional(
         conn, Agent, f"SELECT {AGENT} FROM agents WHERE id = %s", (agent_id,)
-    )
-
-
-async def get_planner(conn: Connection, *, chat_session_id: UUID) -> Agent | None:
-    """The session's planner, if it has one yet."""
-    return await fetch_optional(
-        conn,
-        Agent,
-        f"SELECT {AGENT} FROM agents WHERE chat_session_id = %s AND role = 'planner'",
-        (chat_session_id,),
     )
 
 

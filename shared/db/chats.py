@@ -125,27 +125,6 @@ async def update_session(
     )
 
 
-async def allocate_seq(conn: Connection, *, session_id: UUID) -> int:
-    """Reserve the next number of the session's sequence (for an event that must precede rows
-    stored later in the same transaction)."""
-    cur = await conn.execute("SELECT parley_private.allocate_session_seq(%s) AS seq", (session_id,))
-    row = await cur.fetchone()
-    assert row is not None
-    return int(row["seq"])
-
-
-async def add_session_usage(conn: Connection, *, session_id: UUID, usage: Usage) -> None:
-    """Add one call's tokens and cost to the session's running totals."""
-    await conn.execute(
-        """UPDATE chat_sessions
-           SET prompt_tokens = prompt_tokens + %s, completion_tokens = completion_tokens + %s,
-               cache_hit_tokens = cache_hit_tokens + %s, cost_usd = cost_usd + %s
-           WHERE id = %s""",
-        (usage.prompt_tokens, usage.completion_tokens, usage.cache_hit_tokens, usage.cost_usd,
-         session_id),
-    )  # fmt: skip
-
-
 async def add_message(
     conn: Connection,
     *,
@@ -214,19 +193,6 @@ async def add_user_message(
         (session_id, client_message_id),
     )
     return existing, False
-
-
-async def find_user_message(
-    conn: Connection, *, session_id: UUID, client_message_id: str
-) -> ChatMessage | None:
-    """The session's user message sent with `client_message_id`, if any."""
-    return await fetch_optional(
-        conn,
-        ChatMessage,
-        f"""SELECT {MESSAGE} FROM chat_messages
-            WHERE session_id = %s AND client_message_id = %s""",
-        (session_id, client_message_id),
-    )
 
 
 async def get_message(conn: Connection, *, message_id: UUID) -> ChatMessage | None:

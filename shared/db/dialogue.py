@@ -7,13 +7,12 @@ from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
-from shared.db._rows import fetch_all, fetch_one, fetch_optional
+from shared.db._rows import fetch_all, fetch_one
 from shared.db.database import Connection
 from shared.db.records import (
     AgentMessage,
     AgentMessageType,
     AgentThread,
-    ThreadStatus,
     Usage,
     columns,
 )
@@ -44,13 +43,6 @@ async def create_thread(
     )
 
 
-async def get_thread(conn: Connection, *, thread_id: UUID) -> AgentThread | None:
-    """One thread by id."""
-    return await fetch_optional(
-        conn, AgentThread, f"SELECT {THREAD} FROM agent_chat_sessions WHERE id = %s", (thread_id,)
-    )
-
-
 async def list_threads(conn: Connection, *, plan_id: UUID) -> list[AgentThread]:
     """A plan's threads, oldest first."""
     return await fetch_all(
@@ -58,38 +50,6 @@ async def list_threads(conn: Connection, *, plan_id: UUID) -> list[AgentThread]:
         AgentThread,
         f"SELECT {THREAD} FROM agent_chat_sessions WHERE plan_id = %s ORDER BY created_at, id",
         (plan_id,),
-    )
-
-
-async def count_turn(conn: Connection, *, thread_id: UUID) -> int:
-    """Count one more turn on the thread; returns the new count."""
-    cur = await conn.execute(
-        "UPDATE agent_chat_sessions SET turn_count = turn_count + 1 WHERE id = %s "
-        "RETURNING turn_count",
-        (thread_id,),
-    )
-    row = await cur.fetchone()
-    if row is None:
-        raise LookupError(f"agent thread {thread_id} does not exist")
-    return int(row["turn_count"])
-
-
-async def close_thread(
-    conn: Connection,
-    *,
-    thread_id: UUID,
-    status: ThreadStatus,
-    result: str | None = None,
-    error: str | None = None,
-) -> AgentThread:
-    """End a thread with its outcome."""
-    return await fetch_one(
-        conn,
-        AgentThread,
-        f"""UPDATE agent_chat_sessions
-            SET status = %s, result = %s, error = %s, completed_at = now()
-            WHERE id = %s RETURNING {THREAD}""",
-        (status, result, error, thread_id),
     )
 
 
@@ -162,33 +122,6 @@ async def list_thread_messages(conn: Connection, *, thread_id: UUID) -> list[Age
         AgentMessage,
         f"SELECT {MESSAGE} FROM agent_chat_messages WHERE agent_session_id = %s ORDER BY seq",
         (thread_id,),
-    )
-
-
-async def list_session_dialogue(
-    conn: Connection, *, session_id: UUID, after_seq: int = 0, limit: int = 500
-) -> list[AgentMessage]:
-    """Every dialogue message of a chat session after `after_seq`, in order."""
-    return await fetch_all(
-        conn,
-        AgentMessage,
-        f"""SELECT {MESSAGE} FROM agent_chat_messages
-            WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s""",
-        (session_id, after_seq, limit),
-    )
-
-
-async def find_tool_message(
-    conn: Connection, *, thread_id: UUID, tool_call_id: str, message_type: AgentMessageType
-) -> AgentMessage | None:
-    """The message of `message_type` about one tool call in a thread (e.g. its denial)."""
-    return await fetch_optional(
-        conn,
-        AgentMessage,
-        f"""SELECT {MESSAGE} FROM agent_chat_messages
-            WHERE agent_session_id = %s AND tool_call_id = %s AND message_type = %s
-            ORDER BY seq LIMIT 1""",
-        (thread_id, tool_call_id, message_type),
     )
 
 

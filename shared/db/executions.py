@@ -91,58 +91,6 @@ async def get_execution(conn: Connection, *, execution_id: UUID) -> Execution | 
     )
 
 
-async def start_planner_execution(
-    conn: Connection,
-    *,
-    user_id: UUID,
-    session_id: UUID,
-    plan_id: UUID,
-    agent_id: UUID,
-    model: str,
-    attempt: int = 1,
-) -> Execution:
-    """The planner's plan-level run (no step): created once per (plan, attempt), then reused."""
-    created = await fetch_optional(
-        conn,
-        Execution,
-        f"""INSERT INTO agent_executions
-              (user_id, session_id, plan_id, agent_id, agent_role, model, attempt, status,
-               started_at)
-            VALUES (%s, %s, %s, %s, 'planner', %s, %s, 'running', now())
-            ON CONFLICT (plan_id, attempt) WHERE step_id IS NULL AND agent_role = 'planner'
-            DO NOTHING
-            RETURNING {EXECUTION}""",
-        (user_id, session_id, plan_id, agent_id, model, attempt),
-    )
-    if created is not None:
-        return created
-    return await fetch_one(
-        conn,
-        Execution,
-        f"""SELECT {EXECUTION} FROM agent_executions
-            WHERE plan_id = %s AND attempt = %s AND step_id IS NULL
-              AND agent_role = 'planner'""",
-        (plan_id, attempt),
-    )
-
-
-async def get_step_execution(conn: Connection, *, step_id: UUID, attempt: int) -> Execution | None:
-    """The run of one step attempt, if it started."""
-    return await fetch_optional(
-        conn,
-        Execution,
-        f"SELECT {EXECUTION} FROM agent_executions WHERE step_id = %s AND attempt = %s",
-        (step_id, attempt),
-    )
-
-
-async def set_execution_thread(conn: Connection, *, execution_id: UUID, thread_id: UUID) -> None:
-    """Link a run to the thread it works in."""
-    await conn.execute(
-        "UPDATE agent_executions SET agent_session_id = %s WHERE id = %s", (thread_id, execution_id)
-    )
-
-
 async def close_open_executions(
     conn: Connection,
     *,

@@ -587,11 +587,6 @@ SENT = f"""sent AS (
     SELECT {SEND}, (SELECT base FROM sess), (SELECT {TOTALS} FROM plan_row)) AS seqs)"""
 
 
-def written_events(written: Sequence[Written]) -> list[Event]:
-    """The events of several transitions, in order."""
-    return [event for w in written for event in w.events]
-
-
 # --- opening a planner's run ---------------------------------------------------------------
 
 
