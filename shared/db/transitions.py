@@ -118,6 +118,11 @@ class Transition:
     _cancel_approvals: bool = False
     _new: dict[str, dict[str, Any]] = field(default_factory=dict)
 
+    @property
+    def reserved(self) -> int:
+        """The numbers the statement reserves: its rows' and events', then the tokens'."""
+        return self.numbers + self._tokens
+
     def number(self) -> int:
         """The next number of the statement's block (an offset from its base)."""
         self.numbers += 1
@@ -356,7 +361,7 @@ class Transition:
             thread=record_from_json(AgentThread, row["thread"]) if row["thread"] else None,
             execution=record_from_json(Execution, row["execution"]) if row["execution"] else None,
             steps=records_from_json(PlanStep, row["steps"]),
-            tokens_last=int(row["base"]) + self.numbers if self._tokens else None,
+            tokens_last=int(row["base"]) + self.reserved if self._tokens else None,
         )
 
     # --- the statement ------------------------------------------------------------------
@@ -369,10 +374,9 @@ class Transition:
         }  # fmt: skip
         plan = self._plan or {"status": None, "strategy": None, "goal": None, "error": None,
                               "release": False}  # fmt: skip
-        self.numbers += self._tokens
         return {
             **self.outbox.params(),
-            "numbers": self.numbers, "session": self.session_id, "user": self.user_id,
+            "numbers": self.reserved, "session": self.session_id, "user": self.user_id,
             "plan": self.plan_id, "p": usage.prompt_tokens, "c": usage.completion_tokens,
             "h": usage.cache_hit_tokens, "cost": usage.cost_usd,
             "chat": Jsonb(self._chat), "dialogue": Jsonb(self._dialogue),
