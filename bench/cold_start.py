@@ -116,11 +116,13 @@ def child(code: str, env: dict[str, str], *args: str) -> str:
 
 
 def compile_code() -> None:
-    """Bytecode for Parley's modules, as `infra/build.py` ships it (a checkout may have none:
-    `PYTHONDONTWRITEBYTECODE` is set in many environments)."""
+    """Bytecode for Parley's modules, as the bundle ships it (a checkout may have none:
+    `PYTHONDONTWRITEBYTECODE` is set in many environments) — checked against the source's hash,
+    so a later edit is never hidden by a stale `.pyc` (the bundle's are unchecked: it never
+    changes)."""
     folders = [str(ROOT / name) for name in ("shared", "functions") if (ROOT / name).is_dir()]
     subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", "--invalidation-mode", "unchecked-hash",
+        [sys.executable, "-m", "compileall", "-q", "--invalidation-mode", "checked-hash",
          *folders], check=True,
     )  # fmt: skip
 

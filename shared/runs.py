@@ -18,13 +18,11 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, TypeVar
 from uuid import UUID
 
-from shared.agents.http_invoker import HttpInvoker
 from shared.agents.invoker import InProcessInvoker, Invoker
 from shared.agents.outcomes import PlanOutcome, StepOutcome
 from shared.background import run_in_background
 from shared.errors import ConfigurationError
 from shared.events import FanoutPublisher, Publisher
-from shared.events.realtime import SupabaseRealtimePublisher
 
 if TYPE_CHECKING:
     from shared.admission import Slot
@@ -41,6 +39,8 @@ def open_publisher(services: Services, *extra: Publisher) -> Publisher:
     sinks: list[Publisher] = [*services.event_sinks, *extra]
     key = settings.supabase_service_role_key
     if settings.supabase_url and key:
+        from shared.events.realtime import SupabaseRealtimePublisher  # httpx: only when used
+
         sinks.append(
             SupabaseRealtimePublisher(
                 supabase_url=settings.supabase_url,
@@ -67,6 +67,8 @@ def invoker_for(services: Services, publisher: Publisher) -> Invoker:
             "INVOKER_TRANSPORT=http needs SUPABASE_SERVICE_ROLE_KEY: functions authenticate "
             "to each other with it"
         )
+    from shared.agents.http_invoker import HttpInvoker  # httpx: only when used
+
     return HttpInvoker(
         planner_url=settings.planner_function_url,
         executor_url=settings.executor_function_url,

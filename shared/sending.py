@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Literal
 
-from shared.agents.http_invoker import HttpInvoker
 from shared.agents.outcomes import PlanOutcome, TurnStarted
 from shared.agents.turns import start_turn
 from shared.auth import User
@@ -130,6 +129,8 @@ async def send_streaming(
         started = await _start(services, user, request)
         # The planner runs in its own function and publishes there: relay its SSE.
         remote = invoker_for(services, FanoutPublisher())
+        from shared.agents.http_invoker import HttpInvoker
+
         assert isinstance(remote, HttpInvoker)
         return started, remote.stream_plan(plan_id=started.plan_id)
     slot = services.turn_slots.take()
