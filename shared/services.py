@@ -108,6 +108,20 @@ class Services:
 
         return load_registry(self.settings.llm_models_file)
 
+    @property
+    def planner_budget(self) -> int:
+        """A new planner's `token_budget`: the configured one, within its model's window."""
+        settings = self.settings
+        window = self.models.lookup(settings.llm_planner_model).context_window
+        return min(settings.planner_token_budget, window)
+
+    @property
+    def executor_budget(self) -> int:
+        """A new executor's `token_budget`: the configured one, within its model's window."""
+        settings = self.settings
+        window = self.models.lookup(settings.llm_executor_model).context_window
+        return min(settings.executor_token_budget, window)
+
     @cached_property
     def llm(self) -> LLMClient:
         """The model client; raises `LLMNotConfigured` (saying what to set) when it cannot be."""

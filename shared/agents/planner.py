@@ -505,10 +505,10 @@ class _Decision:
         """Validate the turn's plan and decide how its other calls are answered."""
         plan_call = self.plan_call
         assert plan_call is not None
-        settings = planner.services.settings
+        services = planner.services
         read = plan_checks.read_plan(
-            plan_call, registry=planner.services.tools, counter=planner.services.tokens,
-            executor_budget=settings.executor_token_budget,
+            plan_call, registry=services.tools, counter=services.tokens,
+            executor_budget=services.executor_budget,
         )  # fmt: skip
         extra = [
             c for c in self.calls if c.name == control_tools.CREATE_PLAN and c is not plan_call

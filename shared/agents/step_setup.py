@@ -129,7 +129,7 @@ async def _open(
     plan, step = claimed.plan, claimed.step
     transition = Transition(plan.session_id, plan.user_id, plan.id,
                             _outbox(services, plan))  # fmt: skip
-    agent_id, model = _agent_for(transition, services, claimed)
+    agent_id, model, budget = _agent_for(transition, services, claimed)
     thread_id = transition.new_thread(
         step_id=step.id, parent_agent_id=plan.planner_agent_id, child_agent_id=agent_id,
         max_turns=services.settings.executor_max_turns,
@@ -143,7 +143,7 @@ async def _open(
     started = step_started_data(step, thread_id=thread_id, execution_id=execution_id,
                                 attempt=attempt, model=model)  # fmt: skip
     transition.event("step_started", started, agent_id=agent_id)
-    content = _delegation(services, claimed, budget=_budget(services, claimed))
+    content = _delegation(services, claimed, budget=budget)
     row_id, slot = transition.agent_message(
         thread_id=thread_id, message_type="delegation", content=content,
         sender_agent_id=plan.planner_agent_id, receiver_agent_id=agent_id,
@@ -168,30 +168,20 @@ def _outbox(services: Services, plan: Plan) -> Outbox:
 
 def _agent_for(
     transition: Transition, services: Services, claimed: ClaimedStep
-) -> tuple[UUID, str]:
-    """The step's agent: a new executor row, or the planner for its own steps."""
-    plan, step = claimed.plan, claimed.step
+) -> tuple[UUID, str, int]:
+    """The step's agent, model and budget: a new executor row, or the planner for its own
+    steps."""
+    plan, step, planner = claimed.plan, claimed.step, claimed.planner
     if not step.executor_required:
-        return claimed.planner.id, claimed.planner.model
-    settings = services.settings
+        return planner.id, planner.model, planner.token_budget
+    model, budget = services.settings.llm_executor_model, services.executor_budget
     reads = [name for name in step.tools if _is_read(services, name)]
-    window = services.models.lookup(settings.llm_executor_model).context_window
     agent_id = transition.new_agent(
-        chat_session_id=plan.session_id, name=f"executor {step.step_number}",
-        model=settings.llm_executor_model,
-        token_budget=min(settings.executor_token_budget, window),
-        allowed_tools=reads or None, parent_agent_id=plan.planner_agent_id,
+        chat_session_id=plan.session_id, name=f"executor {step.step_number}", model=model,
+        token_budget=budget, allowed_tools=reads or None, parent_agent_id=plan.planner_agent_id,
         system_prompt=prompts.EXECUTOR,
     )  # fmt: skip
-    return agent_id, settings.llm_executor_model
-
-
-def _budget(services: Services, claimed: ClaimedStep) -> int:
-    settings = services.settings
-    if not claimed.step.executor_required:
-        return claimed.planner.token_budget
-    window = services.models.lookup(settings.llm_executor_model).context_window
-    return min(settings.executor_token_budget, window)
+    return agent_id, model, budget
 
 
 def _is_read(services: Services, name: str) -> bool:

@@ -62,14 +62,12 @@ async def start_turn(
     if len(text) > MAX_MESSAGE_CHARS:
         raise InvalidInput(f"The message is longer than {MAX_MESSAGE_CHARS} characters.")
     settings = services.settings
-    budget = min(settings.planner_token_budget,
-                 services.models.lookup(settings.llm_planner_model).context_window)  # fmt: skip
     async with services.db.service() as conn:
         session = await _locked_session(conn, user_id, session_id, text, client_message_id)
         stored = await chats.store_turn(
             conn, session_id=session.id, user_id=user_id, content=text,
             client_message_id=client_message_id, fresh_seconds=settings.run_lease_seconds,
-            planner_model=settings.llm_planner_model, planner_budget=budget,
+            planner_model=settings.llm_planner_model, planner_budget=services.planner_budget,
             planner_prompt=PLANNER,
         )  # fmt: skip
         if stored.running is not None:
