@@ -9,7 +9,6 @@ one request at a time, so the limit only matters for long-running servers.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -29,13 +28,20 @@ class TurnSlots:
         self.retry_after = retry_after
         self.running = 0
 
+    @property
+    def full(self) -> bool:
+        """Every slot is taken (never, with no limit)."""
+        return bool(self.limit) and self.running >= self.limit
+
+    def overloaded(self) -> Overloaded:
+        """The error that refuses a turn while every slot is taken."""
+        return Overloaded(BUSY.format(limit=self.limit, seconds=self.retry_after),
+                          retry_after=self.retry_after)  # fmt: skip
+
     def take(self) -> Slot:
         """A slot for one turn; raises `Overloaded` when none is free."""
-        if self.limit and self.running >= self.limit:
-            raise Overloaded(
-                BUSY.format(limit=self.limit, seconds=self.retry_after),
-                retry_after=self.retry_after,
-            )
+        if self.full:
+            raise self.overloaded()
         self.running += 1
         return Slot(self)
 
@@ -72,23 +78,9 @@ class TurnAdmission:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == self._path:
             slots = self._slots()
-            if slots.limit and slots.running >= slots.limit:
-                await _refuse(send, slots)
+            if slots.full:
+                from shared.http import error_problem  # FastAPI: the app around this has it
+
+                await error_problem(slots.overloaded())(scope, receive, send)
                 return
         await self.app(scope, receive, send)
-
-
-async def _refuse(send: Any, slots: TurnSlots) -> None:
-    error = Overloaded(BUSY.format(limit=slots.limit, seconds=slots.retry_after),
-                       retry_after=slots.retry_after)  # fmt: skip
-    body = json.dumps({
-        "type": "about:blank", "title": error.title, "status": 503, "detail": str(error),
-        **error.problem_fields(),
-    }).encode()  # fmt: skip
-    headers = [
-        (b"content-type", b"application/problem+json"),
-        (b"content-length", str(len(body)).encode()),
-        *((k.lower().encode(), v.encode()) for k, v in error.headers().items()),
-    ]
-    await send({"type": "http.response.start", "status": 503, "headers": headers})
-    await send({"type": "http.response.body", "body": body})

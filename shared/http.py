@@ -103,10 +103,15 @@ def problem(
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
+def error_problem(error: AppError) -> JSONResponse:
+    """The problem+json response for an application error."""
+    return problem(status_of(error), str(error), title=error.title, headers=error.headers(),
+                   **error.problem_fields())  # fmt: skip
+
+
 async def _app_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, AppError)
-    return problem(status_of(exc), str(exc), title=exc.title, headers=exc.headers(),
-                   **exc.problem_fields())  # fmt: skip
+    return error_problem(exc)
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
