@@ -119,7 +119,7 @@ async def run_step_here(services: Services, *, step_id: UUID, attempt: int) -> S
 
 async def start_plan(services: Services, *, plan_id: UUID, slot: Slot | None = None) -> None:
     """Hand the plan to the planner and return without waiting for it (a run in this process
-    gives `slot` back when it ends)."""
+    gives `slot` back when it ends; with `sqs` nothing runs here, and no caller takes one)."""
     transport = services.settings.invoker_transport
     if transport == "sqs":
         from shared.queues.sqs import SqsInvoker
@@ -131,8 +131,6 @@ async def start_plan(services: Services, *, plan_id: UUID, slot: Slot | None = N
     else:
         run = run_plan_here(services, plan_id=plan_id)
         run_in_background(_holding(slot, run), name=f"plan {plan_id}")
-    if slot is not None and transport == "sqs":
-        slot.release()
 
 
 async def _holding(slot: Slot | None, run: Awaitable[T]) -> T:
