@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from datetime import datetime
 from decimal import Decimal
@@ -49,8 +49,11 @@ def record_from_json(record: type[T], data: Mapping[str, Any]) -> T:
     uuids, timestamps and numerics typed as the record's fields say (a numeric's JSON number
     has at most 14 significant digits here — money is `numeric(14,6)` — so its float prints
     back exactly)."""
-    hints = _hints(record)  # type: ignore[arg-type]  # classes are hashable
-    return record(**{name: _typed(hint, data.get(name)) for name, hint in hints.items()})
+    converters = _converters(record)  # type: ignore[arg-type]  # classes are hashable
+    return record(**{
+        name: None if (value := data.get(name)) is None else convert(value)
+        for name, convert in converters.items()
+    })  # fmt: skip
 
 
 def records_from_json(record: type[T], items: Sequence[Mapping[str, Any]] | None) -> list[T]:
@@ -59,19 +62,18 @@ def records_from_json(record: type[T], items: Sequence[Mapping[str, Any]] | None
 
 
 @cache
-def _hints(record: type[Any]) -> dict[str, Any]:
+def _converters(record: type[Any]) -> dict[str, Callable[[Any], Any]]:
+    """How each field of `record` is made from its JSON value (not None)."""
     names = {f.name for f in fields(record)}
-    return {k: v for k, v in get_type_hints(record).items() if k in names}
+    return {k: _converter(v) for k, v in get_type_hints(record).items() if k in names}
 
 
-def _typed(hint: Any, value: Any) -> Any:
-    if value is None:
-        return None
+def _converter(hint: Any) -> Callable[[Any], Any]:
     kinds = {a for a in get_args(hint) if a is not type(None)} or {hint}
     if UUID in kinds:
-        return UUID(value)
+        return UUID
     if datetime in kinds:
-        return datetime.fromisoformat(value)
+        return datetime.fromisoformat
     if Decimal in kinds:
-        return Decimal(str(value))
-    return value
+        return lambda value: Decimal(str(value))
+    return lambda value: value

@@ -10,6 +10,7 @@ from psycopg.types.json import Jsonb
 
 from shared.db._rows import fetch_all, fetch_one, fetch_optional, record_from_json
 from shared.db.database import Connection
+from shared.db.plans import RUNNING_PLAN
 from shared.db.records import (
     ChatMessage,
     ChatSession,
@@ -257,18 +258,14 @@ class StoredTurn:
     """A turn of the session still running: nothing was stored."""
 
 
-STORE_TURN = """
+STORE_TURN = f"""
 WITH earlier AS (
     SELECT * FROM chat_messages
     WHERE session_id = %(session)s AND client_message_id = %(cmid)s),
 running AS (
     SELECT * FROM agent_plans
-    WHERE session_id = %(session)s AND cancel_requested_at IS NULL
-      AND NOT EXISTS (SELECT 1 FROM earlier) AND (
-        (status IN ('pending', 'executing') AND lease_expires_at > now())
-        OR (status = 'pending' AND lease_owner IS NULL
-            AND created_at > now() - make_interval(secs => %(fresh)s))
-        OR status = 'awaiting_approval')
+    WHERE session_id = %(session)s AND NOT EXISTS (SELECT 1 FROM earlier)
+      AND {RUNNING_PLAN}
     ORDER BY created_at LIMIT 1),
 message AS (
     INSERT INTO chat_messages (session_id, user_id, role, content, client_message_id)
@@ -317,7 +314,7 @@ async def store_turn(
     """In one statement, with the session's row locked by the caller: the earlier message sent
     with `client_message_id` and its plan; or the turn still running in the session; or the
     message stored now, with the session's planner (made on first use) and the message's plan.
-    (What counts as running: `plans.find_running_plan`.)"""
+    (What counts as running: `plans.RUNNING_PLAN`.)"""
     cur = await conn.execute(
         STORE_TURN,
         {"session": session_id, "user": user_id, "content": content, "cmid": client_message_id,

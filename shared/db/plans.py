@@ -21,13 +21,26 @@ from shared.db.records import Plan, PlanStatus, PlanStep, PlanStrategy, StepStat
 
 PLAN = columns(Plan)
 STEP = columns(PlanStep)
-_LEASE_ENDS = """lease_owner = CASE WHEN %(status)s IN ('awaiting_approval', 'completed', 'failed',
-                                                      'skipped', 'cancelled')
+ENDED_STEP = ("completed", "failed", "skipped", "cancelled")
+"""The statuses a step never leaves."""
+SETTLED_STEP = ("awaiting_approval", *ENDED_STEP)
+"""The statuses in which no run works on a step (or plan): it gives its lease back."""
+_LEASE_ENDS = f"""lease_owner = CASE WHEN %(status)s IN {SETTLED_STEP}
                                THEN NULL ELSE lease_owner END,
-                lease_expires_at = CASE WHEN %(status)s IN ('awaiting_approval', 'completed',
-                                                           'failed', 'skipped', 'cancelled')
+                lease_expires_at = CASE WHEN %(status)s IN {SETTLED_STEP}
                                     THEN NULL ELSE lease_expires_at END"""
 """A run that settles its plan or step (waits, ends) gives the lease back in the same write."""
+RUNNING_PLAN = """cancel_requested_at IS NULL AND (
+        (status IN ('pending', 'executing') AND lease_expires_at > now())
+        OR (status = 'pending' AND lease_owner IS NULL
+            AND created_at > now() - make_interval(secs => %(fresh)s))
+        OR status = 'awaiting_approval')"""
+"""SQL: an `agent_plans` row is still running (its turn holds up the session's next one).
+
+Running means, for a plan nobody asked to cancel: someone holds its lease; or it is
+`pending`, unleased and younger than `%(fresh)s` seconds (its first run has not started yet);
+or it waits for the user. A plan whose runner died (lease expired) is not running: it stays
+resumable, and does not hold up the session."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,30 +137,6 @@ async def settle_awaiting(conn: Connection, *, plan_id: UUID, decisions_seen: in
     )
 
 
-async def find_running_plan(
-    conn: Connection, *, session_id: UUID, fresh_seconds: float
-) -> Plan | None:
-    """A plan of the session that is still running, if any (the oldest).
-
-    Running means, for a plan nobody asked to cancel: someone holds its lease; or it is
-    `pending`, unleased and younger than `fresh_seconds` (its first run has not started yet);
-    or it waits for the user. A plan whose runner died (lease expired) is not running: it
-    stays resumable, and does not hold up the session.
-    """
-    return await fetch_optional(
-        conn,
-        Plan,
-        f"""SELECT {PLAN} FROM agent_plans
-            WHERE session_id = %(session)s AND cancel_requested_at IS NULL AND (
-                (status IN ('pending', 'executing') AND lease_expires_at > now())
-                OR (status = 'pending' AND lease_owner IS NULL
-                    AND created_at > now() - make_interval(secs => %(fresh)s))
-                OR status = 'awaiting_approval')
-            ORDER BY created_at LIMIT 1""",
-        {"session": session_id, "fresh": fresh_seconds},
-    )
-
-
 async def add_plan_usage(conn: Connection, *, plan_id: UUID, usage: Usage) -> None:
     """Add one call's tokens and cost to the plan's totals."""
     await conn.execute(
@@ -217,8 +206,7 @@ async def update_step(
                 assigned_agent_id = coalesce(%(agent)s, assigned_agent_id),
                 started_at = CASE WHEN %(status)s = 'running'
                                   THEN coalesce(started_at, now()) ELSE started_at END,
-                completed_at = CASE WHEN %(status)s IN ('completed', 'failed', 'skipped',
-                                                        'cancelled')
+                completed_at = CASE WHEN %(status)s IN {ENDED_STEP}
                                     THEN now() ELSE completed_at END,
                 {_LEASE_ENDS}
             WHERE id = %(id)s RETURNING {STEP}""",

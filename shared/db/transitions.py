@@ -6,7 +6,7 @@ and the executions' new state, and the events that announce all of it — and `r
 all in one statement (CTEs), sent on a connection with no transaction open, so the statement
 is its own transaction: no `BEGIN`/`COMMIT`, and every lock it takes is held for one round
 trip. The statement returns what the run needs before its next model or tool call: the rows as
-stored, and the plan's control state (`Control`: cancel flag, spend, decisions) — plus, on
+stored, and the plan's control state (`Control`: status, cancel flag, spend) — plus, on
 request, the acting agent's row as it is now, which the permission check of the next tool call
 decides on. So those checks cost no statement of their own.
 
@@ -35,7 +35,7 @@ from pydantic import JsonValue
 from shared.db._rows import record_from_json, records_from_json
 from shared.db.database import Connection
 from shared.db.leases import FREE, PARKED
-from shared.db.plans import NewStep
+from shared.db.plans import ENDED_STEP, SETTLED_STEP, NewStep
 from shared.db.records import (
     Agent,
     AgentMessage,
@@ -49,11 +49,10 @@ from shared.db.records import (
     PlanStep,
     Usage,
 )
-from shared.events.emitter import SEND, Outbox
+from shared.events.emitter import SEND, Outbox, str_or_none
 from shared.events.models import Event, EventType
 
 TERMINAL_PLAN = ("completed", "failed", "cancelled")
-SETTLED_STEP = ("awaiting_approval", "completed", "failed", "skipped", "cancelled")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,15 +62,10 @@ class Control:
     status: str
     cancel_requested: bool
     cost_usd: Decimal
-    decisions: int
-    totals: Usage
 
     @classmethod
     def of(cls, plan: Plan) -> Control:
-        totals = Usage(plan.prompt_tokens, plan.completion_tokens, plan.cache_hit_tokens,
-                       plan.cost_usd)  # fmt: skip
-        return cls(plan.status, plan.cancel_requested_at is not None, plan.cost_usd,
-                   plan.decisions, totals)  # fmt: skip
+        return cls(plan.status, plan.cancel_requested_at is not None, plan.cost_usd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,9 +165,9 @@ class Transition:
         """Append an `agent_chat_messages` row (no thread: a denial in the planner's loop)."""
         row_id, slot, usage = uuid4(), self.number(), usage or Usage()
         self._dialogue.append({
-            "id": str(row_id), "slot": slot, "agent_session_id": _text(thread_id),
-            "sender_agent_id": _text(sender_agent_id),
-            "receiver_agent_id": _text(receiver_agent_id), "message_type": message_type,
+            "id": str(row_id), "slot": slot, "agent_session_id": str_or_none(thread_id),
+            "sender_agent_id": str_or_none(sender_agent_id),
+            "receiver_agent_id": str_or_none(receiver_agent_id), "message_type": message_type,
             "content": content, "tool_name": tool_name, "tool_call_id": tool_call_id,
             "tool_args": tool_args, "tool_result": tool_result, "model": model,
             "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
@@ -213,10 +207,7 @@ class Transition:
         session); `close` ends it, `close_open` ends the plan's other open executions too.
         One execution per statement: counters add up over calls."""
         self._usage = self._usage + usage
-        current = self._execution or {
-            "execution": execution_id, "llm_calls": 0, "tool_calls": 0, "denials": 0,
-            "close": None, "error": None, "close_open": False,
-        }  # fmt: skip
+        current = self._execution or {**NO_EXECUTION, "execution": execution_id}
         assert current["execution"] == execution_id, "one execution per statement"
         current["llm_calls"] += llm_calls
         current["tool_calls"] += tool_calls
@@ -368,10 +359,7 @@ class Transition:
 
     def _params(self) -> dict[str, Any]:
         usage = self._usage
-        execution = self._execution or {
-            "execution": None, "llm_calls": 0, "tool_calls": 0, "denials": 0, "close": None,
-            "error": None, "close_open": False,
-        }  # fmt: skip
+        execution = self._execution or NO_EXECUTION
         plan = self._plan or {"status": None, "strategy": None, "goal": None, "error": None,
                               "release": False}  # fmt: skip
         return {
@@ -435,9 +423,12 @@ class Transition:
             FROM sess, plan_row, sent"""
 
 
-def _text(value: UUID | None) -> str | None:
-    return str(value) if value is not None else None
-
+NO_EXECUTION: dict[str, Any] = {
+    "execution": None, "llm_calls": 0, "tool_calls": 0, "denials": 0, "close": None,
+    "error": None, "close_open": False,
+}  # fmt: skip
+"""The execution parameters of a statement that accounts to no execution (shared: copy it to
+change it)."""
 
 TOTALS = """jsonb_build_object(
     'prompt_tokens', plan_row.prompt_tokens, 'completion_tokens', plan_row.completion_tokens,
@@ -524,7 +515,7 @@ STEP_UPDATE = f"""step_row AS (
         assigned_agent_id = coalesce(%(step_agent)s, assigned_agent_id),
         started_at = CASE WHEN %(step_status)s = 'running' THEN coalesce(started_at, now())
                           ELSE started_at END,
-        completed_at = CASE WHEN %(step_status)s IN {SETTLED_STEP[1:]} THEN now()
+        completed_at = CASE WHEN %(step_status)s IN {ENDED_STEP} THEN now()
                             ELSE completed_at END,
         lease_owner = CASE WHEN %(step_status)s IN {SETTLED_STEP} THEN NULL
                            ELSE lease_owner END,
@@ -594,6 +585,26 @@ SENT = f"""sent AS (
 # --- opening a planner's run ---------------------------------------------------------------
 
 
+def _planner_execution(plans: str, *, when: str = "true") -> str:
+    """The CTEs `new_execution` and `execution`: the planner's plan-level execution of the
+    plan the CTE `plans` holds (made on first use), when the SQL condition `when` holds."""
+    return f"""new_execution AS (
+    INSERT INTO agent_executions (user_id, session_id, plan_id, agent_id, agent_role, model,
+                                  attempt, status, started_at)
+    SELECT p.user_id, p.session_id, p.id, a.id, 'planner', a.model, 1, 'running', now()
+    FROM {plans} p JOIN agents a ON a.id = p.planner_agent_id
+    WHERE {when}
+    ON CONFLICT (plan_id, attempt) WHERE step_id IS NULL AND agent_role = 'planner' DO NOTHING
+    RETURNING *),
+execution AS (
+    SELECT * FROM new_execution
+    UNION ALL
+    SELECT e.* FROM agent_executions e, {plans} p
+    WHERE {when} AND e.plan_id = p.id AND e.attempt = 1 AND e.step_id IS NULL
+      AND e.agent_role = 'planner'
+      AND NOT EXISTS (SELECT 1 FROM new_execution))"""
+
+
 @dataclass(frozen=True, slots=True)
 class OpenedPlan:
     """A plan leased to a run, with everything its planner needs, read in the same statement."""
@@ -630,21 +641,7 @@ leased AS (
     FROM prior
     WHERE id = %(plan)s AND ({FREE}) AND status NOT IN {TERMINAL_PLAN}
     RETURNING agent_plans.*, prior.prior_owner IS NOT DISTINCT FROM '{PARKED}' AS was_parked),
-new_execution AS (
-    INSERT INTO agent_executions (user_id, session_id, plan_id, agent_id, agent_role, model,
-                                  attempt, status, started_at)
-    SELECT l.user_id, l.session_id, l.id, a.id, 'planner', a.model, 1, 'running', now()
-    FROM leased l JOIN agents a ON a.id = l.planner_agent_id
-    WHERE %(announce)s
-    ON CONFLICT (plan_id, attempt) WHERE step_id IS NULL AND agent_role = 'planner' DO NOTHING
-    RETURNING *),
-execution AS (
-    SELECT * FROM new_execution
-    UNION ALL
-    SELECT e.* FROM agent_executions e, leased l
-    WHERE %(announce)s AND e.plan_id = l.id AND e.attempt = 1 AND e.step_id IS NULL
-      AND e.agent_role = 'planner'
-      AND NOT EXISTS (SELECT 1 FROM new_execution)),
+{_planner_execution("leased", when="%(announce)s")},
 sess AS (
     UPDATE chat_sessions SET last_seq = last_seq + %(numbers)s, last_message_at = now()
     FROM leased l WHERE chat_sessions.id = l.session_id AND %(announce)s AND NOT l.was_parked
@@ -749,7 +746,7 @@ class ClaimedStep:
     """The plan's planner (it works the plan's own write steps)."""
 
 
-CLAIM_STEP = """
+CLAIM_STEP = f"""
 WITH step AS (
     SELECT * FROM agent_plan_steps WHERE id = %(step)s FOR UPDATE),
 leased AS (
@@ -757,7 +754,7 @@ leased AS (
         lease_expires_at = now() + make_interval(secs => %(seconds)s)
     FROM step
     WHERE s.id = step.id AND (step.executor_required OR NOT %(executor_only)s)
-      AND step.status NOT IN ('completed', 'failed', 'skipped', 'cancelled')
+      AND step.status NOT IN {ENDED_STEP}
       AND (s.lease_owner IS NULL OR s.lease_expires_at <= now() OR s.lease_owner = %(owner)s)
     RETURNING s.*),
 attempt AS (
@@ -830,21 +827,9 @@ class PlannerView:
     steps: list[PlanStep]
 
 
-PLANNER_VIEW = """
+PLANNER_VIEW = f"""
 WITH plan AS (SELECT * FROM agent_plans WHERE id = %(plan)s),
-new_execution AS (
-    INSERT INTO agent_executions (user_id, session_id, plan_id, agent_id, agent_role, model,
-                                  attempt, status, started_at)
-    SELECT p.user_id, p.session_id, p.id, a.id, 'planner', a.model, 1, 'running', now()
-    FROM plan p JOIN agents a ON a.id = p.planner_agent_id
-    ON CONFLICT (plan_id, attempt) WHERE step_id IS NULL AND agent_role = 'planner' DO NOTHING
-    RETURNING *),
-execution AS (
-    SELECT * FROM new_execution
-    UNION ALL
-    SELECT e.* FROM agent_executions e, plan p
-    WHERE e.plan_id = p.id AND e.attempt = 1 AND e.step_id IS NULL AND e.agent_role = 'planner'
-      AND NOT EXISTS (SELECT 1 FROM new_execution))
+{_planner_execution("plan")}
 SELECT to_jsonb(p) AS plan,
     (SELECT to_jsonb(a) FROM agents a WHERE a.id = p.planner_agent_id) AS planner,
     (SELECT to_jsonb(e) FROM execution e LIMIT 1) AS execution,

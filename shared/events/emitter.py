@@ -61,11 +61,10 @@ class Outbox:
 
     Each is given its row's `seq`, a `slot` (an offset from a block of numbers the statement
     reserves: `base + slot`), or neither (the session's next number). `totals_at` names the
-    `data` key that gets the plan's totals as the statement leaves them. A statement that
-    learns the session itself (`session_id` None) passes it to `send_events`.
+    `data` key that gets the plan's totals as the statement leaves them.
     """
 
-    session_id: UUID | None
+    session_id: UUID
     private: bool
     staged: list[Staged] = field(default_factory=list)
 
@@ -95,8 +94,9 @@ class Outbox:
         events: list[dict[str, Any]] = []
         for e in self.staged:
             payload: dict[str, Any] = {
-                "type": e.type, "session_id": _text(self.session_id),
-                "plan_id": _text(e.plan_id), "agent_id": _text(e.agent_id), "seq": e.seq,
+                "type": e.type, "session_id": str(self.session_id),
+                "plan_id": str_or_none(e.plan_id), "agent_id": str_or_none(e.agent_id),
+                "seq": e.seq,
                 "ts": e.ts.isoformat().replace("+00:00", "Z"), "data": e.data,
             }  # fmt: skip
             if e.slot is not None:
@@ -106,16 +106,12 @@ class Outbox:
             events.append(payload)
         return {"session": self.session_id, "events": Jsonb(events), "private": self.private}
 
-    def stamped(
-        self, seqs: Sequence[int], totals: JsonValue = None, *, session_id: UUID | None = None
-    ) -> list[Event]:
+    def stamped(self, seqs: Sequence[int], totals: JsonValue = None) -> list[Event]:
         """The events as the database sent them: `seqs` from `send_events`, the totals given."""
-        session = session_id or self.session_id
-        assert session is not None
         return [
             Event(
                 type=e.type,
-                session_id=session,
+                session_id=self.session_id,
                 plan_id=e.plan_id,
                 agent_id=e.agent_id,
                 seq=int(seq),
@@ -126,7 +122,8 @@ class Outbox:
         ]
 
 
-def _text(value: UUID | None) -> str | None:
+def str_or_none(value: UUID | None) -> str | None:
+    """An id as JSON carries it (None stays None)."""
     return str(value) if value is not None else None
 
 
