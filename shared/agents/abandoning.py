@@ -17,11 +17,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from shared.agents.events import step_completed_data
+from shared.agents.events import session_emitter, step_completed_data
 from shared.agents.finishing import TERMINAL, close_failed
 from shared.agents.leases import new_owner
 from shared.db import dialogue, executions, leases, plans
-from shared.events import EventEmitter, Publisher
+from shared.events import Publisher
 
 if TYPE_CHECKING:
     from shared.services import Services
@@ -40,7 +40,8 @@ async def fail_plan(services: Services, plan_id: UUID, *, error: str, publisher:
         if leased is None:
             current = await plans.get_plan(conn, plan_id=plan_id)
             return current is None or current.status in TERMINAL
-    await close_failed(services, leased, _emitter(services, publisher, leased.session_id), error)
+    emitter = session_emitter(services, leased.session_id, publisher)
+    await close_failed(services, leased, emitter, error)
     return True
 
 
@@ -53,7 +54,7 @@ async def fail_step(services: Services, step_id: UUID, *, error: str, publisher:
         plan = await plans.get_plan(conn, plan_id=step.plan_id) if step else None
     if step is None or plan is None or step.status not in OPEN_STEP:
         return True
-    emitter = _emitter(services, publisher, plan.session_id)
+    emitter = session_emitter(services, plan.session_id, publisher)
     async with emitter.unit() as (conn, outbox):
         step = await plans.get_step(conn, step_id=step_id, lock=True)
         if step is None or step.status not in OPEN_STEP:
@@ -68,8 +69,3 @@ async def fail_step(services: Services, step_id: UUID, *, error: str, publisher:
         failed = await plans.update_step(conn, step_id=step_id, status="failed", error=error)
         outbox.add("step_completed", step_completed_data(failed, "abandoned"), plan_id=plan.id)
     return True
-
-
-def _emitter(services: Services, publisher: Publisher, session_id: UUID) -> EventEmitter:
-    return EventEmitter(services.db, publisher, session_id=session_id,
-                        private=services.settings.realtime_private_channels)  # fmt: skip

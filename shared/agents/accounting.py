@@ -25,10 +25,15 @@ from shared.llm import Completion
 
 def check(control: Control, *, cost_cap: Decimal) -> None:
     """Raise `PlanCancelled` or `CostCapReached` when the plan must stop."""
-    if control.cancel_requested or control.status == "cancelled":
-        raise PlanCancelled()
+    check_cancel(control)
     if control.cost_usd >= cost_cap:
         raise CostCapReached(spent=control.cost_usd, cap=cost_cap)
+
+
+def check_cancel(control: Control) -> None:
+    """Raise `PlanCancelled` when the plan was cancelled or asked to be."""
+    if control.cancel_requested or control.status == "cancelled":
+        raise PlanCancelled()
 
 
 async def read_control(db: Database, plan_id: UUID) -> Control:

@@ -88,13 +88,6 @@ class FittedPrompt:
     """The messages to send and what it took to fit them."""
 
     messages: list[Message]
-    tokens: int
-    """The prompt's size (messages and tool schemas), as sent — at most: when its UTF-8
-    bytes were few enough to know it fits, they are the figure."""
-    dropped: int
-    """Messages left out."""
-    cut: int
-    """Tool results shortened."""
     left_out: tuple[str, ...] = ()
     """What was left out, one phrase each (empty when the prompt was sent whole)."""
     cut_tokens: int = 0
@@ -163,8 +156,9 @@ class _Fitting:
                 if isinstance(m, ToolMessage)}  # fmt: skip
         return {call_id: what for call_id, what in self.cut.items() if call_id in kept}
 
-    def left_out(self) -> tuple[str, ...]:
-        found = list(self.kept_cuts().values())
+    def left_out(self, kept_cuts: dict[str, str]) -> tuple[str, ...]:
+        """What this prompt leaves out, given its `kept_cuts()`."""
+        found = list(kept_cuts.values())
         if self.dropped:
             found.append(f"{len(self.dropped)} earlier messages{_calls_in(self.dropped)}")
         if self.earlier:
@@ -220,8 +214,8 @@ def fit_prompt(
                  if isinstance(m, ToolMessage)}  # fmt: skip
     bound = _Fitting(system, list(segments), count_tools(UTF8_BOUND, wire_tools), UTF8_BOUND,
                      thinking, earlier, originals, no_tools=not tools)  # fmt: skip
-    if (most := bound.size()) <= budget:
-        return FittedPrompt(bound.messages(), most, 0, 0)
+    if bound.size() <= budget:
+        return FittedPrompt(bound.messages())
     fitting = _Fitting(system, list(segments), count_tools(counter, wire_tools), counter, thinking,
                        earlier, originals, no_tools=not tools)  # fmt: skip
     size = fitting.size()
@@ -241,10 +235,7 @@ def fit_prompt(
     cuts = fitting.kept_cuts()
     return FittedPrompt(
         fitting.messages(),
-        size,
-        len(fitting.dropped),
-        len(cuts),
-        fitting.left_out(),
+        fitting.left_out(cuts),
         sum(fitting.cut_tokens[call_id] for call_id in cuts),
     )
 

@@ -83,10 +83,9 @@ _MODELS: dict[str, type[BaseModel]] = {
 
 
 def schema(name: str) -> ToolSchema:
-    """The tool definition of one control call, compact: its one text field, with the limits
-    checked on arrival (`parse_control`) rather than spelled out on every call."""
-    if name == CREATE_PLAN:
-        return ToolSchema(name, _DESCRIPTIONS[name], _lean(function_parameters(PlanDraft)))
+    """The tool definition of one step control call (`create_plan` has its own), compact: its
+    one text field, with the limits checked on arrival (`parse_control`) rather than spelled
+    out on every call."""
     field = next(iter(_MODELS[name].model_fields))
     parameters = {"type": "object", "properties": {field: {"type": "string"}},
                   "required": [field], "additionalProperties": False}  # fmt: skip
@@ -96,6 +95,7 @@ def schema(name: str) -> ToolSchema:
 def create_plan(tool_names: Sequence[str]) -> ToolSchema:
     """`create_plan`, naming the tools a step may list (all of them: executors get the read
     ones), so the planner needs no schema of a tool it only delegates."""
+    # `function_parameters` is cached: edit a copy, never the cached schema.
     parameters: dict[str, Any] = copy.deepcopy(dict(function_parameters(PlanDraft)))
     step = parameters["properties"]["steps"]["items"]
     step["properties"]["tools"]["items"]["enum"] = list(tool_names)

@@ -8,14 +8,33 @@ rest take their own number. Long texts are clipped in events; the tables hold th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from pydantic import JsonValue
 
-from shared.db.records import Approval, PlanStep
+from shared.db.records import AgentMessageType, Approval, PlanStep, Usage
+from shared.events.emitter import EventEmitter, Outbox
+
+if TYPE_CHECKING:
+    from shared.db.transitions import Transition
+    from shared.events import Publisher
+    from shared.services import Services
 
 CLIP = 4000
+
+
+def session_emitter(services: Services, session_id: UUID, publisher: Publisher) -> EventEmitter:
+    """The emitter of a session's events, sent to `publisher` in this process and on the
+    session's channel (private or not, as configured)."""
+    return EventEmitter(services.db, publisher, session_id=session_id,
+                        private=services.settings.realtime_private_channels)  # fmt: skip
+
+
+def session_outbox(services: Services, session_id: UUID) -> Outbox:
+    """An empty outbox for a statement of the session made before its emitter is (the same
+    channel setting as `session_emitter`)."""
+    return Outbox(session_id, services.settings.realtime_private_channels)
 
 
 def clip(text: str | None, limit: int = CLIP) -> str | None:
@@ -57,6 +76,44 @@ def dialogue_data(
         "tool_args": _json(tool_args),
         "model": model,
     }
+
+
+def add_dialogue(
+    transition: Transition,
+    *,
+    thread_id: UUID | None,
+    step_id: UUID | None,
+    event_agent_id: UUID | None,
+    message_type: AgentMessageType,
+    content: str,
+    sender_agent_id: UUID | None,
+    receiver_agent_id: UUID | None,
+    tool_name: str | None = None,
+    tool_call_id: str | None = None,
+    tool_args: dict[str, Any] | None = None,
+    tool_result: Any = None,
+    model: str | None = None,
+    usage: Usage | None = None,
+    reasoning_content: str | None = None,
+    announce: bool = True,
+) -> UUID:
+    """Add a dialogue row to `transition` and (unless not `announce`) its `agent_message`
+    event, sent as `event_agent_id`; the row's id."""
+    row_id, slot = transition.agent_message(
+        thread_id=thread_id, message_type=message_type, content=content,
+        sender_agent_id=sender_agent_id, receiver_agent_id=receiver_agent_id,
+        tool_name=tool_name, tool_call_id=tool_call_id, tool_args=tool_args,
+        tool_result=tool_result, model=model, usage=usage, reasoning_content=reasoning_content,
+    )  # fmt: skip
+    if announce:
+        data = dialogue_data(
+            row_id, thread_id=thread_id, step_id=step_id, message_type=message_type,
+            sender_agent_id=sender_agent_id, receiver_agent_id=receiver_agent_id,
+            content=content, tool_name=tool_name, tool_call_id=tool_call_id,
+            tool_args=tool_args, model=model,
+        )  # fmt: skip
+        transition.event("agent_message", data, agent_id=event_agent_id, row=slot)
+    return row_id
 
 
 def step_started_data(

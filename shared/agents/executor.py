@@ -17,6 +17,7 @@ from uuid import UUID
 
 from shared.agents import control_tools, prompts
 from shared.agents.errors import RESUMABLE, AgentStopped, AwaitingApproval, PlanCancelled
+from shared.agents.events import session_emitter
 from shared.agents.leases import LeaseLost, holding
 from shared.agents.model_calls import AgentRun, tool_schemas
 from shared.agents.outcomes import StepOutcome
@@ -44,8 +45,7 @@ async def run_executor_step(
         return StepOutcome.of(opened)
     if isinstance(opened, StepBusy):
         return StepOutcome.of(opened.step, running_elsewhere=True)
-    emitter = EventEmitter(services.db, publisher, session_id=opened.plan.session_id,
-                           private=services.settings.realtime_private_channels)  # fmt: skip
+    emitter = session_emitter(services, opened.plan.session_id, publisher)
     return await work_step(services, opened, emitter)
 
 
@@ -66,7 +66,9 @@ async def work_step(services: Services, opened: OpenedStep, emitter: EventEmitte
     its lease; a run whose lease was taken over stops and reports `running_elsewhere`."""
     try:
         async with holding(services.db, opened.lease):
-            return await _work(services, opened, emitter)
+            outcome = await _work(services, opened, emitter)
+            opened.lease.settled = True  # `_work` returns once a statement settled the step
+            return outcome
     except LeaseLost:
         async with services.db.autocommit() as conn:
             step = await plans.get_step(conn, step_id=opened.step.id)
@@ -77,15 +79,12 @@ async def _work(services: Services, opened: OpenedStep, emitter: EventEmitter) -
     await emitter.deliver(opened.events)
     worker = _worker(services, opened, emitter)
     try:
-        outcome = await worker.work()
-        opened.lease.settled = True
-        return outcome
+        return await worker.work()
     except PlanCancelled:
         ending = Ending("cancel", "the request was cancelled")
     except AwaitingApproval:
         async with services.db.autocommit() as conn:
             step = await plans.update_step(conn, step_id=opened.step.id, status="awaiting_approval")
-        opened.lease.settled = True
         return StepOutcome.of(step)
     except (AgentStopped, LLMError) as exc:
         ending = Ending("fail", readable(exc))
@@ -96,9 +95,7 @@ async def _work(services: Services, opened: OpenedStep, emitter: EventEmitter) -
         # rather than leave it running for every redelivery to pay for the same calls again.
         logger.exception("step %s failed unexpectedly", opened.step.id)
         ending = Ending("fail", readable(exc))
-    outcome = await worker.close(ending)
-    opened.lease.settled = True
-    return outcome
+    return await worker.close(ending)
 
 
 def _worker(services: Services, opened: OpenedStep, emitter: EventEmitter) -> StepWorker:

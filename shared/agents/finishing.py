@@ -110,6 +110,7 @@ async def finish_plan(
 
 async def settled_answer(services: Services, plan: Plan, answer: ChatMessage) -> PlanOutcome:
     """A plan whose answer is stored: completed (already, when its answer's statement did it)."""
+    # Kept for plans in flight across a deploy: an answer's statement now completes its plan.
     async with services.db.service() as conn:
         await executions.close_open_executions(conn, plan_id=plan.id, status="completed")
         await approvals.cancel_pending(conn, plan_id=plan.id)

@@ -56,7 +56,7 @@ from shared.agents import control_tools, plan_checks, prompts
 from shared.agents.accounting import account_call
 from shared.agents.budget import FittedPrompt, Segment
 from shared.agents.errors import PlanNotWritten
-from shared.agents.events import clip, done_data
+from shared.agents.events import clip, done_data, session_emitter
 from shared.agents.finishing import TERMINAL, finish_plan, handed_off, outcome_of, settled_answer
 from shared.agents.history import PlannerTurn, conversation_segments, planner_turn, wire_calls
 from shared.agents.invoker import InProcessInvoker, Invoker
@@ -180,10 +180,7 @@ def _unconfigured(services: Services) -> LLMNotConfigured | None:
 def _emitter(services: Services, plan: Plan, publisher: Publisher | None) -> EventEmitter:
     from shared.events import FanoutPublisher
 
-    return EventEmitter(
-        services.db, publisher or FanoutPublisher(), session_id=plan.session_id,
-        private=services.settings.realtime_private_channels,
-    )  # fmt: skip
+    return session_emitter(services, plan.session_id, publisher or FanoutPublisher())
 
 
 async def _not_leased(
@@ -195,15 +192,9 @@ async def _not_leased(
 ) -> PlanOutcome:
     """A plan this run did not lease: one that ended (answered as it ended), or one another
     run holds (where it stands)."""
-    async with services.db.autocommit() as conn:
-        plan = await plans.get_plan(conn, plan_id=plan_id)
-    if plan is None:
-        raise NotFound(f"Plan {plan_id} not found")
-    if plan.status not in TERMINAL:
-        outcome = await outcome_of(services, plan)
-        return replace(outcome, running_elsewhere=True)
-    if not replay_ended:
-        return await outcome_of(services, plan)
+    plan = await _read_plan(services, plan_id)
+    if plan.status not in TERMINAL or not replay_ended:
+        return await _standing(services, plan)
     emitter = emitter or _emitter(services, plan, publisher)
     return await finish_plan(services, plan, emitter, None)
 
@@ -225,10 +216,19 @@ async def _news(services: Services, plan_id: UUID) -> bool:
 
 async def _elsewhere(services: Services, plan_id: UUID) -> PlanOutcome:
     """What a run that lost the plan's lease returns: where the plan stands."""
+    return await _standing(services, await _read_plan(services, plan_id))
+
+
+async def _read_plan(services: Services, plan_id: UUID) -> Plan:
     async with services.db.autocommit() as conn:
         plan = await plans.get_plan(conn, plan_id=plan_id)
     if plan is None:
         raise NotFound(f"Plan {plan_id} not found")
+    return plan
+
+
+async def _standing(services: Services, plan: Plan) -> PlanOutcome:
+    """Where `plan` stands: `running_elsewhere` while it has not ended."""
     outcome = await outcome_of(services, plan)
     return replace(outcome, running_elsewhere=plan.status not in TERMINAL)
 

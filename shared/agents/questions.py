@@ -4,8 +4,8 @@ The answer is a planner model call (the planner's model, budget and plan-level e
 for it) that sees the user's request, the plan's goal, every step with its status and result
 so far, the asking step, and the question. It is stored as the `answer` row for the question's
 call, so the executor's history pairs them like any tool call and result. One statement reads
-what the planner needs (`transitions.planner_view`), one stores the answer with its usage and
-events.
+what the planner needs (`transitions.planner_view`); the asking step writes the transition
+returned here, which stores the answer with its usage and events.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 from shared.agents import prompts
 from shared.agents.accounting import account_call
 from shared.agents.budget import Segment, clip
-from shared.agents.events import dialogue_data
+from shared.agents.events import add_dialogue
 from shared.agents.model_calls import AgentRun, build_request, call_model
 from shared.db.records import AgentThread, PlanStep
-from shared.db.transitions import Control, PlannerView, Transition, Written, planner_view
+from shared.db.transitions import Control, PlannerView, Transition, planner_view
 from shared.errors import NotFound
 from shared.llm import ToolCall, UserMessage
 
@@ -26,8 +26,9 @@ RESULTS_SHARE = 2
 
 async def answer_question(
     asking: AgentRun, *, step: PlanStep, thread: AgentThread, call: ToolCall, question: str
-) -> Written:
-    """Ask the planner; store and announce its answer (the result of `call`)."""
+) -> Transition:
+    """Ask the planner; the transition that stores and announces its answer (the result of
+    `call`), for the asking step to write."""
     async with asking.services.db.autocommit() as conn:
         view = await planner_view(conn, plan_id=asking.plan.id)
     if view is None:
@@ -44,24 +45,17 @@ async def answer_question(
     answer = completion.text.strip() or "I have no more to add: use your best judgement."
     plan = view.plan
     transition = Transition(plan.session_id, plan.user_id, plan.id, asking.emitter.outbox())
-    row_id, slot = transition.agent_message(
-        thread_id=thread.id, message_type="answer", content=answer,
-        sender_agent_id=view.planner.id, receiver_agent_id=asking.agent.id,
-        tool_name=call.name, tool_call_id=call.id, model=completion.model,
-        usage=completion.usage, reasoning_content=completion.message.reasoning_content,
+    add_dialogue(
+        transition, thread_id=thread.id, step_id=step.id, event_agent_id=view.planner.id,
+        message_type="answer", content=answer, sender_agent_id=view.planner.id,
+        receiver_agent_id=asking.agent.id, tool_name=call.name, tool_call_id=call.id,
+        model=completion.model, usage=completion.usage,
+        reasoning_content=completion.message.reasoning_content,
     )  # fmt: skip
-    transition.event("agent_message", dialogue_data(
-        row_id, thread_id=thread.id, step_id=step.id, message_type="answer",
-        sender_agent_id=view.planner.id, receiver_agent_id=asking.agent.id, content=answer,
-        tool_name=call.name, tool_call_id=call.id, model=completion.model,
-    ), agent_id=view.planner.id, row=slot)  # fmt: skip
     account_call(transition, execution_id=view.execution.id, completion=completion,
                  agent_id=view.planner.id)  # fmt: skip
     transition.read_agent(asking.agent.id)  # the asking agent's next tool call decides on it
-    async with asking.services.db.autocommit() as conn:
-        written = await transition.run(conn)
-    await asking.emitter.deliver(written.events)
-    return written
+    return transition
 
 
 def _plan_context(planner: AgentRun, view: PlannerView, asking: PlanStep) -> str:

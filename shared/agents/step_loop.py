@@ -35,7 +35,7 @@ from shared.agents.accounting import account_call
 from shared.agents.approvals import Escalation
 from shared.agents.budget import clip, clipped
 from shared.agents.errors import AwaitingApproval, PromptTooLarge
-from shared.agents.events import dialogue_data, step_completed_data
+from shared.agents.events import add_dialogue, step_completed_data
 from shared.agents.history import ThreadView, Turn, stored_arguments, thread_view
 from shared.agents.model_calls import AgentRun, build_request, call_model
 from shared.agents.outcomes import StepOutcome
@@ -87,36 +87,6 @@ _CLOSING: dict[str, tuple[ThreadStatus, StepStatus, ExecutionStatus]] = {
     "timeout": ("timeout", "completed", "timeout"),
     "cancel": ("abandoned", "cancelled", "cancelled"),
 }
-
-
-def close_into(
-    transition: Transition,
-    *,
-    step: PlanStep,
-    thread: AgentThread,
-    agent: Agent,
-    execution_id: UUID,
-    ending: Ending,
-) -> None:
-    """Add the end of a step to `transition`: thread, step, execution (and an executor's
-    agent) closed together, and `step_completed`.
-
-    A timeout completes the step with its partial result (the plan goes on with it) and keeps
-    the limit that was hit as the step's `error`.
-    """
-    thread_status, step_status, run_status = _CLOSING[ending.kind]
-    result = ending.text if ending.kind in ("complete", "timeout") else None
-    error = ending.detail if ending.kind == "timeout" else (None if result else ending.text)
-    transition.set_thread(thread.id, status=thread_status, result=result, error=error)
-    transition.set_step(step.id, status=step_status, result=result, error=error)
-    transition.account(execution_id, close=run_status, error=error)
-    if agent.role == "executor":
-        transition.set_agent_status(agent.id, "completed" if step_status == "completed" else
-                                    "failed")  # fmt: skip
-    closed = replace(step, status=step_status, result=result or step.result,
-                     error=error or step.error)  # fmt: skip
-    transition.event("step_completed", step_completed_data(closed, thread_status),
-                     agent_id=agent.id)  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -176,11 +146,30 @@ class StepWorker:
         return self._closed(await self.write(transition))
 
     def _close_into(self, transition: Transition, ending: Ending) -> None:
+        """Add the end of the step to `transition`: thread, step, execution (and an
+        executor's agent) closed together, and `step_completed`; a complete or timed-out
+        step's result notes what the agent did not see.
+
+        A timeout completes the step with its partial result (the plan goes on with it) and
+        keeps the limit that was hit as the step's `error`.
+        """
         if self.left_out and ending.kind in ("complete", "timeout"):
             note = INCOMPLETE.format(what="; ".join(self.left_out))
             ending = replace(ending, text=f"{ending.text}\n\n{note}")
-        close_into(transition, step=self.step, thread=self.thread, agent=self.run.agent,
-                   execution_id=self.run.execution.id, ending=ending)  # fmt: skip
+        step, thread, agent = self.step, self.thread, self.run.agent
+        thread_status, step_status, run_status = _CLOSING[ending.kind]
+        result = ending.text if ending.kind in ("complete", "timeout") else None
+        error = ending.detail if ending.kind == "timeout" else (None if result else ending.text)
+        transition.set_thread(thread.id, status=thread_status, result=result, error=error)
+        transition.set_step(step.id, status=step_status, result=result, error=error)
+        transition.account(self.run.execution.id, close=run_status, error=error)
+        if agent.role == "executor":
+            transition.set_agent_status(agent.id, "completed" if step_status == "completed" else
+                                        "failed")  # fmt: skip
+        closed = replace(step, status=step_status, result=result or step.result,
+                         error=error or step.error)  # fmt: skip
+        transition.event("step_completed", step_completed_data(closed, thread_status),
+                         agent_id=agent.id)  # fmt: skip
 
     def _closed(self, written: Written) -> StepOutcome:
         assert written.step is not None
@@ -305,18 +294,13 @@ class StepWorker:
     ) -> None:
         """A row of the thread and its `agent_message` event."""
         name, call_id = (call.name, call.id) if call is not None else (None, None)
-        row_id, slot = transition.agent_message(
-            thread_id=self.thread.id, message_type=message_type, content=content,
-            sender_agent_id=sender, receiver_agent_id=receiver, tool_name=name,
-            tool_call_id=call_id, tool_args=tool_args, tool_result=tool_result, model=model,
-            usage=usage, reasoning_content=reasoning,
+        add_dialogue(
+            transition, thread_id=self.thread.id, step_id=self.step.id, event_agent_id=sender,
+            message_type=message_type, content=content, sender_agent_id=sender,
+            receiver_agent_id=receiver, tool_name=name, tool_call_id=call_id,
+            tool_args=tool_args, tool_result=tool_result, model=model, usage=usage,
+            reasoning_content=reasoning,
         )  # fmt: skip
-        data = dialogue_data(
-            row_id, thread_id=self.thread.id, step_id=self.step.id, message_type=message_type,
-            sender_agent_id=sender, receiver_agent_id=receiver, content=content, tool_name=name,
-            tool_call_id=call_id, tool_args=tool_args, model=model,
-        )  # fmt: skip
-        transition.event("agent_message", data, agent_id=sender, row=slot)
 
     def _kind(self, call: ToolCall, single_ending: bool) -> AgentMessageType:
         if single_ending:
@@ -348,6 +332,7 @@ class StepWorker:
         if isinstance(parsed, str):
             await self._store_result(call, parsed, None)
             return None
+        # Kept for plans in flight across a deploy: a valid lone complete/fail now closes as stored.
         if kind == "completion":
             return Ending("complete", parsed.text)
         if kind == "error":
@@ -368,11 +353,9 @@ class StepWorker:
         if isinstance(parsed, str):
             await self._store_result(call, parsed, None)
             return
-        written = await answer_question(
+        await self.write(await answer_question(
             self.run, step=self.step, thread=self.thread, call=call, question=parsed.text
-        )
-        self.rows += written.dialogue
-        self.control, self.agent = written.control, written.agent
+        ))  # fmt: skip
 
     async def _store_outcome(self, call: ToolCall, outcome: Checked | ToolResult) -> None:
         transition = self.transition()

@@ -24,7 +24,7 @@ from uuid import UUID
 
 from shared.agents import prompts
 from shared.agents.budget import clip
-from shared.agents.events import dialogue_data, step_started_data
+from shared.agents.events import add_dialogue, session_outbox, step_started_data
 from shared.agents.leases import Lease, give_back, new_owner
 from shared.db import plans
 from shared.db.database import Connection
@@ -32,7 +32,6 @@ from shared.db.records import Agent, AgentMessage, AgentThread, Execution, Plan,
 from shared.db.transitions import ClaimedStep, Control, Transition, claim_step
 from shared.errors import InvalidInput, NotFound
 from shared.events import Event
-from shared.events.emitter import Outbox
 
 if TYPE_CHECKING:
     from shared.services import Services
@@ -128,7 +127,7 @@ async def _open(
 ) -> OpenedStep:
     plan, step = claimed.plan, claimed.step
     transition = Transition(plan.session_id, plan.user_id, plan.id,
-                            _outbox(services, plan))  # fmt: skip
+                            session_outbox(services, plan.session_id))  # fmt: skip
     agent_id, model, budget = _agent_for(transition, services, claimed)
     thread_id = transition.new_thread(
         step_id=step.id, parent_agent_id=plan.planner_agent_id, child_agent_id=agent_id,
@@ -144,14 +143,11 @@ async def _open(
                                 attempt=attempt, model=model)  # fmt: skip
     transition.event("step_started", started, agent_id=agent_id)
     content = _delegation(services, claimed, budget=budget)
-    row_id, slot = transition.agent_message(
-        thread_id=thread_id, message_type="delegation", content=content,
-        sender_agent_id=plan.planner_agent_id, receiver_agent_id=agent_id,
+    add_dialogue(
+        transition, thread_id=thread_id, step_id=step.id, event_agent_id=plan.planner_agent_id,
+        message_type="delegation", content=content, sender_agent_id=plan.planner_agent_id,
+        receiver_agent_id=agent_id,
     )  # fmt: skip
-    transition.event("agent_message", dialogue_data(
-        row_id, thread_id=thread_id, step_id=step.id, message_type="delegation",
-        sender_agent_id=plan.planner_agent_id, receiver_agent_id=agent_id, content=content,
-    ), agent_id=plan.planner_agent_id, row=slot)  # fmt: skip
     written = await transition.run(conn)
     agent = written.agent or claimed.planner
     assert written.thread is not None and written.execution is not None and written.step
@@ -160,10 +156,6 @@ async def _open(
         written.plan, written.step, agent, written.thread, execution, written.dialogue, lease,
         execution.started_at or execution.created_at, written.control, written.events,
     )  # fmt: skip
-
-
-def _outbox(services: Services, plan: Plan) -> Outbox:
-    return Outbox(plan.session_id, services.settings.realtime_private_channels)
 
 
 def _agent_for(

@@ -16,10 +16,10 @@ from uuid import UUID
 
 from pydantic import JsonValue
 
-from shared.agents.accounting import read_control
+from shared.agents.accounting import check_cancel, read_control
 from shared.agents.approvals import ToolApproval
-from shared.agents.errors import AwaitingApproval, PlanCancelled
-from shared.agents.events import dialogue_data
+from shared.agents.errors import AwaitingApproval
+from shared.agents.events import add_dialogue
 from shared.agents.model_calls import AgentRun
 from shared.db import Database, agents
 from shared.db.records import Agent, AgentThread
@@ -52,9 +52,7 @@ async def run_tool(
     """The result of `call` for the acting agent (never raises for a tool's own failure):
     `Checked` when the permission check ran (record it with `record_result`), a bare
     `ToolResult` when the approval gate answered instead."""
-    control = state.control or await read_control(run.services.db, run.plan.id)
-    if control.cancel_requested or control.status == "cancelled":
-        raise PlanCancelled()
+    check_cancel(state.control or await read_control(run.services.db, run.plan.id))
     agent = state.agent or await _read_agent(run.services.db, run.agent.id)
     refused = await _gate(run, agent, call, step_id)
     if refused is not None:
@@ -104,19 +102,15 @@ def _record_denial(
     a step's denial is an `agent_message` too; both are a `permission_denied` event."""
     reason = checked.denial or ""
     thread_id = thread.id if thread is not None else None
-    row_id, slot = transition.agent_message(
-        thread_id=thread_id, message_type="permission_denied", content=reason,
-        sender_agent_id=checked.agent_id, tool_name=call.name, tool_call_id=call.id,
-        tool_args=checked.arguments,
+    row_id = add_dialogue(
+        transition, thread_id=thread_id, step_id=step_id, event_agent_id=run.agent.id,
+        message_type="permission_denied", content=reason, sender_agent_id=checked.agent_id,
+        receiver_agent_id=None, tool_name=call.name, tool_call_id=call.id,
+        tool_args=checked.arguments, announce=thread is not None,
     )  # fmt: skip
     data: dict[str, JsonValue] = {"tool_name": call.name, "tool_call_id": call.id,
                                   "reason": reason}  # fmt: skip
     if thread is not None:
-        transition.event("agent_message", dialogue_data(
-            row_id, thread_id=thread_id, step_id=step_id, message_type="permission_denied",
-            sender_agent_id=checked.agent_id, receiver_agent_id=None, content=reason,
-            tool_name=call.name, tool_call_id=call.id, tool_args=checked.arguments,
-        ), agent_id=run.agent.id, row=slot)  # fmt: skip
         data |= {"message_id": str(row_id), "step_id": str(step_id) if step_id else None}
     transition.event("permission_denied", data, agent_id=run.agent.id)
 
