@@ -29,7 +29,6 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -40,7 +39,7 @@ from moto import mock_aws
 
 from shared.agents import DeepSeekTokenizer
 from shared.db import Database
-from shared.llm.fake_server import FakeModelServer, RecordedRequest, Reply, reply, tool_call
+from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.services import Services
 from shared.settings import Settings
 from tests import databases
@@ -59,35 +58,25 @@ from tests.factories import make_user
 from tests.functions.conftest import token
 from tests.functions.stack import Stack
 from tests.models import EXECUTOR_MODEL, MODELS, PLANNER_MODEL, SERVED
+from tests.turn_kinds import held
 
 MODES = ("wait", "accept", "accept-sqs")
 
 
-def slow(seconds: float, item: Any) -> Callable[[RecordedRequest], Reply]:
-    """`item` (a reply, or a function of the request giving one), held `seconds` first."""
-
-    def respond(request: RecordedRequest) -> Reply:
-        chosen = item(request) if callable(item) else item
-        assert isinstance(chosen, Reply)
-        return chosen.stalled(after=0, hold=seconds) if seconds > 0 else chosen
-
-    return respond
-
-
 def script_week(fake: FakeModelServer, seconds: float) -> None:
     script = Script(fake)
-    script.planner(slow(seconds, plan_call()), slow(seconds, synthesis))
+    script.planner(held(seconds, plan_call()), held(seconds, synthesis))
     script.step(
-        TASKS_STEP, slow(seconds, reply(tool_call("list_tasks", status=["backlog"]))),
-        slow(seconds, complete_with_results("Open tasks")),
+        TASKS_STEP, held(seconds, reply(tool_call("list_tasks", status=["backlog"]))),
+        held(seconds, complete_with_results("Open tasks")),
     )  # fmt: skip
     script.step(
-        CALENDAR_STEP, slow(seconds, reply(tool_call("get_calendar_events"))),
-        slow(seconds, complete_with_results("Events")),
+        CALENDAR_STEP, held(seconds, reply(tool_call("get_calendar_events"))),
+        held(seconds, complete_with_results("Events")),
     )  # fmt: skip
     script.step(
-        WRITE_STEP, slow(seconds, reply(tool_call("create_task", title="Weekly review"))),
-        slow(seconds, reply(tool_call("complete", result="Created the task Weekly review"))),
+        WRITE_STEP, held(seconds, reply(tool_call("create_task", title="Weekly review"))),
+        held(seconds, reply(tool_call("complete", result="Created the task Weekly review"))),
         kind="planner_step",
     )  # fmt: skip
 

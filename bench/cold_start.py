@@ -25,21 +25,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 from uuid import uuid4
 
-from shared.auth import mint_token
+from shared.auth import User
 from tests.aws.conftest import FAKE_AWS
-from tests.factories import make_user
+from tests.functions.conftest import token
 from tests.turn_kinds import Harness, harness
 
 ROOT = Path(__file__).resolve().parents[1]
-SECRET = "bench-cold-start-secret-at-least-32-characters"
 EVENT = ROOT / "tests" / "lambda_events" / "chat_send_message.json"
 HANDLERS = ("chat", "agent_planner", "agent_executor")
 
@@ -58,7 +55,7 @@ imported = time.perf_counter() - started
 event = json.loads(sys.argv[1])
 times = []
 for n in range(2):
-    body = {{"message": "hi", "client_message_id": f"{{sys.argv[2]}}-{{n}}", "wait": True}}
+    body = {"message": "hi", "client_message_id": f"{sys.argv[2]}-{n}", "wait": True}
     event["body"] = json.dumps(body)
     event["headers"].pop("prefer", None)
     started = time.perf_counter()
@@ -66,7 +63,7 @@ for n in range(2):
     times.append(time.perf_counter() - started)
     assert response["statusCode"] == 200, response
     assert json.loads(response["body"])["status"] == "completed", response["body"]
-print(json.dumps({{"import": imported, "first": times[0], "warm": times[1]}}))
+print(json.dumps({"import": imported, "first": times[0], "warm": times[1]}))
 """
 
 
@@ -78,8 +75,8 @@ mock.start()
 import boto3
 sqs = boto3.client("sqs")
 for name in ("planner", "executor"):
-    url = sqs.create_queue(QueueName=f"cold-{{name}}")["QueueUrl"]
-    os.environ[f"{{name.upper()}}_QUEUE_URL"] = url
+    url = sqs.create_queue(QueueName=f"cold-{name}")["QueueUrl"]
+    os.environ[f"{name.upper()}_QUEUE_URL"] = url
 os.environ["INVOKER_TRANSPORT"] = "sqs"
 started = time.perf_counter()
 from functions.chat.handler import handler
@@ -87,13 +84,13 @@ imported = time.perf_counter() - started
 event = json.loads(sys.argv[1])
 times = []
 for n in range(2):
-    body = {{"message": "hi", "client_message_id": f"{{sys.argv[2]}}-{{n}}"}}
+    body = {"message": "hi", "client_message_id": f"{sys.argv[2]}-{n}"}
     event["body"] = json.dumps(body)
     started = time.perf_counter()
     response = handler(event, None)
     times.append(time.perf_counter() - started)
     assert response["statusCode"] == 202, response
-print(json.dumps({{"import": imported, "first": times[0], "warm": times[1]}}))
+print(json.dumps({"import": imported, "first": times[0], "warm": times[1]}))
 """
 
 BOTO3 = """
@@ -128,31 +125,17 @@ def compile_code() -> None:
 
 
 def environment(h: Harness) -> dict[str, str]:
-    skip = ("LLM_", "DEEPSEEK_", "PYTHONDONTWRITEBYTECODE")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(skip)}
-    env.update(
-        DATABASE_URL=h.url, SUPABASE_JWT_SECRET=SECRET, LLM_BASE_URL=h.fake.base_url,
-        LLM_API_KEY="bench", LLM_PLANNER_MODEL="test-planner", LLM_EXECUTOR_MODEL="test-executor",
-        LLM_MODELS_FILE=str(h.models_file), LLM_MAX_RETRIES="0",
-    )  # fmt: skip
+    env = h.environment()
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
-def event_for(token: str) -> str:
-    event: dict[str, Any] = json.loads(EVENT.read_text().replace("{{TOKEN}}", token))
-    return json.dumps(event)
+def event_for(user: User) -> str:
+    return EVENT.read_text().replace("{{TOKEN}}", token(user.id))
 
 
 def median_ms(values: list[float]) -> float:
     return statistics.median(values) * 1000
-
-
-async def user_token(h: Harness) -> str:
-    from shared.db import Database
-
-    async with Database(h.url) as db:
-        user = await make_user(db)
-    return mint_token(SECRET, sub=user)
 
 
 def main() -> None:
@@ -163,18 +146,18 @@ def main() -> None:
 
     with harness() as h:
         env = environment(h)
-        event = event_for(asyncio.run(user_token(h)))
+        event = event_for(asyncio.run(h.user()))
         compile_code()
         figures: dict[str, list[float]] = {}
         for _ in range(args.rounds):
             for module in ("openai", "fastapi", *(f"functions.{n}.handler" for n in HANDLERS)):
                 seconds = float(child(IMPORT.format(module=module), env))
                 figures.setdefault(f"import {module}", []).append(seconds)
-            turns = json.loads(child(TURNS.format(), env, event, uuid4().hex))  # new turns
+            turns = json.loads(child(TURNS, env, event, uuid4().hex))  # new turns
             for key, value in turns.items():
                 figures.setdefault(f"chat in_process: {key}", []).append(value)
             figures.setdefault("import boto3 + SQS client", []).append(float(child(BOTO3, env)))
-            queued = json.loads(child(QUEUED.format(), {**env, **FAKE_AWS}, event, uuid4().hex))
+            queued = json.loads(child(QUEUED, {**env, **FAKE_AWS}, event, uuid4().hex))
             for key, value in queued.items():
                 figures.setdefault(f"chat sqs (deployed): {key}", []).append(value)
     for name, values in figures.items():

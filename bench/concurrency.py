@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import socket
 import statistics
 import subprocess
@@ -34,13 +33,12 @@ from uuid import UUID, uuid4
 
 import httpx
 
-from shared.auth import mint_token
 from shared.db import Database
 from tests.factories import make_user
+from tests.functions.conftest import token
 from tests.turn_kinds import MESSAGES, Harness, harness
 
 ROOT = Path(__file__).resolve().parents[1]
-SECRET = "bench-concurrency-secret-at-least-32-characters"
 
 
 @dataclass
@@ -87,12 +85,7 @@ def serve_model(port: int, hold: float) -> subprocess.Popen[str]:
 def serve_chat(
     h: Harness, port: int, model_url: str, extra: dict[str, str]
 ) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "DEEPSEEK_"))}
-    env.update(
-        DATABASE_URL=h.url, SUPABASE_JWT_SECRET=SECRET, LLM_BASE_URL=model_url,
-        LLM_API_KEY="bench", LLM_PLANNER_MODEL="test-planner", LLM_EXECUTOR_MODEL="test-executor",
-        LLM_MODELS_FILE=str(h.models_file), LLM_MAX_RETRIES="0", **extra,
-    )  # fmt: skip
+    env = {**h.environment(llm_base_url=model_url), **extra}
     command = [sys.executable, "-m", "uvicorn", "functions.chat.app:app", "--port", str(port),
                "--log-level", "warning", "--no-access-log"]  # fmt: skip
     return subprocess.Popen(command, cwd=ROOT, env=env)
@@ -217,7 +210,7 @@ async def check_tables(h: Harness, users: list[UUID], results: Results) -> str:
 async def one_level(h: Harness, url: str, n: int, seconds: float) -> None:
     async with Database(h.url) as db:
         users = [await make_user(db) for _ in range(n)]
-    tokens = [mint_token(SECRET, sub=u) for u in users]
+    tokens = [token(u) for u in users]
     results = Results()
     until = time.perf_counter() + seconds
     started = time.perf_counter()

@@ -150,7 +150,7 @@ def completeness(run: Run, answering: Exchange | None, expected: set[str]) -> No
     if answering is not None:
         text = "\n".join(str(m.get("content") or "") for m in answering.request.messages)
     run.expected = len(expected)
-    run.seen = sum(1 for title in expected if shown(title, text))
+    run.seen = _items_in(text, expected)
 
 
 def shown(title: str, text: str) -> bool:
@@ -208,8 +208,9 @@ class Bench:
             default=0,
         )  # fmt: skip
         planner = [e for e in exchanges if _system(e).startswith(prompts.PLANNER[:60])]
-        completeness(run, planner[-1] if planner else None, request.expected(self.account))
-        run.answered = _items_in(outcome.plan.answer, request.expected(self.account))
+        expected = request.expected(self.account)
+        completeness(run, planner[-1] if planner else None, expected)
+        run.answered = _items_in(outcome.plan.answer, expected)
         return run
 
     async def one_agent(self, request: Request) -> Run:
@@ -238,8 +239,9 @@ class Bench:
         final = await self.client.complete(ChatRequest(PLANNER, history, tools=tools))
         exchanges = self.fake.exchanges[start:]
         run = tally(exchanges, self.registry, self.tokenizer)
-        completeness(run, exchanges[-1] if exchanges else None, request.expected(self.account))
-        run.answered = _items_in(final.text, request.expected(self.account))
+        expected = request.expected(self.account)
+        completeness(run, exchanges[-1] if exchanges else None, expected)
+        run.answered = _items_in(final.text, expected)
         return run
 
 

@@ -13,6 +13,7 @@ template on `server_url`), the fake model server and a `Services` factory.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlencode, urlsplit, urlunsplit
-from uuid import UUID
 
 from shared import sending
 from shared.agents import DeepSeekTokenizer
@@ -32,9 +32,10 @@ from shared.models.turns import ChatTurnReply, ChatTurnRequest
 from shared.services import Services
 from shared.settings import Settings
 from tests import databases
-from tests.agents.plans import complete_with_results, synthesis
+from tests.agents.plans import CALENDAR_STEP, TASKS_STEP, complete_with_results, synthesis
 from tests.agents.scripting import Script
 from tests.factories import make_user
+from tests.functions.conftest import SECRET
 from tests.models import EXECUTOR_MODEL, MODELS, PLANNER_MODEL, SERVED
 
 Kind = Literal["direct", "tool", "complex"]
@@ -45,8 +46,8 @@ MESSAGES: dict[Kind, str] = {
     "complex": "Give me an overview: my open tasks, my calendar and my projects",
 }
 STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
-    ("List the user's open tasks", "list_tasks", {"status": ["backlog"]}),
-    ("Get the user's calendar events for this week", "get_calendar_events", {}),
+    (TASKS_STEP, "list_tasks", {"status": ["backlog"]}),
+    (CALENDAR_STEP, "get_calendar_events", {}),
     ("Find the user's projects", "search_projects", {}),
 )
 OVERVIEW_PLAN: dict[str, Any] = {
@@ -114,9 +115,13 @@ class Harness:
     tokenizer: DeepSeekTokenizer
     models_file: Path
 
-    def services(self, *, application_name: str = "parley", **overrides: Any) -> Services:
-        values: dict[str, Any] = {
-            "database_url": with_application_name(self.url, application_name),
+    def settings(self, **overrides: Any) -> dict[str, Any]:
+        """The settings the benchmarks' functions run with, by `Settings` field: this
+        database, the fake model with the test models, user tokens signed with `SECRET`
+        (`tests.functions.conftest.token`), no retries."""
+        return {
+            "database_url": self.url,
+            "supabase_jwt_secret": SECRET,
             "llm_base_url": self.fake.base_url,
             "llm_api_key": "bench",
             "llm_planner_model": PLANNER_MODEL,
@@ -125,7 +130,18 @@ class Harness:
             "llm_max_retries": 0,
             **overrides,
         }
-        return Services(Settings(**values), tokens=self.tokenizer)
+
+    def services(self, *, application_name: str = "parley", **overrides: Any) -> Services:
+        url = with_application_name(self.url, application_name)
+        settings = Settings(**self.settings(**{"database_url": url, **overrides}))
+        return Services(settings, tokens=self.tokenizer)
+
+    def environment(self, **overrides: Any) -> dict[str, str]:
+        """`settings` as environment variables, for a function in a process of its own: this
+        process's environment, less its own model settings (`LLM_*`, `DEEPSEEK_*`)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "DEEPSEEK_"))}
+        env.update({name.upper(): str(value) for name, value in self.settings(**overrides).items()})
+        return env
 
     async def user(self) -> User:
         async with Database(self.url) as db:
@@ -206,7 +222,3 @@ class ModelClock:
             total += end - max(start, reach)
             reach = end
         return total
-
-
-def plan_ids(answers: list[ChatTurnReply]) -> list[UUID]:
-    return [a.plan_id for a in answers]

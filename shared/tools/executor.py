@@ -139,14 +139,22 @@ class ToolExecutor:
         count, a denial to log — left to the caller's next statement (`Checked`)."""
         tool = self.registry.get(call.name)
         arguments = _decoded(call)
-        decision = ALLOWED if tool is None else self.policy(agent, tool, user_id=context.user_id)
-        if not decision.allowed:
-            logger.warning("permission denied: agent %s tool %s: %s",
-                           context.agent_id, call.name, decision.reason)  # fmt: skip
+        decision = self._decide(tool, agent, call, context)
         result = await self._perform(tool, call, arguments, decision, agent, context, turn)
         denial = None if decision.allowed else decision.reason
         agent_id = agent.id if agent is not None else None
         return Checked(result, denial, _recorded(arguments, call.arguments), agent_id)
+
+    def _decide(
+        self, tool: Tool | None, agent: Agent | None, call: ToolCall, context: CallContext
+    ) -> Decision:
+        """The call-time decision on `agent`'s row (an unknown tool is answered as such, not
+        denied); a denial is logged."""
+        decision = ALLOWED if tool is None else self.policy(agent, tool, user_id=context.user_id)
+        if not decision.allowed:
+            logger.warning("permission denied: agent %s tool %s: %s",
+                           context.agent_id, call.name, decision.reason)  # fmt: skip
+        return decision
 
     async def _perform(
         self,
@@ -189,15 +197,8 @@ class ToolExecutor:
         """Decide on the agent row as it is now; record a denial and count the call."""
         async with self.db.service() as conn:
             agent = await agents.get_agent(conn, agent_id=context.agent_id)
-            decision = (
-                ALLOWED if tool is None else self.policy(agent, tool, user_id=context.user_id)
-            )
+            decision = self._decide(tool, agent, call, context)
             denied = not decision.allowed
-            if denied:
-                logger.warning(
-                    "permission denied: agent %s tool %s: %s",
-                    context.agent_id, call.name, decision.reason,
-                )  # fmt: skip
             if denied:
                 await _record_denial(conn, context, agent, call, decision.reason, arguments)
             if context.execution_id is not None:

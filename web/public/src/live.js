@@ -139,12 +139,9 @@ export class SessionFeed {
 
   #receive(event, meta) {
     if (!event || event.session_id !== this.sessionId || this.applied.has(event.seq)) return;
-    if (meta?.replayed) { // stored before we joined: older than any snapshot read since
-      this.#apply(event);
-      this.#changed();
-      return;
-    }
-    if (this.held) {
+    // Held while a snapshot is read, unless replayed: stored before we joined, older than
+    // any snapshot read since.
+    if (this.held && !meta?.replayed) {
       this.held.push(event);
       return;
     }
