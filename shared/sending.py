@@ -23,7 +23,6 @@ from shared.agents.outcomes import PlanOutcome, TurnStarted
 from shared.agents.turns import start_turn
 from shared.auth import User
 from shared.background import run_in_background
-from shared.db import plans
 from shared.errors import InvalidInput
 from shared.events import FanoutPublisher
 from shared.events.sse import SSEPublisher
@@ -93,10 +92,7 @@ async def accept(services: Services, user: User, request: ChatTurnRequest) -> Ch
     slot = services.turn_slots.take() if services.settings.invoker_transport != "sqs" else None
     try:
         started = await _start(services, user, request)
-        async with services.db.autocommit() as conn:
-            plan = await plans.get_plan(conn, plan_id=started.plan_id)
-        assert plan is not None
-        if plan.status not in ("completed", "failed", "cancelled"):
+        if started.plan_status not in ("completed", "failed", "cancelled"):
             await start_plan(services, plan_id=started.plan_id, slot=slot)
             slot = None  # the run gives it back when it ends
     finally:
@@ -104,7 +100,7 @@ async def accept(services: Services, user: User, request: ChatTurnRequest) -> Ch
             slot.release()
     return ChatTurnAccepted(
         session_id=started.session_id, message_id=started.message_id, plan_id=started.plan_id,
-        created=started.created, status=plan.status, watch=watch(services, started),
+        created=started.created, status=started.plan_status, watch=watch(services, started),
     )  # fmt: skip
 
 

@@ -22,6 +22,8 @@ class TurnStarted:
     planner_agent_id: UUID
     created: bool
     """False when `client_message_id` matched an earlier send: nothing new was stored."""
+    plan_status: PlanStatus
+    """The plan's status when the message was stored (or found, for a resend)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,9 +73,9 @@ async def start_turn(
         if stored.running is not None:
             raise TurnStillRunning(stored.running)
     assert stored.message is not None and stored.plan_id is not None
-    assert stored.planner_id is not None
+    assert stored.planner_id is not None and stored.plan_status is not None
     return TurnStarted(session.id, stored.message.id, stored.plan_id, stored.planner_id,
-                       stored.created)  # fmt: skip
+                       stored.created, stored.plan_status)  # fmt: skip
 
 
 async def _locked_session(

@@ -16,6 +16,7 @@ from shared.db.records import (
     ChatSession,
     MessageRole,
     Plan,
+    PlanStatus,
     SessionStatus,
     Usage,
     columns,
@@ -253,6 +254,8 @@ class StoredTurn:
     message: ChatMessage | None
     plan_id: UUID | None
     planner_id: UUID | None
+    plan_status: PlanStatus | None
+    """The status of the message's plan (`pending` when stored now)."""
     created: bool
     running: Plan | None
     """A turn of the session still running: nothing was stored."""
@@ -288,13 +291,16 @@ planner AS (
 plan AS (
     INSERT INTO agent_plans (session_id, user_id, user_message_id, planner_agent_id)
     SELECT %(session)s, %(user)s, m.id, p.id FROM message m, planner p
-    RETURNING id)
+    RETURNING id, status),
+turn AS (
+    SELECT id, status FROM plan
+    UNION ALL
+    SELECT p.id, p.status FROM agent_plans p, earlier e WHERE p.user_message_id = e.id)
 SELECT coalesce((SELECT to_jsonb(m) FROM message m), (SELECT to_jsonb(e) FROM earlier e))
            AS message,
     EXISTS (SELECT 1 FROM message) AS created,
-    coalesce((SELECT id FROM plan),
-             (SELECT p.id FROM agent_plans p, earlier e WHERE p.user_message_id = e.id))
-           AS plan_id,
+    (SELECT id FROM turn LIMIT 1) AS plan_id,
+    (SELECT status FROM turn LIMIT 1) AS plan_status,
     (SELECT id FROM planner LIMIT 1) AS planner_id,
     (SELECT to_jsonb(r) FROM running r) AS running"""
 
@@ -325,4 +331,5 @@ async def store_turn(
     assert row is not None
     running = record_from_json(Plan, row["running"]) if row["running"] else None
     message = record_from_json(ChatMessage, row["message"]) if row["message"] else None
-    return StoredTurn(message, row["plan_id"], row["planner_id"], bool(row["created"]), running)
+    return StoredTurn(message, row["plan_id"], row["planner_id"], row["plan_status"],
+                      bool(row["created"]), running)  # fmt: skip
