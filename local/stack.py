@@ -315,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigurationError as exc:  # what to change, not a traceback
         print(f"python3 dev.py run: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C before serving (during the demo turn): the stack is down
+        print("\npython3 dev.py run: stopped.", file=sys.stderr)
+        return 130
 
 
 def _run(args: argparse.Namespace) -> int:
