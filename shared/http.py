@@ -32,7 +32,7 @@ from shared.errors import (
     UpstreamUnavailable,
 )
 from shared.llm.errors import LLMError, LLMRateLimited, LLMTimeout
-from shared.services import Services, get_services
+from shared.services import Services, services_of
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,14 @@ _bearer = HTTPBearer(
     description="A Supabase access token (user routes) or the service-role key (internal routes).",
 )
 
-ServicesDep = Annotated[Services, Depends(get_services)]
+
+async def _services(request: Request) -> Services:
+    # Async, so FastAPI calls it on the event loop: a plain `def` dependency runs in its thread
+    # pool, a thread hop on every request and anyio's thread machinery loaded on the first.
+    return services_of(request.app)
+
+
+ServicesDep = Annotated[Services, Depends(_services)]
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 

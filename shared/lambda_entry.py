@@ -7,7 +7,7 @@
 
 Anything else is refused with an error naming what arrived. Async work runs on the event loop
 Mangum set up for this thread, so warm invocations of either kind reuse the same connection
-pool. The services are the app's (`get_services`, or a test's override of it).
+pool. The services are the app's (`services_of`: `get_services`, or a test's override of it).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, Literal
 from fastapi import FastAPI
 from mangum import Mangum
 
-from shared.services import Services, get_services
+from shared.services import Services, services_of
 
 log = logging.getLogger(__name__)
 EventKind = Literal["http", "sqs", "schedule"]
@@ -66,9 +66,7 @@ class LambdaHandler:
         return self._run(self._sweep())
 
     def services(self) -> Services:
-        provider = self.app.dependency_overrides.get(get_services, get_services)
-        services: Services = provider()
-        return services
+        return services_of(self.app)
 
     async def _sweep(self) -> dict[str, Any]:
         from shared.sweeper import sweep

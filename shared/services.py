@@ -1,9 +1,9 @@
 """The composition root: every long-lived client, built once per cold start.
 
-Functions reach their collaborators through `get_services()` (a FastAPI dependency), so tests can
-swap the whole set with `app.dependency_overrides[get_services]`. Clients that need
-configuration are built on first use, so a function that never verifies tokens or calls a model
-starts without those settings. Tests and the local stack pass ready-made parts instead
+Functions reach their collaborators through `get_services()`, or `services_of(app)` inside an
+app, so tests can swap the whole set with `app.dependency_overrides[get_services]`. Clients
+that need configuration are built on first use, so a function that never verifies tokens or
+calls a model starts without those settings. Tests and the local stack pass ready-made parts instead
 (`Services(settings, llm=..., db=...)`): the fake model server's client, a shared pool.
 """
 
@@ -19,6 +19,7 @@ from shared.settings import Settings, get_settings
 
 if TYPE_CHECKING:
     import httpx
+    from fastapi import FastAPI
 
     from shared.admission import TurnSlots
     from shared.agents.approvals import ApprovalGate
@@ -202,3 +203,11 @@ def build_services(settings: Settings | None = None) -> Services:
 def get_services() -> Services:
     """The process-wide services."""
     return build_services()
+
+
+def services_of(app: FastAPI) -> Services:
+    """`app`'s services: `get_services()`, or what a test put in its place
+    (`app.dependency_overrides[get_services]`)."""
+    provider = app.dependency_overrides.get(get_services, get_services)
+    services: Services = provider()
+    return services

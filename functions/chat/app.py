@@ -7,7 +7,7 @@ from fastapi import FastAPI
 from functions.chat import dashboards, sessions, turns
 from shared.admission import TurnAdmission, TurnSlots
 from shared.http import create_base_app
-from shared.services import Services, get_services
+from shared.services import services_of
 
 
 def create_app() -> FastAPI:
@@ -20,8 +20,7 @@ def create_app() -> FastAPI:
     )
 
     def slots() -> TurnSlots:
-        services: Services = app.dependency_overrides.get(get_services, get_services)()
-        return services.turn_slots
+        return services_of(app).turn_slots
 
     app.add_middleware(TurnAdmission, slots=slots)
     return app
