@@ -9,3 +9,4 @@ from shared.lambda_entry import LambdaHandler, load_model_client
 load_model_client()  # every invocation of this function calls a model: pay for it at init
 
 handler = LambdaHandler(app, queue=True)
+handler.prepare()

@@ -6,3 +6,4 @@ from functions.chat.app import app
 from shared.lambda_entry import LambdaHandler
 
 handler = LambdaHandler(app)
+handler.prepare()

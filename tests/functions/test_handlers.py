@@ -6,6 +6,9 @@ import asyncio
 import base64
 import importlib
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -117,3 +120,42 @@ def test_executor_handler_runs_steps_for_the_service_only(invoke, services: Serv
     as_user = load_event("agent_executor_run_step.json", step_id=str(uuid4()),
                          service_key=token(uuid4()))  # fmt: skip
     assert invoke("agent_executor", as_user)["statusCode"] == 403
+
+
+PREPARED = """
+import json, logging, sys
+logging.basicConfig(level=logging.ERROR, stream=sys.stdout, format="%(levelname)s %(message)s")
+from functions.chat.handler import handler
+from shared.services import get_services
+built = get_services.cache_info().currsize
+services = get_services() if built else None
+print(json.dumps({
+    "services_built": built,
+    "queue_module": "shared.queues.sqs" in sys.modules,
+    "connected": services is not None and "db" in services.__dict__,
+}))
+"""
+
+
+def prepared(**env: str) -> tuple[dict[str, Any], str]:
+    """Import the chat handler in a fresh process (as a Lambda init does) with `env`."""
+    done = subprocess.run(
+        [sys.executable, "-c", PREPARED], env={**os.environ, **env}, capture_output=True,
+        text=True, check=True,
+    )  # fmt: skip
+    *logged, last = done.stdout.strip().splitlines()
+    return json.loads(last), "\n".join(logged)
+
+
+def test_the_chat_handler_reads_its_settings_at_init_and_connects_to_nothing() -> None:
+    found, logged = prepared(INVOKER_TRANSPORT="sqs", PLANNER_QUEUE_URL="https://sqs.test/1/p")
+    assert found == {"services_built": 1, "queue_module": True, "connected": False}
+    assert logged == ""
+    found, _ = prepared(INVOKER_TRANSPORT="in_process")
+    assert found == {"services_built": 1, "queue_module": False, "connected": False}
+
+
+def test_invalid_settings_at_init_are_logged_and_left_to_the_requests() -> None:
+    found, logged = prepared(DB_POOL_MAX_SIZE="0")
+    assert found == {"services_built": 0, "queue_module": False, "connected": False}
+    assert "Invalid configuration" in logged and "DB_POOL_MAX_SIZE" in logged
