@@ -32,7 +32,7 @@ from pathlib import Path
 from uuid import uuid4
 
 from shared.auth import User
-from tests.aws.conftest import FAKE_AWS
+from tests.aws.moto_server import FAKE_AWS
 from tests.functions.conftest import token
 from tests.turn_kinds import Harness, harness
 
