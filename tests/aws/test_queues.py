@@ -332,6 +332,7 @@ async def test_the_chat_functions_first_202_imports_neither_boto3_nor_botocore(
     assert found["response"]["statusCode"] == 202, found["response"]
     plan_id = json.loads(found["response"]["body"])["plan_id"]
     assert cloud.bodies("planner") == [{"type": "run_plan", "plan_id": plan_id}]
-    assert "shared.queues.sqs_http" in found["request_imported"]  # the send was this request's
+    assert "shared.queues.sqs_http" in found["loaded"]  # loaded at init (LambdaHandler.prepare)
+    assert "shared.queues.sqs_http" not in found["request_imported"]
     aws_sdk = [name for name in found["loaded"] if name.split(".")[0] in ("boto3", "botocore")]
     assert aws_sdk == []
