@@ -12,10 +12,10 @@ HTTP on localhost, wired to a fresh database (DATABASE_URL's server or the embed
   its time is the whole plan (the only mode before 202 existed).
 * `accept` — `{"wait": false}` with `INVOKER_TRANSPORT=in_process`: 202 once the message and
   plan are stored and the plan handed over; the plan runs on in the chat's process.
-* `accept-sqs` — `{"wait": false}` with `INVOKER_TRANSPORT=sqs` (AWS faked in process by moto;
-  a real in-region `SendMessage` adds ~10–30 ms): 202 once "run plan" is on the planner queue;
-  a task plays Lambda's event source mappings, handing each message to the planner's or an
-  executor's real handler.
+* `accept-sqs` — `{"wait": false}` with `INVOKER_TRANSPORT=sqs` (moto's SQS as a server in
+  this process, reached over HTTP on the loopback; a real in-region `SendMessage` adds
+  ~10–30 ms): 202 once "run plan" is on the planner queue; a task plays Lambda's event source
+  mappings, handing each message to the planner's or an executor's real handler.
 
 No model call happens before a 202, so its time is Parley's own. The time until the plan
 ended is printed too: the plan ran on after the 202.
@@ -25,17 +25,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import boto3
 import httpx
-from moto import mock_aws
 
 from shared.agents import DeepSeekTokenizer
 from shared.db import Database
@@ -53,7 +53,7 @@ from tests.agents.plans import (
 )
 from tests.agents.scripting import Script
 from tests.aws.cloud import Cloud, Function
-from tests.aws.conftest import FAKE_AWS
+from tests.aws.moto_server import NOT_INHERITED, environment, moto_server
 from tests.factories import make_user
 from tests.functions.conftest import token
 from tests.functions.stack import Stack
@@ -95,14 +95,13 @@ async def plan_done(db: Database, plan_id: UUID, limit: float = 120) -> float:
 
 
 class Queues:
-    """moto's SQS with Parley's queues, and a task playing the event source mappings: it
+    """Parley's queues on moto's server, and a task playing the event source mappings: it
     delivers each message to the planner's or an executor's Lambda handler as it arrives."""
 
     def __init__(self, url: str, fake: FakeModelServer, tokenizer: DeepSeekTokenizer,
                  models_file: Any) -> None:  # fmt: skip
-        self._mock = mock_aws()
-        self._mock.start()
-        self.cloud = Cloud(boto3.client("sqs"), prefix="bench").create_queues()
+        prefix = f"bench-{uuid4().hex[:8]}"
+        self.cloud = Cloud(boto3.client("sqs"), prefix=prefix).create_queues()
         base = {
             "database_url": url, "llm_base_url": fake.base_url, "llm_api_key": "bench",
             "llm_planner_model": PLANNER_MODEL, "llm_executor_model": EXECUTOR_MODEL,
@@ -128,7 +127,6 @@ class Queues:
             await asyncio.gather(self._task, return_exceptions=True)
         for function in self.functions.values():
             function.close()
-        self._mock.stop()
 
 
 async def run_mode(
@@ -212,8 +210,11 @@ def main() -> None:
     args.modes = [m for m in args.modes.split(",") if m]
     if unknown := set(args.modes) - set(MODES):
         parser.error(f"unknown modes: {', '.join(sorted(unknown))}")
-    os.environ.update(FAKE_AWS)  # moto: no real account is ever reachable
-    with tempfile.TemporaryDirectory() as tmp:
+    for name in NOT_INHERITED:
+        os.environ.pop(name, None)
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's server: no request log
+    with tempfile.TemporaryDirectory() as tmp, moto_server() as endpoint:
+        os.environ.update(environment(endpoint))  # fake credentials: no real account is reachable
         args.models_file = Path(tmp) / "models.toml"
         args.models_file.write_text(MODELS)
         asyncio.run(run(args))

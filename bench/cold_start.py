@@ -11,10 +11,14 @@ start one. Per round, interleaved so that the machine's load falls on all alike:
   URL event through Mangum, the fake model answering at once), the planner running in the
   chat's process (`INVOKER_TRANSPORT=in_process`, the local stack's way): the first invoke
   pays for everything a turn loads on first use; the second is warm;
-* the chat function as deployed (`INVOKER_TRANSPORT=sqs`, AWS faked in the process by moto):
-  import, then two sends answered `202` once the turn is on the planner's queue. moto brings
-  boto3 in before the handler is imported, so `import boto3` + an SQS client is timed on its
-  own (what the first `202` adds on Lambda, where boto3 is not imported yet).
+* the chat function as deployed (`INVOKER_TRANSPORT=sqs`): import, then two sends answered
+  `202` once the turn is on the planner's queue. moto's SQS runs as a server in this process
+  (the benchmark's), where the queues are made; the chat's process gets only the queue URLs
+  and fake credentials, so its first `202` includes everything its send path loads, as on
+  Lambda. It reports whether boto3 or botocore got loaded (the send path needs neither: it
+  speaks SQS's HTTP API itself, `shared.queues.sqs_http`);
+* `import boto3` + an SQS client, timed on its own: what the first `202` would add if the
+  send path used boto3.
 
 Prints the median of each over the rounds, and the ratios the performance targets use:
 chat handler import ÷ `import openai`, first turn ÷ warm turn. Parley's own code is
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import statistics
 import subprocess
 import sys
@@ -32,7 +37,7 @@ from pathlib import Path
 from uuid import uuid4
 
 from shared.auth import User
-from tests.aws.conftest import FAKE_AWS
+from tests.aws.moto_server import FAKE_AWS, NOT_INHERITED, environment, moto_server
 from tests.functions.conftest import token
 from tests.turn_kinds import Harness, harness
 
@@ -68,16 +73,7 @@ print(json.dumps({"import": imported, "first": times[0], "warm": times[1]}))
 
 
 QUEUED = """
-import json, os, sys, time
-from moto import mock_aws
-mock = mock_aws()
-mock.start()
-import boto3
-sqs = boto3.client("sqs")
-for name in ("planner", "executor"):
-    url = sqs.create_queue(QueueName=f"cold-{name}")["QueueUrl"]
-    os.environ[f"{name.upper()}_QUEUE_URL"] = url
-os.environ["INVOKER_TRANSPORT"] = "sqs"
+import json, sys, time
 started = time.perf_counter()
 from functions.chat.handler import handler
 imported = time.perf_counter() - started
@@ -90,9 +86,11 @@ for n in range(2):
     response = handler(event, None)
     times.append(time.perf_counter() - started)
     assert response["statusCode"] == 202, response
-print(json.dumps({"import": imported, "first": times[0], "warm": times[1]}))
+aws_sdk = sorted({m.split(".")[0] for m in sys.modules} & {"boto3", "botocore"})
+print(json.dumps({"import": imported, "first": times[0], "warm": times[1], "aws_sdk": aws_sdk}))
 """
 
+BOTO3_LINE = "import boto3 + SQS client"
 BOTO3 = """
 import time
 started = time.perf_counter()
@@ -124,10 +122,27 @@ def compile_code() -> None:
     )  # fmt: skip
 
 
-def environment(h: Harness) -> dict[str, str]:
+def child_environment(h: Harness) -> dict[str, str]:
     env = h.environment()
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
+
+
+def queued_environment(env: dict[str, str], endpoint: str) -> dict[str, str]:
+    """The deployed chat's environment: the planner's and executor's queues, made here on
+    moto's server at `endpoint`, and fake credentials (no real account is ever reachable;
+    `AWS_ENDPOINT_URL_SQS` would point a boto3 client at the server, had one been built)."""
+    import boto3
+
+    sqs = boto3.client(
+        "sqs", endpoint_url=endpoint, region_name=FAKE_AWS["AWS_REGION"],
+        aws_access_key_id=FAKE_AWS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=FAKE_AWS["AWS_SECRET_ACCESS_KEY"],
+    )  # fmt: skip
+    queues = {f"{name.upper()}_QUEUE_URL": sqs.create_queue(QueueName=f"cold-{name}")["QueueUrl"]
+              for name in ("planner", "executor")}  # fmt: skip
+    kept = {name: value for name, value in env.items() if name not in NOT_INHERITED}
+    return {**kept, **environment(endpoint), **queues, "INVOKER_TRANSPORT": "sqs"}
 
 
 def event_for(user: User) -> str:
@@ -144,11 +159,14 @@ def main() -> None:
     args = parser.parse_args()
     import asyncio
 
-    with harness() as h:
-        env = environment(h)
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's server: no request log
+    with harness() as h, moto_server() as endpoint:
+        env = child_environment(h)
+        queued_env = queued_environment(env, endpoint)
         event = event_for(asyncio.run(h.user()))
         compile_code()
         figures: dict[str, list[float]] = {}
+        aws_sdk: set[str] = set()
         for _ in range(args.rounds):
             for module in ("openai", "fastapi", *(f"functions.{n}.handler" for n in HANDLERS)):
                 seconds = float(child(IMPORT.format(module=module), env))
@@ -156,8 +174,9 @@ def main() -> None:
             turns = json.loads(child(TURNS, env, event, uuid4().hex))  # new turns
             for key, value in turns.items():
                 figures.setdefault(f"chat in_process: {key}", []).append(value)
-            figures.setdefault("import boto3 + SQS client", []).append(float(child(BOTO3, env)))
-            queued = json.loads(child(QUEUED, {**env, **FAKE_AWS}, event, uuid4().hex))
+            figures.setdefault(BOTO3_LINE, []).append(float(child(BOTO3, env)))
+            queued = json.loads(child(QUEUED, queued_env, event, uuid4().hex))
+            aws_sdk.update(queued.pop("aws_sdk"))
             for key, value in queued.items():
                 figures.setdefault(f"chat sqs (deployed): {key}", []).append(value)
     for name, values in figures.items():
@@ -168,6 +187,9 @@ def main() -> None:
     for mode in ("chat in_process", "chat sqs (deployed)"):
         first, warm = median_ms(figures[f"{mode}: first"]), median_ms(figures[f"{mode}: warm"])
         print(f"{mode}: first turn ÷ warm turn:{' ' * (20 - len(mode))} {first / warm:.1f}")
+    loaded = ", ".join(sorted(aws_sdk)) or "neither"
+    print(f"chat sqs (deployed): boto3 / botocore loaded:   {loaded}")
+    print(f"{BOTO3_LINE}: what the first 202 would add if the send path used boto3")
 
 
 if __name__ == "__main__":

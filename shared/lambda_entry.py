@@ -72,7 +72,9 @@ class LambdaHandler:
     def prepare(self) -> None:
         """Do now, in Lambda's init phase, what every request would do first: read and check
         the settings (the model registry with them), and load what sends a turn on to its
-        queue (`INVOKER_TRANSPORT=sqs`).
+        queue (`INVOKER_TRANSPORT=sqs`: `SqsInvoker` and the sender Lambda's credentials pick,
+        `shared.queues.sqs_http`, which needs only the standard library — never boto3; the
+        credentials themselves are read on the first send).
 
         Init is billed like the rest, so this costs nothing more; it takes the work off the
         first request (the chat's first `202`: ~40 ms → ~20 ms here, `bench.cold_start`), and
@@ -85,7 +87,8 @@ class LambdaHandler:
             log.error("%s (each request will answer it as a 503)", exc)
             return
         if services.settings.invoker_transport == "sqs":
-            import shared.queues.sqs  # noqa: F401
+            import shared.queues.sqs
+            import shared.queues.sqs_http  # noqa: F401
 
     async def _sweep(self) -> dict[str, Any]:
         from shared.sweeper import sweep

@@ -10,6 +10,7 @@ calls a model starts without those settings. Tests and the local stack pass read
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from shared.events import Publisher
     from shared.llm import LLMClient, ModelRegistry
     from shared.llm.tokens import TokenCounter
+    from shared.queues.senders import QueueSender
     from shared.tools import ToolExecutor, ToolRegistry
 
 
@@ -76,9 +78,29 @@ class Services:
         return httpx.AsyncClient(timeout=httpx.Timeout(900.0, connect=10.0))
 
     @cached_property
+    def queue_sender(self) -> QueueSender:
+        """What `SqsInvoker` puts messages on the queues with (`INVOKER_TRANSPORT=sqs`): SQS's
+        JSON API over `http.client`, signed here, when the environment holds an access key, its
+        secret and a region — as Lambda's always does — so that no send imports boto3 (the
+        chat function's first `202`); else boto3's client (`sqs`), which finds credentials
+        every other way (instance profiles, SSO, config files)."""
+        from shared.queues.sigv4 import Credentials
+
+        credentials = Credentials.from_environment(os.environ)
+        if credentials is not None:
+            from shared.queues.sqs_http import SqsHttpSender
+
+            return SqsHttpSender(credentials)
+        from shared.queues.senders import BotoSender
+
+        return BotoSender(self.sqs)
+
+    @cached_property
     def sqs(self) -> Any:
-        """boto3's SQS client (`INVOKER_TRANSPORT=sqs`). boto3 comes with the Lambda runtime;
-        it is imported here, on first use, so functions that never queue do not pay for it."""
+        """boto3's SQS client (`INVOKER_TRANSPORT=sqs`): the consumers shorten a failed
+        message's visibility and the sweeper reads the dead letters with it (sends go through
+        `queue_sender`). boto3 comes with the Lambda runtime; it is imported here, on first
+        use, so functions that never use it do not pay for it."""
         try:
             import boto3
             from botocore.exceptions import NoRegionError
@@ -183,6 +205,8 @@ class Services:
         built afresh on next use (tests and the local stack; a Lambda just freezes)."""
         built = {name: self.__dict__.pop(name) for name in ("db", "http", "llm", "_mcp")
                  if name in self.__dict__ and name not in self._given}  # fmt: skip
+        if (sender := self.__dict__.pop("queue_sender", None)) is not None:
+            sender.close()
         if "_mcp" in built:
             self.__dict__.pop("tools", None)  # its MCP tools belonged to the closed connection
             await built["_mcp"].close()

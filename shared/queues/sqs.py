@@ -19,6 +19,7 @@ from uuid import UUID
 from shared.agents.outcomes import PlanOutcome, StepOutcome
 from shared.errors import ConfigurationError, UpstreamUnavailable
 from shared.queues.messages import Message, ResumePlan, RunPlan, RunStep, dump
+from shared.queues.senders import QueueSendFailed
 
 if TYPE_CHECKING:
     from shared.services import Services
@@ -60,18 +61,16 @@ class SqsInvoker:
 
     async def send(self, message: Message) -> None:
         """Queue `message`; `UpstreamUnavailable` when SQS cannot be reached or refuses it."""
-        from botocore.exceptions import BotoCoreError, ClientError
-
         function = "executor" if isinstance(message, RunStep) else "planner"
         url = queue_url(self.services, function)
-        client = self.services.sqs
+        sender = self.services.queue_sender
         body = dump(message)
         try:
-            await asyncio.to_thread(client.send_message, QueueUrl=url, MessageBody=body)
-        except (BotoCoreError, ClientError) as exc:
+            await asyncio.to_thread(sender.send_message, url, body)
+        except QueueSendFailed as exc:
             log.error("could not queue %s: %s", body, exc)
             raise UpstreamUnavailable(
-                f"The {function} queue could not be reached ({type(exc).__name__}); nothing is "
+                f"The {function} queue could not be reached ({exc.code}); nothing is "
                 "lost: send again (the same client_message_id returns this turn) or wait for "
                 "the sweeper."
             ) from exc

@@ -1,5 +1,6 @@
-"""AWS tests: moto in process (fake credentials set before any boto3 client is built), the
-queues made per test, and the functions' real handlers on the test database and fake model."""
+"""AWS tests: moto as a server on the loopback (fake credentials set before any client is
+built), the queues made per test, and the functions' real handlers on the test database and
+fake model."""
 
 from __future__ import annotations
 
@@ -17,36 +18,28 @@ from shared.services import Services
 from shared.settings import Settings
 from tests.agents.scripting import Script
 from tests.aws.cloud import Cloud, Function
+from tests.aws.moto_server import NOT_INHERITED, environment, moto_server
 from tests.functions.conftest import SECRET
 from tests.functions.stack import SERVICE_KEY
 from tests.models import EXECUTOR_MODEL, PLANNER_MODEL, SERVED
 
-FAKE_AWS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "AWS_DEFAULT_REGION": "eu-central-1",
-    "AWS_REGION": "eu-central-1",
-}
-
 
 @pytest.fixture(scope="module")
-def aws() -> Iterator[None]:
-    """moto's AWS, with fake credentials in the environment first (no real account is ever
-    reachable: a client built before them would find the developer's own)."""
-    from moto import mock_aws
-
-    with pytest.MonkeyPatch.context() as env:
-        for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS"):
+def aws() -> Iterator[str]:
+    """moto's server (its endpoint), with fake credentials in the environment first (no real
+    account is ever reachable: a client built before them would find the developer's own).
+    The functions' sends reach it at the queue URLs it gives; boto3's clients through
+    `AWS_ENDPOINT_URL_SQS`."""
+    with pytest.MonkeyPatch.context() as env, moto_server() as endpoint:
+        for name in NOT_INHERITED:
             env.delenv(name, raising=False)
-        for name, value in FAKE_AWS.items():
+        for name, value in environment(endpoint).items():
             env.setenv(name, value)
-        with mock_aws():
-            yield
+        yield endpoint
 
 
 @pytest.fixture
-def cloud(aws: None) -> Cloud:
+def cloud(aws: str) -> Cloud:
     import boto3
 
     return Cloud(boto3.client("sqs"), prefix=f"parley-{uuid4().hex[:8]}").create_queues()

@@ -9,8 +9,13 @@ as the SQS event Lambda builds.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -28,10 +33,12 @@ from tests.agents.plans import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_scrip
 from tests.agents.scripting import Script, requests_of
 from tests.aws.cloud import Cloud, Function, body_of, lambda_event
 from tests.factories import make_user
+from tests.functions.conftest import SECRET
 from tests.functions.test_handlers import load_event
 from tests.tools.builders import make_event, make_task
 
 Functions = dict[str, Function]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def a_user_with_a_week(db: Database) -> UUID:
@@ -288,6 +295,44 @@ async def test_a_queue_that_cannot_be_reached_is_a_502_and_the_message_is_kept(
     finally:
         chat.close()
     assert response["statusCode"] == 502
-    assert "planner queue could not be reached" in body_of(response)["detail"]
+    assert "planner queue could not be reached (QueueDoesNotExist)" in body_of(response)["detail"]
     assert await scalar(db, "SELECT count(*) FROM agent_plans WHERE user_id = %s "
                         "AND status = 'pending'", user) == 1  # fmt: skip
+
+
+CHAT_PROCESS = """
+import json, sys
+from functions.chat.handler import handler
+before = set(sys.modules)
+response = handler(json.loads(sys.argv[1]), None)
+print(json.dumps({"response": response, "request_imported": sorted(set(sys.modules) - before),
+                  "loaded": sorted(sys.modules)}))
+"""
+
+
+async def test_the_chat_functions_first_202_imports_neither_boto3_nor_botocore(
+    db: Database, database_url: str, cloud: Cloud
+) -> None:
+    """The chat function as deployed, in a process of its own (this one has boto3 loaded):
+    its handler imported, then its first `POST /chat`, queued and answered 202."""
+    user = await make_user(db)
+    env = {
+        **os.environ, "DATABASE_URL": database_url, "SUPABASE_JWT_SECRET": SECRET,
+        "INVOKER_TRANSPORT": "sqs", "PLANNER_QUEUE_URL": cloud.urls["planner"],
+        "EXECUTOR_QUEUE_URL": cloud.urls["executor"],
+    }  # fmt: skip
+    event = json.dumps(load_event("chat_send_message.json", user))
+    done = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-c", CHAT_PROCESS, event], cwd=ROOT, env=env,
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+
+    assert found["response"]["statusCode"] == 202, found["response"]
+    plan_id = json.loads(found["response"]["body"])["plan_id"]
+    assert cloud.bodies("planner") == [{"type": "run_plan", "plan_id": plan_id}]
+    assert "shared.queues.sqs_http" in found["loaded"]  # loaded at init (LambdaHandler.prepare)
+    assert "shared.queues.sqs_http" not in found["request_imported"]
+    aws_sdk = [name for name in found["loaded"] if name.split(".")[0] in ("boto3", "botocore")]
+    assert aws_sdk == []

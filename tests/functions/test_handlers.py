@@ -132,6 +132,8 @@ services = get_services() if built else None
 print(json.dumps({
     "services_built": built,
     "queue_module": "shared.queues.sqs" in sys.modules,
+    "sender_module": "shared.queues.sqs_http" in sys.modules,
+    "aws_sdk": sorted({m.split(".")[0] for m in sys.modules} & {"boto3", "botocore"}),
     "connected": services is not None and "db" in services.__dict__,
 }))
 """
@@ -149,13 +151,16 @@ def prepared(**env: str) -> tuple[dict[str, Any], str]:
 
 def test_the_chat_handler_reads_its_settings_at_init_and_connects_to_nothing() -> None:
     found, logged = prepared(INVOKER_TRANSPORT="sqs", PLANNER_QUEUE_URL="https://sqs.test/1/p")
-    assert found == {"services_built": 1, "queue_module": True, "connected": False}
+    assert found == {"services_built": 1, "queue_module": True, "sender_module": True,
+                     "aws_sdk": [], "connected": False}  # fmt: skip
     assert logged == ""
     found, _ = prepared(INVOKER_TRANSPORT="in_process")
-    assert found == {"services_built": 1, "queue_module": False, "connected": False}
+    assert found == {"services_built": 1, "queue_module": False, "sender_module": False,
+                     "aws_sdk": [], "connected": False}  # fmt: skip
 
 
 def test_invalid_settings_at_init_are_logged_and_left_to_the_requests() -> None:
     found, logged = prepared(DB_POOL_MAX_SIZE="0")
-    assert found == {"services_built": 0, "queue_module": False, "connected": False}
+    assert found == {"services_built": 0, "queue_module": False, "sender_module": False,
+                     "aws_sdk": [], "connected": False}  # fmt: skip
     assert "Invalid configuration" in logged and "DB_POOL_MAX_SIZE" in logged

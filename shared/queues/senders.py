@@ -1,0 +1,66 @@
+"""What `SqsInvoker` sends messages with, and the one error a failed send raises.
+
+Two senders do the job (`Services.queue_sender` picks one):
+
+* `shared.queues.sqs_http.SqsHttpSender` — SQS's JSON API over `http.client`, signed here:
+  used when the environment holds the credentials, as it always does on Lambda. It keeps
+  boto3 off the chat function's first `202` (see its docstring).
+* `BotoSender` — boto3's SQS client, for every other way AWS credentials are found
+  (instance profiles, SSO, config files).
+
+Both raise `QueueSendFailed` — AWS's error code and message, or the network failure — and
+never name the credentials.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class QueueSendFailed(Exception):
+    """A message could not be put on its queue: SQS refused it (`code` is AWS's error code,
+    e.g. `QueueDoesNotExist`) or could not be reached (`code` names the failure, e.g.
+    `ConnectionRefusedError`)."""
+
+    def __init__(self, code: str, message: str, *, status: int | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.status = status
+        """The HTTP status of SQS's answer; None when there was none."""
+
+
+class QueueSender(Protocol):
+    def send_message(self, queue_url: str, body: str) -> str:
+        """Put `body` on the queue at `queue_url`; its `MessageId`. Raises `QueueSendFailed`."""
+        ...
+
+    def close(self) -> None:
+        """Let go of any connection kept open (sending again opens a new one)."""
+        ...
+
+
+class BotoSender:
+    """boto3's SQS client as a `QueueSender`."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def send_message(self, queue_url: str, body: str) -> str:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            response = self.client.send_message(QueueUrl=queue_url, MessageBody=body)
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            raise QueueSendFailed(
+                str(error.get("Code") or "ClientError"), str(error.get("Message") or exc),
+                status=status,
+            ) from exc  # fmt: skip
+        except BotoCoreError as exc:
+            raise QueueSendFailed(type(exc).__name__, str(exc)) from exc
+        return str(response["MessageId"])
+
+    def close(self) -> None:
+        """Nothing to do: the client belongs to `Services.sqs`, which the consumer uses too."""

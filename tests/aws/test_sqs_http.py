@@ -1,0 +1,250 @@
+"""The SQS sender without boto3 (`shared.queues.sqs_http`), held to botocore and moto's server.
+
+* Its signature is botocore's `SigV4Auth`, byte for byte, for the same request at the same
+  instant (with and without a session token) — and so is the signature of the request it
+  actually puts on the wire (moto's server does not check signatures, so this is the check).
+* A message it sends is received by boto3 with the identical body and id; a missing queue
+  raises `QueueSendFailed` with AWS's error code, and so does a port nobody listens on —
+  never naming the credentials.
+* It keeps one connection, and opens a new one when the server has closed the kept one.
+* Without the credentials in the environment, `Services` sends with boto3 instead, and its
+  failures reach `SqsInvoker`'s callers the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+from uuid import uuid4
+
+import pytest
+
+from shared.errors import UpstreamUnavailable
+from shared.queues.senders import BotoSender, QueueSendFailed
+from shared.queues.sigv4 import Credentials, sign
+from shared.queues.sqs import SqsInvoker
+from shared.queues.sqs_http import CONTENT_TYPE, TARGET, SqsHttpSender
+from shared.services import Services
+from shared.settings import Settings
+from tests.aws.cloud import Cloud
+from tests.aws.proxy import Proxy
+
+FROZEN = datetime(2026, 11, 25, 9, 0, 7, tzinfo=UTC)
+SECRET_KEY = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+TOKEN = "IQoJb3JpZ2luX2VjEPa//////////wEaDGV1LWNlbnRyYWwtMSJHMEUCIQ+token/EXAMPLE=="
+SIGNATURE_HEADERS = ("X-Amz-Date", "X-Amz-Security-Token", "Authorization")
+BODY = json.dumps({"QueueUrl": "https://sqs.eu-central-1.amazonaws.com/123456789012/parley-planner",
+                   "MessageBody": '{"type": "run_plan"}'}).encode()  # fmt: skip
+JSON_HEADERS = {"Content-Type": CONTENT_TYPE, "X-Amz-Target": TARGET}
+
+
+def credentials(token: str | None = TOKEN) -> Credentials:
+    return Credentials("AKIDEXAMPLE", SECRET_KEY, "eu-central-1", token)
+
+
+def botocore_signature(
+    monkeypatch: pytest.MonkeyPatch, credentials: Credentials, *, method: str, url: str,
+    headers: Mapping[str, str], body: bytes,
+) -> dict[str, str]:  # fmt: skip
+    """What botocore's `SigV4Auth` adds to this request at `FROZEN`."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials as BotoCredentials
+
+    monkeypatch.setattr("botocore.auth.get_current_datetime", lambda: FROZEN.replace(tzinfo=None))
+    request = AWSRequest(method=method, url=url, headers=dict(headers), data=body)
+    keys = BotoCredentials(credentials.access_key, credentials.secret_key,
+                           credentials.session_token)  # fmt: skip
+    SigV4Auth(keys, "sqs", credentials.region).add_auth(request)
+    return {name: request.headers[name] for name in SIGNATURE_HEADERS if name in request.headers}
+
+
+@pytest.mark.parametrize("token", [TOKEN, None], ids=["session token", "long-term key"])
+@pytest.mark.parametrize(
+    ("url", "headers", "body"),
+    [
+        ("https://sqs.eu-central-1.amazonaws.com/", JSON_HEADERS, BODY),
+        (
+            "http://127.0.0.1:4566/",
+            {**JSON_HEADERS, "User-Agent": "parley", "X-Note": "  runs   of  blanks "},
+            BODY,
+        ),
+        ("https://SQS.eu-central-1.amazonaws.com:443/", {"Host": "sqs.example"}, b""),
+    ],
+    ids=["aws", "other port, unsigned and untrimmed headers", "default port, given host"],
+)
+def test_the_signature_is_botocores_byte_for_byte(
+    monkeypatch: pytest.MonkeyPatch, token: str | None, url: str, headers: dict[str, str],
+    body: bytes,
+) -> None:  # fmt: skip
+    keys = credentials(token)
+    ours = sign(keys, service="sqs", method="POST", url=url, headers=headers, body=body,
+                now=FROZEN)  # fmt: skip
+    assert ours == botocore_signature(monkeypatch, keys, method="POST", url=url,
+                                      headers=headers, body=body)  # fmt: skip
+    assert ("X-Amz-Security-Token" in ours) is (token is not None)
+
+
+def test_credentials_come_from_what_lambda_sets_in_the_environment() -> None:
+    lambdas = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+               "AWS_SESSION_TOKEN": TOKEN, "AWS_REGION": "eu-central-1",
+               "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+    assert Credentials.from_environment(lambdas) == credentials()
+    assert "AKIDEXAMPLE" in repr(credentials())
+    assert_no_credentials(repr(credentials()))
+    default_region = {**lambdas, "AWS_REGION": "", "AWS_SESSION_TOKEN": ""}
+    assert Credentials.from_environment(default_region) == Credentials(
+        "AKIDEXAMPLE", SECRET_KEY, "us-east-1"
+    )
+    for missing in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        assert Credentials.from_environment({**lambdas, missing: ""}) is None
+    no_region = {k: v for k, v in lambdas.items() if "REGION" not in k}
+    assert Credentials.from_environment(no_region) is None
+
+
+def via(proxy: Proxy, queue_url: str) -> str:
+    """The queue URL reached through the proxy."""
+    return proxy.url + urlsplit(queue_url).path
+
+
+@pytest.fixture
+def sender() -> Iterator[SqsHttpSender]:
+    sender = SqsHttpSender(credentials(), clock=lambda: FROZEN)
+    yield sender
+    sender.close()
+
+
+def bodies(cloud: Cloud, queue_url: str) -> list[str]:
+    found = cloud.sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)
+    return sorted(message["Body"] for message in found.get("Messages", []))
+
+
+def test_the_request_on_the_wire_carries_botocores_signature_for_it(
+    aws: str, cloud: Cloud, sender: SqsHttpSender, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Proxy(aws) as proxy:
+        queue = via(proxy, cloud.urls["planner"])
+        sender.send_message(queue, '{"type": "run_plan"}')
+        (request,) = proxy.requests
+
+    assert (request.method, request.path) == ("POST", "/")
+    assert json.loads(request.body) == {"QueueUrl": queue, "MessageBody": '{"type": "run_plan"}'}
+    authorization = request.headers["Authorization"]
+    signed = authorization.split("SignedHeaders=")[1].split(",")[0].split(";")
+    assert signed == ["content-type", "host", "x-amz-date", "x-amz-security-token", "x-amz-target"]
+    assert request.headers["Host"] == urlsplit(proxy.url).netloc
+    given = {name: value for name, value in request.headers.items()
+             if name.lower() in ("content-type", "x-amz-target")}  # fmt: skip
+    expected = botocore_signature(
+        monkeypatch, credentials(), method="POST", url=f"{proxy.url}/", headers=given,
+        body=request.body,
+    )  # fmt: skip
+    assert {name: request.headers[name] for name in SIGNATURE_HEADERS} == expected
+
+
+def test_a_message_it_sends_is_received_with_the_same_body_and_id(
+    cloud: Cloud, sender: SqsHttpSender
+) -> None:
+    body = json.dumps({"type": "run_plan", "plan_id": str(uuid4()),
+                       "note": 'é ✓ \u2028 "quoted" </tag> \\'}, ensure_ascii=False)  # fmt: skip
+
+    message_id = sender.send_message(cloud.urls["planner"], body)
+
+    (received,) = cloud.sqs.receive_message(QueueUrl=cloud.urls["planner"])["Messages"]
+    assert (received["Body"], received["MessageId"]) == (body, message_id)
+
+
+def assert_no_credentials(*texts: str) -> None:
+    for text in texts:
+        assert SECRET_KEY not in text and TOKEN not in text
+
+
+def test_a_missing_queue_raises_queue_send_failed_with_awss_code(
+    cloud: Cloud, sender: SqsHttpSender
+) -> None:
+    with pytest.raises(QueueSendFailed) as refused:
+        sender.send_message(cloud.urls["planner"] + "-gone", "{}")
+
+    failed = refused.value
+    assert (failed.code, failed.status) == ("QueueDoesNotExist", 400)
+    assert str(failed) == "QueueDoesNotExist: The specified queue does not exist."
+    assert_no_credentials(str(failed), repr(failed), repr(sender.credentials))
+
+
+def test_a_port_nobody_listens_on_raises_queue_send_failed(sender: SqsHttpSender) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+    # closed now: nothing listens there
+
+    with pytest.raises(QueueSendFailed) as refused:
+        sender.send_message(f"http://127.0.0.1:{port}/123456789012/parley-planner", "{}")
+
+    failed = refused.value
+    assert (failed.code, failed.status) == ("ConnectionRefusedError", None)
+    assert f"SQS at http://127.0.0.1:{port} could not be reached" in str(failed)
+    assert_no_credentials(str(failed), repr(failed))
+
+
+def test_one_connection_is_kept_and_a_new_one_opened_once_the_server_closed_it(
+    aws: str, cloud: Cloud, sender: SqsHttpSender
+) -> None:
+    with Proxy(aws) as proxy:
+        queue = via(proxy, cloud.urls["planner"])
+        sender.send_message(queue, "one")
+        sender.send_message(queue, "two")
+        assert proxy.connections == 1
+
+        proxy.cut()  # as SQS closes a connection held idle (a Lambda frozen between requests)
+        sender.send_message(queue, "three")
+        assert proxy.connections == 2
+
+    assert bodies(cloud, cloud.urls["planner"]) == ["one", "three", "two"]
+
+
+@pytest.fixture
+def no_credentials_in_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """AWS credentials only in a config file, as on a developer's machine (boto3 finds them;
+    the light sender does not look): no key in the environment, no instance metadata."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name)
+    keys = tmp_path / "credentials"
+    keys.write_text(f"[default]\naws_access_key_id = AKIDEXAMPLE\n"
+                    f"aws_secret_access_key = {SECRET_KEY}\n")  # fmt: skip
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(keys))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+def queue_services(cloud: Cloud, **settings: str) -> Services:
+    given: dict[str, Any] = {**cloud.settings(), **settings}
+    return Services(Settings(**given))
+
+
+def test_with_lambdas_credentials_in_the_environment_sends_go_over_http(cloud: Cloud) -> None:
+    services = queue_services(cloud)
+    assert isinstance(services.queue_sender, SqsHttpSender)
+
+
+@pytest.mark.usefixtures("no_credentials_in_env")
+async def test_without_them_boto3_sends_and_its_failures_reach_callers_the_same_way(
+    cloud: Cloud,
+) -> None:
+    services = queue_services(cloud)
+    assert isinstance(services.queue_sender, BotoSender)
+    plan_id = uuid4()
+    await SqsInvoker(services).start_plan(plan_id=plan_id)
+    assert cloud.bodies("planner") == [{"type": "run_plan", "plan_id": str(plan_id)}]
+
+    gone = queue_services(cloud, planner_queue_url=cloud.urls["planner"] + "-gone")
+    with pytest.raises(UpstreamUnavailable) as refused:
+        await SqsInvoker(gone).start_plan(plan_id=plan_id)
+    assert "planner queue could not be reached (AWS.SimpleQueueService.NonExistentQueue)" in str(
+        refused.value
+    )
+    assert isinstance(refused.value.__cause__, QueueSendFailed)
+    assert_no_credentials(str(refused.value), str(refused.value.__cause__))
