@@ -5,7 +5,9 @@
 Each figure comes from a fresh Python process, as a new Lambda execution environment would
 start one. Per round, interleaved so that the machine's load falls on all alike:
 
-* `import openai` and `import fastapi` alone — the yardsticks;
+* `import openai` and `import fastapi` alone — the yardsticks — and the libraries the chat
+  function cannot start without (FastAPI, Mangum, psycopg and its pool, PyJWT with
+  `cryptography`, pydantic-settings) with a one-route app: the floor under Parley's own import;
 * `import functions.<name>.handler` for each of the three functions;
 * the chat handler imported, then two direct turns through it (`POST /chat` as a function
   URL event through Mangum, the fake model answering at once), the planner running in the
@@ -51,6 +53,18 @@ started = time.perf_counter()
 import {module}
 print(time.perf_counter() - started)
 """
+
+LIBRARIES = """
+import time
+started = time.perf_counter()
+import fastapi, mangum, psycopg, psycopg_pool, jwt, pydantic_settings
+app = fastapi.FastAPI()
+@app.get("/n")
+async def n(n: int) -> dict[str, int]:
+    return {"n": n}
+print(time.perf_counter() - started)
+"""
+LIBRARIES_LINE = "import the chat's libraries, one route"
 
 TURNS = """
 import json, sys, time
@@ -171,6 +185,7 @@ def main() -> None:
             for module in ("openai", "fastapi", *(f"functions.{n}.handler" for n in HANDLERS)):
                 seconds = float(child(IMPORT.format(module=module), env))
                 figures.setdefault(f"import {module}", []).append(seconds)
+            figures.setdefault(LIBRARIES_LINE, []).append(float(child(LIBRARIES, env)))
             turns = json.loads(child(TURNS, env, event, uuid4().hex))  # new turns
             for key, value in turns.items():
                 figures.setdefault(f"chat in_process: {key}", []).append(value)
@@ -184,6 +199,8 @@ def main() -> None:
     chat = median_ms(figures["import functions.chat.handler"])
     openai = median_ms(figures["import openai"])
     print(f"chat handler import ÷ import openai:            {chat / openai:.2f}")
+    floor = median_ms(figures[LIBRARIES_LINE])
+    print(f"  of which its libraries (floor) ÷ import openai: {floor / openai:.2f}")
     for mode in ("chat in_process", "chat sqs (deployed)"):
         first, warm = median_ms(figures[f"{mode}: first"]), median_ms(figures[f"{mode}: warm"])
         print(f"{mode}: first turn ÷ warm turn:{' ' * (20 - len(mode))} {first / warm:.1f}")
