@@ -199,6 +199,8 @@ def main() -> None:
     chat = median_ms(figures["import functions.chat.handler"])
     openai = median_ms(figures["import openai"])
     print(f"chat handler import ÷ import openai:            {chat / openai:.2f}")
+    deployed = median_ms(figures["chat sqs (deployed): import"])
+    print(f"  as deployed (sqs, its send path loaded at init): {deployed / openai:.2f}")
     floor = median_ms(figures[LIBRARIES_LINE])
     print(f"  of which its libraries (floor) ÷ import openai: {floor / openai:.2f}")
     for mode in ("chat in_process", "chat sqs (deployed)"):
