@@ -19,9 +19,12 @@ checked against the body sent, as boto3 does.
 A sender keeps one keep-alive connection (`Services` holds one sender per process) and sends
 one request at a time on it, under a lock. A kept connection that the server has closed
 meanwhile fails on its next request; that request is sent once more on a new connection (were
-it a duplicate, no harm: delivery is at least once and every consumer is idempotent). Connecting
-and each read wait at most `TIMEOUT_SECONDS`. Every failure raises `QueueSendFailed`, naming
-AWS's error code and message or the network failure — never the credentials.
+it a duplicate, no harm: delivery is at least once and every consumer is idempotent). One left
+idle for more than `IDLE_SECONDS` (a Lambda frozen between requests) is not reused at all: it
+may have been dropped without a word, and a request on it would only fail after the read
+timeout. Connecting and each read wait at most `TIMEOUT_SECONDS`. Every failure raises
+`QueueSendFailed`, naming AWS's error code and message or the network failure — never the
+credentials.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import hashlib
 import json
 import ssl
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from http.client import HTTPConnection, HTTPException, HTTPSConnection
@@ -41,6 +45,8 @@ from shared.queues.sigv4 import Credentials, host_of, sign
 
 TIMEOUT_SECONDS = 5.0
 """Longest wait to connect, and for each read of SQS's answer."""
+IDLE_SECONDS = 50.0
+"""A kept connection idle for longer is replaced (load balancers drop idle ones after ~60 s)."""
 TARGET = "AmazonSQS.SendMessage"
 CONTENT_TYPE = "application/x-amz-json-1.0"
 
@@ -58,10 +64,14 @@ class SqsHttpSender:
         *,
         timeout: float = TIMEOUT_SECONDS,
         clock: Callable[[], datetime] = utc_now,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.credentials = credentials
         self.timeout = timeout
         self._clock = clock
+        self._monotonic = monotonic
+        self._used_at = 0.0
+        """When the kept connection last answered (`monotonic`)."""
         self._lock = threading.Lock()
         self._connection: HTTPConnection | None = None
         self._origin = ""
@@ -87,6 +97,8 @@ class SqsHttpSender:
             self._close()
 
     def _exchange(self, origin: str, payload: bytes) -> tuple[int, bytes]:
+        if self._connection is not None and self._monotonic() - self._used_at > IDLE_SECONDS:
+            self._close()  # idle too long: it may have been dropped without a word
         reused = self._connection is not None and self._origin == origin
         try:
             return self._post(origin, payload)
@@ -105,6 +117,7 @@ class SqsHttpSender:
         connection.request("POST", "/", body=payload, headers=headers)
         response = connection.getresponse()
         answer = response.read()
+        self._used_at = self._monotonic()
         if response.will_close:
             self._close()
         return response.status, answer

@@ -28,7 +28,7 @@ from shared.errors import UpstreamUnavailable
 from shared.queues.senders import BotoSender, QueueSendFailed
 from shared.queues.sigv4 import Credentials, sign
 from shared.queues.sqs import SqsInvoker
-from shared.queues.sqs_http import CONTENT_TYPE, TARGET, SqsHttpSender
+from shared.queues.sqs_http import CONTENT_TYPE, IDLE_SECONDS, TARGET, SqsHttpSender
 from shared.services import Services
 from shared.settings import Settings
 from tests.aws.cloud import Cloud
@@ -248,3 +248,21 @@ async def test_without_them_boto3_sends_and_its_failures_reach_callers_the_same_
     )
     assert isinstance(refused.value.__cause__, QueueSendFailed)
     assert_no_credentials(str(refused.value), str(refused.value.__cause__))
+
+
+def test_a_connection_idle_past_the_limit_is_not_reused(aws: str, cloud: Cloud) -> None:
+    now = [1000.0]
+    sender = SqsHttpSender(credentials(), clock=lambda: FROZEN, monotonic=lambda: now[0])
+    with Proxy(aws) as proxy:
+        queue = via(proxy, cloud.urls["planner"])
+        sender.send_message(queue, "one")
+        now[0] += IDLE_SECONDS  # idle exactly as long as allowed: kept
+        sender.send_message(queue, "two")
+        assert proxy.connections == 1
+
+        now[0] += IDLE_SECONDS + 1  # a Lambda frozen for longer: a new connection
+        sender.send_message(queue, "three")
+        assert proxy.connections == 2
+        sender.close()
+
+    assert bodies(cloud, cloud.urls["planner"]) == ["one", "three", "two"]
