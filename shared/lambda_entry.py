@@ -71,24 +71,27 @@ class LambdaHandler:
 
     def prepare(self) -> None:
         """Do now, in Lambda's init phase, what every request would do first: read and check
-        the settings (the model registry with them), and load what sends a turn on to its
-        queue (`INVOKER_TRANSPORT=sqs`: `SqsInvoker` and the sender Lambda's credentials pick,
-        `shared.queues.sqs_http`, which needs only the standard library — never boto3; the
-        credentials themselves are read on the first send).
+        the settings (the model registry with them) and, with `INVOKER_TRANSPORT=sqs`, load
+        what sends a turn on to its queue (`SqsInvoker` and `shared.queues.sqs_http`, which
+        needs only the standard library — never boto3) and its TLS settings (the system's CA
+        certificates). The AWS credentials are read on the first send.
 
         Init is billed like the rest, so this costs nothing more; it takes the work off the
-        first request (the chat's first `202`: ~40 ms → ~20 ms here, `bench.cold_start`), and
-        a SnapStart snapshot would keep it. Nothing connects: a connection opened here would
-        not survive a snapshot's restore. Invalid settings are logged and left to the first
-        request, which answers them as a 503 problem, as it would have anyway."""
+        first request (the deployed chat's first `202`: ~45 ms → ~27 ms here, plus the CA
+        certificates' 20–40 ms on AWS, `bench.cold_start`), and a SnapStart snapshot would keep
+        it. Nothing connects: a connection opened here would not survive a snapshot's restore.
+        Invalid settings are logged and left to the first request, which answers them as a 503
+        problem, as it would have anyway."""
         try:
             services = self.services()
         except ConfigurationError as exc:
             log.error("%s (each request will answer it as a 503)", exc)
             return
         if services.settings.invoker_transport == "sqs":
-            import shared.queues.sqs
-            import shared.queues.sqs_http  # noqa: F401
+            import shared.queues.sqs  # noqa: F401
+            from shared.queues.sqs_http import tls_context
+
+            tls_context()  # the CA certificates: 20-40 ms the first send to SQS would pay
 
     async def _sweep(self) -> dict[str, Any]:
         from shared.sweeper import sweep

@@ -81,16 +81,22 @@ class Services:
     def queue_sender(self) -> QueueSender:
         """What `SqsInvoker` puts messages on the queues with (`INVOKER_TRANSPORT=sqs`): SQS's
         JSON API over `http.client`, signed here, when the environment holds an access key, its
-        secret and a region — as Lambda's always does — so that no send imports boto3 (the
-        chat function's first `202`); else boto3's client (`sqs`), which finds credentials
-        every other way (instance profiles, SSO, config files)."""
+        secret and a region — as a Lambda function's does (not under SnapStart, which serves
+        credentials another way) — so that no send imports boto3 (the chat function's first
+        `202`). Requests go to `AWS_ENDPOINT_URL_SQS` (or `AWS_ENDPOINT_URL`) when set, as
+        boto3's would. Else, or behind an HTTPS proxy, boto3's client (`sqs`): it finds
+        credentials every other way (instance profiles, SSO, config files) and honours proxies."""
         from shared.queues.sigv4 import Credentials
 
-        credentials = Credentials.from_environment(os.environ)
-        if credentials is not None:
+        environ = os.environ
+        credentials = Credentials.from_environment(environ)
+        if credentials is not None and not (
+            environ.get("HTTPS_PROXY") or environ.get("https_proxy")
+        ):
             from shared.queues.sqs_http import SqsHttpSender
 
-            return SqsHttpSender(credentials)
+            endpoint = environ.get("AWS_ENDPOINT_URL_SQS") or environ.get("AWS_ENDPOINT_URL")
+            return SqsHttpSender(credentials, endpoint=endpoint or None)
         from shared.queues.senders import BotoSender
 
         return BotoSender(self.sqs)

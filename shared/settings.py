@@ -17,7 +17,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from shared.errors import ConfigurationError
 
@@ -317,6 +317,8 @@ def load_settings(**overrides: object) -> Settings:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         raise ConfigurationError(f"Invalid configuration — {_problems(exc)}") from exc
+    except SettingsError as exc:  # a value pydantic-settings could not decode, e.g. bad JSON
+        raise ConfigurationError(f"Invalid configuration — {exc}") from exc
 
 
 def _problems(exc: ValidationError) -> str:

@@ -11,31 +11,35 @@ Its signature (`shared.queues.sigv4`) is checked byte for byte against botocore'
 `tests/aws/test_sqs_http.py`.
 
 The request: `POST /` to the queue URL's scheme and host (`https://sqs.<region>.amazonaws.com`
-on AWS; moto's server names itself in its queue URLs), `X-Amz-Target: AmazonSQS.SendMessage`,
-`Content-Type: application/x-amz-json-1.0`, the body `{"QueueUrl": ..., "MessageBody": ...}`,
-signed for the service `sqs` in the credentials' region. The answer's `MD5OfMessageBody` is
-checked against the body sent, as boto3 does.
+on AWS; moto's server names itself in its queue URLs) or to `AWS_ENDPOINT_URL_SQS`,
+`X-Amz-Target: AmazonSQS.SendMessage`, `Content-Type: application/x-amz-json-1.0`, the body
+`{"QueueUrl": ..., "MessageBody": ...}`, signed for the service `sqs` in the credentials'
+region. The answer's `MD5OfMessageBody` is checked against the body sent, as boto3 does.
 
-A sender keeps one keep-alive connection (`Services` holds one sender per process) and sends
-one request at a time on it, under a lock. A kept connection that the server has closed
-meanwhile fails on its next request; that request is sent once more on a new connection (were
-it a duplicate, no harm: delivery is at least once and every consumer is idempotent). One left
-idle for more than `IDLE_SECONDS` (a Lambda frozen between requests) is not reused at all: it
-may have been dropped without a word, and a request on it would only fail after the read
-timeout. Connecting and each read wait at most `TIMEOUT_SECONDS`. Every failure raises
-`QueueSendFailed`, naming AWS's error code and message or the network failure — never the
-credentials.
+Connections are kept alive and reused, one per send in flight (the planner sends a plan's
+steps at once), at most `MAX_IDLE` kept between sends. One idle for more than `IDLE_SECONDS`
+of wall-clock time (a Lambda frozen between requests: its monotonic clock stops meanwhile) is
+not reused: it may have been dropped without a word. A send is tried up to `ATTEMPTS` times,
+as boto3's standard retry mode does, when SQS could not be reached, answered 5xx or throttled
+it — the next try after a short jittered wait (none when a kept connection turned out closed),
+and none begun after `RETRY_DEADLINE_SECONDS`. A try that reached SQS may be repeated: no
+harm, delivery is at least once and every consumer is idempotent. Connecting and each read
+wait at most `TIMEOUT_SECONDS`. Every failure raises `QueueSendFailed`, naming AWS's error
+code and message or the network failure, with the credentials cut out of anything quoted.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import random
 import ssl
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from http.client import HTTPConnection, HTTPException, HTTPSConnection
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,20 +47,50 @@ from urllib.parse import urlsplit
 from shared.queues.senders import QueueSendFailed
 from shared.queues.sigv4 import Credentials, host_of, sign
 
-TIMEOUT_SECONDS = 5.0
-"""Longest wait to connect, and for each read of SQS's answer."""
+TIMEOUT_SECONDS = 3.0
+"""Longest wait to connect, and for each read of SQS's answer (it answers in milliseconds)."""
+ATTEMPTS = 3
+"""Tries of one send (boto3's standard retry mode makes 3)."""
+RETRY_DEADLINE_SECONDS = 6.0
+"""No new try begins this long after the first: the chat answers well within its timeout."""
+BACKOFF_SECONDS = 0.05
+"""The wait before the second try, doubling after; each wait jittered to 50–100% of it."""
 IDLE_SECONDS = 50.0
 """A kept connection idle for longer is replaced (load balancers drop idle ones after ~60 s)."""
+MAX_IDLE = 4
+"""Connections kept between sends."""
 TARGET = "AmazonSQS.SendMessage"
 CONTENT_TYPE = "application/x-amz-json-1.0"
+THROTTLED = frozenset(
+    {"Throttling", "ThrottlingException", "ThrottledException", "RequestThrottledException",
+     "TooManyRequestsException", "RequestThrottled", "RequestLimitExceeded", "SlowDown",
+     "RequestTimeout", "RequestTimeoutException", "PriorRequestNotComplete"}
+)  # fmt: skip
+"""AWS error codes boto3's standard mode retries whatever the status (beside any 5xx)."""
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+@lru_cache(maxsize=1)
+def tls_context() -> ssl.SSLContext:
+    """The TLS settings of every connection to SQS. Loading the system's CA certificates takes
+    20–40 ms: `LambdaHandler.prepare` builds it at init, not on the first send."""
+    return ssl.create_default_context()
+
+
+@dataclass(slots=True)
+class _Kept:
+    connection: HTTPConnection
+    origin: str
+    """`scheme://host[:port]` it is connected to."""
+    used_at: datetime
+    """When it last answered (wall clock)."""
+
+
 class SqsHttpSender:
-    """Sends SQS messages with `credentials` over one kept connection (a `QueueSender`)."""
+    """Sends SQS messages with `credentials` over kept connections (a `QueueSender`)."""
 
     def __init__(
         self,
@@ -64,88 +98,145 @@ class SqsHttpSender:
         *,
         timeout: float = TIMEOUT_SECONDS,
         clock: Callable[[], datetime] = utc_now,
-        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        endpoint: str | None = None,
     ) -> None:
         self.credentials = credentials
+        self.endpoint = endpoint
+        """Where requests go (`AWS_ENDPOINT_URL_SQS`, as boto3 reads it); None: the queue
+        URL's own scheme and host."""
         self.timeout = timeout
         self._clock = clock
-        self._monotonic = monotonic
-        self._used_at = 0.0
-        """When the kept connection last answered (`monotonic`)."""
+        self._sleep = sleep
         self._lock = threading.Lock()
-        self._connection: HTTPConnection | None = None
-        self._origin = ""
-        """`scheme://host[:port]` of the kept connection."""
-        self._tls: ssl.SSLContext | None = None
+        self._idle: list[_Kept] = []
+        self._generation = 0
+        """Raised by `close`: a connection taken before it is not kept after its send."""
 
     def send_message(self, queue_url: str, body: str) -> str:
         """Put `body` on the queue at `queue_url`; its `MessageId`. Raises `QueueSendFailed`."""
-        origin = _origin(queue_url)
+        origin = _origin(self.endpoint or queue_url)
         payload = json.dumps({"QueueUrl": queue_url, "MessageBody": body}).encode()
-        with self._lock:
+        started = time.monotonic()
+        for attempt in range(1, ATTEMPTS + 1):
             try:
                 status, answer = self._exchange(origin, payload)
-            except (OSError, HTTPException) as exc:
-                self._close()
-                raise QueueSendFailed(
-                    type(exc).__name__, f"SQS at {origin} could not be reached: {exc}"
-                ) from exc
-        return _message_id(status, answer, body)
+                return _message_id(status, answer, body)
+            except QueueSendFailed as failed:
+                late = time.monotonic() - started > RETRY_DEADLINE_SECONDS
+                if not _transient(failed) or attempt == ATTEMPTS or late:
+                    raise self._redacted(failed) from failed.__cause__
+                if failed.code != "StaleConnection":
+                    self._sleep(BACKOFF_SECONDS * 2 ** (attempt - 1) * random.uniform(0.5, 1))
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def close(self) -> None:
+        """Close the kept connections (one in use closes once its send is done)."""
         with self._lock:
-            self._close()
+            idle, self._idle = self._idle, []
+            self._generation += 1
+        for kept in idle:
+            kept.connection.close()
 
     def _exchange(self, origin: str, payload: bytes) -> tuple[int, bytes]:
-        if self._connection is not None and self._monotonic() - self._used_at > IDLE_SECONDS:
-            self._close()  # idle too long: it may have been dropped without a word
-        reused = self._connection is not None and self._origin == origin
+        """One try on one connection: SQS's status and answer, or `QueueSendFailed` (code
+        `StaleConnection` when a kept connection turned out closed by the server)."""
+        kept, generation = self._take(origin)
+        reused = kept is not None
+        connection = kept.connection if kept else self._open(origin)
         try:
-            return self._post(origin, payload)
-        except ConnectionError:
-            if not reused:
-                raise
-            self._close()  # the server closed the kept connection: once more, on a new one
-        return self._post(origin, payload)
+            status, answer, closing = self._post(connection, origin, payload)
+        except ConnectionError as exc:
+            connection.close()
+            code = "StaleConnection" if reused else type(exc).__name__
+            raise QueueSendFailed(code, f"SQS at {origin} could not be reached") from exc
+        except (OSError, HTTPException) as exc:
+            connection.close()
+            raise QueueSendFailed(
+                type(exc).__name__, f"SQS at {origin} could not be reached: {exc}"
+            ) from exc
+        except ValueError:  # http.client refused a header value, which it quotes: maybe a token
+            connection.close()
+            unsendable = True
+        else:
+            unsendable = False
+        if unsendable:  # raised out here, so that nothing chains to the quoting error
+            raise QueueSendFailed(
+                "InvalidRequest", "the request could not be built: check the AWS_* variables"
+            )
+        if closing:
+            connection.close()
+        else:
+            self._keep(_Kept(connection, origin, self._clock()), generation)
+        return status, answer
 
-    def _post(self, origin: str, payload: bytes) -> tuple[int, bytes]:
-        connection = self._connect(origin)
+    def _take(self, origin: str) -> tuple[_Kept | None, int]:
+        now = self._clock()
+        stale: list[_Kept] = []
+        found = None
+        with self._lock:
+            generation = self._generation
+            while self._idle and found is None:
+                kept = self._idle.pop()
+                if (now - kept.used_at).total_seconds() > IDLE_SECONDS or kept.origin != origin:
+                    stale.append(kept)  # idle too long: it may have been dropped without a word
+                else:
+                    found = kept
+        for kept in stale:
+            kept.connection.close()
+        return found, generation
+
+    def _keep(self, kept: _Kept, generation: int) -> None:
+        with self._lock:
+            if generation == self._generation and len(self._idle) < MAX_IDLE:
+                self._idle.append(kept)
+                return
+        kept.connection.close()
+
+    def _open(self, origin: str) -> HTTPConnection:
+        parts = urlsplit(origin)
+        if parts.scheme == "https":
+            return HTTPSConnection(
+                parts.hostname or "", parts.port, timeout=self.timeout, context=tls_context()
+            )
+        return HTTPConnection(parts.hostname or "", parts.port, timeout=self.timeout)
+
+    def _post(
+        self, connection: HTTPConnection, origin: str, payload: bytes
+    ) -> tuple[int, bytes, bool]:
         url = f"{origin}/"
         headers = {"Host": host_of(url), "Content-Type": CONTENT_TYPE, "X-Amz-Target": TARGET}
         headers |= sign(self.credentials, service="sqs", method="POST", url=url,
                         headers=headers, body=payload, now=self._clock())  # fmt: skip
         connection.request("POST", "/", body=payload, headers=headers)
         response = connection.getresponse()
-        answer = response.read()
-        self._used_at = self._monotonic()
-        if response.will_close:
-            self._close()
-        return response.status, answer
+        return response.status, response.read(), response.will_close
 
-    def _connect(self, origin: str) -> HTTPConnection:
-        if self._connection is None or self._origin != origin:
-            self._close()
-            parts = urlsplit(origin)
-            if parts.scheme == "https":
-                self._tls = self._tls or ssl.create_default_context()
-                self._connection = HTTPSConnection(
-                    parts.hostname or "", parts.port, timeout=self.timeout, context=self._tls
-                )
-            else:
-                self._connection = HTTPConnection(
-                    parts.hostname or "", parts.port, timeout=self.timeout
-                )
-            self._origin = origin
-        return self._connection
+    def _redacted(self, failed: QueueSendFailed) -> QueueSendFailed:
+        """`failed` with the secret key and the session token cut out of its message (an
+        answer to a bad signature quotes the canonical request, token included)."""
+        message = failed.message
+        for secret in (self.credentials.secret_key, self.credentials.session_token):
+            if secret:
+                message = message.replace(secret, "[redacted]")
+        if message == failed.message:
+            return failed
+        return QueueSendFailed(failed.code, message, status=failed.status)
 
-    def _close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-        self._connection, self._origin = None, ""
+
+def _transient(failed: QueueSendFailed) -> bool:
+    """Whether another try may succeed: SQS unreachable, a 5xx, or throttling."""
+    if failed.status is None:
+        return failed.code not in ("InvalidQueueUrl", "InvalidRequest")
+    return failed.status >= 500 or failed.status == 429 or failed.code in THROTTLED
 
 
 def _origin(queue_url: str) -> str:
     parts = urlsplit(queue_url)
+    try:
+        parts.port  # noqa: B018 — raises ValueError for a port that is not one
+    except ValueError:
+        raise QueueSendFailed("InvalidQueueUrl", f"not a queue URL: {queue_url!r}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise QueueSendFailed("InvalidQueueUrl", f"not a queue URL: {queue_url!r}")
     return f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}"

@@ -5,12 +5,14 @@ open, and closes the ones it has held idle for a while. `Proxy` behaves like SQS
 each client connection open (HTTP/1.1), hands every request on to moto unchanged on a
 connection of its own, and answers with moto's response; `cut()` closes every open client
 connection. It records each request as it arrived (`requests`) and counts the connections
-clients opened (`connections`).
+clients opened (`connections`). `refuse(status, answer)` answers the next request itself, as
+SQS answers a throttled or failed one; `gather(n)` holds requests until `n` are in flight.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import threading
 from dataclasses import dataclass
@@ -41,6 +43,8 @@ class Proxy:
         self.connections = 0
         """Connections clients opened so far."""
         self._open: set[socket.socket] = set()
+        self._refusals: list[tuple[int, dict[str, str]]] = []
+        self._gathering: threading.Barrier | None = None
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
@@ -65,6 +69,20 @@ class Proxy:
             with contextlib.suppress(OSError):  # the client has gone already
                 sock.shutdown(socket.SHUT_RDWR)
 
+    def refuse(self, status: int, answer: dict[str, str]) -> None:
+        """Answer the next request with `status` and the JSON `answer`, not moto's."""
+        with self._lock:
+            self._refusals.append((status, answer))
+
+    def gather(self, requests: int) -> None:
+        """Hold each of the next `requests` requests until all of them have arrived (10 s at
+        most: a client that sends them one after another fails instead of hanging)."""
+        self._gathering = threading.Barrier(requests, timeout=10)
+
+    def _refusal(self) -> tuple[int, dict[str, str]] | None:
+        with self._lock:
+            return self._refusals.pop(0) if self._refusals else None
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         proxy = self
 
@@ -81,7 +99,13 @@ class Proxy:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 headers = dict(self.headers.items())
                 proxy.requests.append(Request(self.command, self.path, headers, body))
-                status, answer, body = proxy._forward(self.command, self.path, headers, body)
+                if proxy._gathering is not None:
+                    proxy._gathering.wait()
+                if refusal := proxy._refusal():
+                    status, answer = refusal[0], [("Content-Type", "application/x-amz-json-1.0")]
+                    body = json.dumps(refusal[1]).encode()
+                else:
+                    status, answer, body = proxy._forward(self.command, self.path, headers, body)
                 self.send_response(status)
                 for name, value in answer:
                     self.send_header(name, value)

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,7 +29,14 @@ from shared.errors import UpstreamUnavailable
 from shared.queues.senders import BotoSender, QueueSendFailed
 from shared.queues.sigv4 import Credentials, sign
 from shared.queues.sqs import SqsInvoker
-from shared.queues.sqs_http import CONTENT_TYPE, IDLE_SECONDS, TARGET, SqsHttpSender
+from shared.queues.sqs_http import (
+    ATTEMPTS,
+    BACKOFF_SECONDS,
+    CONTENT_TYPE,
+    IDLE_SECONDS,
+    TARGET,
+    SqsHttpSender,
+)
 from shared.services import Services
 from shared.settings import Settings
 from tests.aws.cloud import Cloud
@@ -114,7 +122,7 @@ def via(proxy: Proxy, queue_url: str) -> str:
 
 @pytest.fixture
 def sender() -> Iterator[SqsHttpSender]:
-    sender = SqsHttpSender(credentials(), clock=lambda: FROZEN)
+    sender = SqsHttpSender(credentials(), clock=lambda: FROZEN, sleep=lambda _: None)
     yield sender
     sender.close()
 
@@ -251,18 +259,136 @@ async def test_without_them_boto3_sends_and_its_failures_reach_callers_the_same_
 
 
 def test_a_connection_idle_past_the_limit_is_not_reused(aws: str, cloud: Cloud) -> None:
-    now = [1000.0]
-    sender = SqsHttpSender(credentials(), clock=lambda: FROZEN, monotonic=lambda: now[0])
+    now = [FROZEN]  # wall-clock time: a frozen Lambda's monotonic clock stands still
+    sender = SqsHttpSender(credentials(), clock=lambda: now[0])
     with Proxy(aws) as proxy:
         queue = via(proxy, cloud.urls["planner"])
         sender.send_message(queue, "one")
-        now[0] += IDLE_SECONDS  # idle exactly as long as allowed: kept
+        now[0] += timedelta(seconds=IDLE_SECONDS)  # idle exactly as long as allowed: kept
         sender.send_message(queue, "two")
         assert proxy.connections == 1
 
-        now[0] += IDLE_SECONDS + 1  # a Lambda frozen for longer: a new connection
+        now[0] += timedelta(seconds=IDLE_SECONDS + 1)  # a Lambda frozen longer: a new one
         sender.send_message(queue, "three")
         assert proxy.connections == 2
         sender.close()
 
     assert bodies(cloud, cloud.urls["planner"]) == ["one", "three", "two"]
+
+
+@pytest.fixture
+def waits() -> list[float]:
+    """The waits between tries, as the sender asked for them (nothing sleeps)."""
+    return []
+
+
+@pytest.fixture
+def retrying(waits: list[float]) -> Iterator[SqsHttpSender]:
+    sender = SqsHttpSender(credentials(), clock=lambda: FROZEN, sleep=waits.append)
+    yield sender
+    sender.close()
+
+
+@pytest.mark.parametrize(
+    ("status", "answer"),
+    [
+        (500, {"__type": "com.amazonaws.sqs#InternalError", "message": "We hit a snag"}),
+        (400, {"__type": "com.amazon.coral.availability#ThrottlingException", "message": "Slow"}),
+    ],
+    ids=["5xx", "throttled"],
+)
+def test_a_failed_or_throttled_send_is_tried_again_after_a_short_wait(
+    aws: str, cloud: Cloud, retrying: SqsHttpSender, waits: list[float], status: int,
+    answer: dict[str, str],
+) -> None:  # fmt: skip
+    with Proxy(aws) as proxy:
+        proxy.refuse(status, answer)
+        retrying.send_message(via(proxy, cloud.urls["planner"]), "once")
+        retrying.close()
+        assert len(proxy.requests) == 2
+
+    assert len(waits) == 1 and 0 < waits[0] <= BACKOFF_SECONDS
+    assert bodies(cloud, cloud.urls["planner"]) == ["once"]
+
+
+def test_a_send_refused_for_good_is_not_tried_again(
+    aws: str, cloud: Cloud, retrying: SqsHttpSender, waits: list[float]
+) -> None:
+    with Proxy(aws) as proxy, pytest.raises(QueueSendFailed) as refused:
+        retrying.send_message(via(proxy, cloud.urls["planner"]) + "-gone", "{}")
+    assert (refused.value.code, len(proxy.requests), waits) == ("QueueDoesNotExist", 1, [])
+
+
+def test_tries_end_after_the_third_with_the_last_failure(
+    aws: str, cloud: Cloud, retrying: SqsHttpSender, waits: list[float]
+) -> None:
+    snag = {"__type": "com.amazonaws.sqs#ServiceUnavailable", "message": "Later"}
+    with Proxy(aws) as proxy:
+        for _ in range(ATTEMPTS):
+            proxy.refuse(503, snag)
+        with pytest.raises(QueueSendFailed) as refused:
+            retrying.send_message(via(proxy, cloud.urls["planner"]), "{}")
+        retrying.close()
+        assert len(proxy.requests) == ATTEMPTS
+    assert (refused.value.code, refused.value.status) == ("ServiceUnavailable", 503)
+    assert len(waits) == ATTEMPTS - 1 and waits[1] > waits[0] / 2
+
+
+def test_credentials_quoted_in_an_answer_are_cut_out(
+    aws: str, cloud: Cloud, retrying: SqsHttpSender
+) -> None:
+    quoted = f"The Canonical String should have been 'x-amz-security-token:{TOKEN}'"
+    with Proxy(aws) as proxy, pytest.raises(QueueSendFailed) as refused:
+        proxy.refuse(403, {"__type": "com.amazonaws.sqs#SignatureDoesNotMatch", "message": quoted})
+        retrying.send_message(via(proxy, cloud.urls["planner"]), "{}")
+    assert "x-amz-security-token:[redacted]" in str(refused.value)
+    assert_no_credentials(str(refused.value), repr(refused.value))
+
+
+@pytest.mark.parametrize(
+    "queue_url",
+    ["http://127.0.0.1:99999/1/q", "http://127.0.0.1:abc/1/q", "ftp://sqs.example/1/q", "q"],
+)
+def test_a_queue_url_that_is_not_one_is_refused_before_sending(
+    queue_url: str, retrying: SqsHttpSender, waits: list[float]
+) -> None:
+    with pytest.raises(QueueSendFailed) as refused:
+        retrying.send_message(queue_url, "{}")
+    assert (refused.value.code, waits) == ("InvalidQueueUrl", [])
+
+
+def test_a_token_http_cannot_carry_is_refused_without_quoting_it(aws: str, cloud: Cloud) -> None:
+    broken = Credentials("AKIDEXAMPLE", SECRET_KEY, "eu-central-1", TOKEN + "\n")
+    sender = SqsHttpSender(broken, clock=lambda: FROZEN, sleep=lambda _: None)
+    with pytest.raises(QueueSendFailed) as refused:
+        sender.send_message(cloud.urls["planner"], "{}")
+    failed = refused.value
+    assert (failed.code, failed.__cause__, failed.__context__) == ("InvalidRequest", None, None)
+    assert_no_credentials(str(failed), repr(failed))
+    sender.close()
+
+
+def test_sends_in_flight_together_each_get_a_connection_kept_for_the_next(
+    aws: str, cloud: Cloud, sender: SqsHttpSender
+) -> None:
+    with Proxy(aws) as proxy:
+        queue = via(proxy, cloud.urls["planner"])
+        proxy.gather(2)  # neither is answered before both arrived: two connections
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            list(pool.map(lambda body: sender.send_message(queue, body), ["a", "b"]))
+        proxy.gather(1)
+        sender.send_message(queue, "c")
+        sender.send_message(queue, "d")
+        assert proxy.connections == 2
+
+    assert bodies(cloud, cloud.urls["planner"]) == ["a", "b", "c", "d"]
+
+
+def test_an_endpoint_override_takes_the_requests(aws: str, cloud: Cloud) -> None:
+    with Proxy(aws) as proxy:
+        sender = SqsHttpSender(credentials(), clock=lambda: FROZEN, endpoint=proxy.url)
+        sender.send_message(cloud.urls["planner"], "via the endpoint")
+        sender.close()
+        (request,) = proxy.requests
+    assert json.loads(request.body)["QueueUrl"] == cloud.urls["planner"]
+    assert bodies(cloud, cloud.urls["planner"]) == ["via the endpoint"]

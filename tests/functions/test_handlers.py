@@ -159,8 +159,15 @@ def test_the_chat_handler_reads_its_settings_at_init_and_connects_to_nothing() -
                      "aws_sdk": [], "connected": False}  # fmt: skip
 
 
-def test_invalid_settings_at_init_are_logged_and_left_to_the_requests() -> None:
-    found, logged = prepared(DB_POOL_MAX_SIZE="0")
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [({"DB_POOL_MAX_SIZE": "0"}, "DB_POOL_MAX_SIZE"), ({"MCP_SERVERS": "not json"}, "mcp_servers")],
+    ids=["out of range", "not JSON"],
+)
+def test_invalid_settings_at_init_are_logged_and_left_to_the_requests(
+    env: dict[str, str], named: str
+) -> None:
+    found, logged = prepared(**env)
     assert found == {"services_built": 0, "queue_module": False, "sender_module": False,
                      "aws_sdk": [], "connected": False}  # fmt: skip
-    assert "Invalid configuration" in logged and "DB_POOL_MAX_SIZE" in logged
+    assert "Invalid configuration" in logged and named in logged
