@@ -13,8 +13,6 @@ from __future__ import annotations
 from decimal import Decimal
 from uuid import UUID
 
-from pydantic import JsonValue
-
 from shared.agents.errors import CostCapReached, PlanCancelled
 from shared.db import Database, plans
 from shared.db.records import Plan, Usage
@@ -52,19 +50,9 @@ def account_call(
     it: a `usage` event with the call's tokens and cost and the plan's totals after it."""
     transition.account(execution_id, completion.usage, llm_calls=1)
     transition.event(
-        "usage", {"model": completion.model, "call": usage_json(completion.usage)},
+        "usage", {"model": completion.model, "call": completion.usage.json()},
         agent_id=agent_id, totals_at="plan",
     )  # fmt: skip
-
-
-def usage_json(usage: Usage) -> dict[str, JsonValue]:
-    """Usage as event data (cost as a decimal string: exact, JSON-safe)."""
-    return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "cache_hit_tokens": usage.cache_hit_tokens,
-        "cost_usd": str(usage.cost_usd),
-    }
 
 
 def plan_usage(plan: Plan) -> Usage:

@@ -32,7 +32,7 @@ from uuid import UUID
 
 from pydantic import JsonValue
 
-from shared.agents.accounting import plan_usage, usage_json
+from shared.agents.accounting import plan_usage
 from shared.agents.errors import (
     RESUMABLE,
     AgentStopped,
@@ -238,4 +238,4 @@ def _outcome(plan: Plan, answer: ChatMessage | None) -> PlanOutcome:
 def _done(outcome: PlanOutcome, plan: Plan) -> dict[str, JsonValue]:
     data = done_data(outcome.status, outcome.strategy, outcome.answer, outcome.message_id,
                      outcome.error)  # fmt: skip
-    return {**data, "usage": usage_json(plan_usage(plan))}
+    return {**data, "usage": plan_usage(plan).json()}

@@ -63,6 +63,15 @@ class Usage:
             self.cost_usd + other.cost_usd,
         )
 
+    def json(self) -> dict[str, Any]:
+        """As rows' JSON and events carry it (the cost as a decimal string: exact)."""
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cache_hit_tokens": self.cache_hit_tokens,
+            "cost_usd": str(self.cost_usd),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class ChatSession:

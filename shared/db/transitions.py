@@ -139,10 +139,9 @@ class Transition:
         row_id, slot, usage = uuid4(), self.number(), usage or Usage()
         self._chat.append({
             "id": str(row_id), "slot": slot, "role": role, "content": content, "model": model,
-            "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-            "cache_hit_tokens": usage.cache_hit_tokens, "cost_usd": str(usage.cost_usd),
-            "tool_calls": tool_calls, "tool_call_id": tool_call_id, "tool_name": tool_name,
-            "metadata": metadata or {}, "reasoning_content": reasoning_content,
+            **usage.json(), "tool_calls": tool_calls, "tool_call_id": tool_call_id,
+            "tool_name": tool_name, "metadata": metadata or {},
+            "reasoning_content": reasoning_content,
         })  # fmt: skip
         return row_id, slot
 
@@ -169,9 +168,7 @@ class Transition:
             "sender_agent_id": str_or_none(sender_agent_id),
             "receiver_agent_id": str_or_none(receiver_agent_id), "message_type": message_type,
             "content": content, "tool_name": tool_name, "tool_call_id": tool_call_id,
-            "tool_args": tool_args, "tool_result": tool_result, "model": model,
-            "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-            "cache_hit_tokens": usage.cache_hit_tokens, "cost_usd": str(usage.cost_usd),
+            "tool_args": tool_args, "tool_result": tool_result, "model": model, **usage.json(),
             "reasoning_content": reasoning_content,
         })  # fmt: skip
         return row_id, slot
@@ -433,7 +430,7 @@ change it)."""
 TOTALS = """jsonb_build_object(
     'prompt_tokens', plan_row.prompt_tokens, 'completion_tokens', plan_row.completion_tokens,
     'cache_hit_tokens', plan_row.cache_hit_tokens, 'cost_usd', plan_row.cost_usd::text)"""
-"""A plan's totals as events carry them (`shared.agents.accounting.usage_json`)."""
+"""A plan's totals as events carry them (`Usage.json`)."""
 
 SESSION_BLOCK = """sess AS (
     UPDATE chat_sessions SET last_seq = last_seq + %(numbers)s, last_message_at = now(),

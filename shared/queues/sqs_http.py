@@ -117,8 +117,8 @@ class SqsHttpSender:
         """Put `body` on the queue at `queue_url`; its `MessageId`. Raises `QueueSendFailed`."""
         origin = _origin(self.endpoint or queue_url)
         payload = json.dumps({"QueueUrl": queue_url, "MessageBody": body}).encode()
-        started = time.monotonic()
-        for attempt in range(1, ATTEMPTS + 1):
+        started, attempt = time.monotonic(), 1
+        while True:
             try:
                 status, answer = self._exchange(origin, payload)
                 return _message_id(status, answer, body)
@@ -128,7 +128,7 @@ class SqsHttpSender:
                     raise self._redacted(failed) from failed.__cause__
                 if failed.code != "StaleConnection":
                     self._sleep(BACKOFF_SECONDS * 2 ** (attempt - 1) * random.uniform(0.5, 1))
-        raise AssertionError("unreachable: the last attempt returns or raises")
+                attempt += 1
 
     def close(self) -> None:
         """Close the kept connections (one in use closes once its send is done)."""
