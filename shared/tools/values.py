@@ -24,9 +24,13 @@ from pydantic import (
 
 
 class ToolArgs(BaseModel):
-    """Arguments of a tool: unknown fields are an error, so typos reach the model as such."""
+    """Arguments of a tool: unknown fields are an error, so typos reach the model as such.
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    What the model reads about an argument is its `Field(description=...)`. Not an attribute
+    docstring: pydantic would read those from the source at import (`use_attribute_docstrings`),
+    ~50 ms for the built-in tools on every cold start of the planner and executor."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ToolOutput(BaseModel):
@@ -74,8 +78,12 @@ def zone_named(name: str | None) -> tzinfo:
 class ZonedArgs(ToolArgs):
     """Arguments of a tool that reads and renders wall-clock times in a time zone."""
 
-    timezone: str | None = Field(default=None, max_length=64)
-    """IANA zone (e.g. Europe/Berlin) of times without offset and of the reply; default UTC."""
+    timezone: str | None = Field(
+        default=None,
+        max_length=64,
+        description="IANA zone (e.g. Europe/Berlin) of times without offset and of the reply; "
+        "default UTC.",
+    )
 
     @field_validator("timezone")
     @classmethod

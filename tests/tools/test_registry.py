@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
+import itertools
 import json
+import textwrap
 from typing import Any, Literal
 
 import pytest
@@ -27,17 +31,13 @@ def walk(node: Any) -> list[Any]:
 
 
 class Inner(ToolArgs):
-    colour: Literal["red", "blue"]
-    """Which colour."""
+    colour: Literal["red", "blue"] = Field(description="Which colour.")
 
 
 class Outer(ToolArgs):
-    inner: Inner
-    """The nested part."""
-    count: int | None = Field(default=None, ge=1)
-    """Optional count."""
-    cleared: str | None = nullable()
-    """Null clears it."""
+    inner: Inner = Field(description="The nested part.")
+    count: int | None = Field(default=None, ge=1, description="Optional count.")
+    cleared: str | None = nullable(description="Null clears it.")
 
 
 def test_nested_models_are_inlined_without_titles() -> None:
@@ -81,6 +81,43 @@ def test_every_builtin_schema_is_flat_strict_and_described(registry: ToolRegistr
         assert definition.description and len(definition.description) < 400
         wire = definition.as_openai_tool()
         assert wire["type"] == "function" and json.dumps(wire)
+
+
+def test_no_argument_is_described_by_a_docstring_the_model_never_reads(
+    registry: ToolRegistry,
+) -> None:
+    """An attribute docstring under a tool argument would be a note for readers only (ToolArgs
+    does not read them: `use_attribute_docstrings` costs ~50 ms at import). What the model
+    should read goes in `Field(description=...)`."""
+    described_by_docstring = [
+        f"{model.__qualname__}.{ast.unparse(field.target)}"
+        for model in _subclasses(ToolArgs)
+        for field, after in itertools.pairwise(_class_body(model))
+        if isinstance(field, ast.AnnAssign) and _is_docstring(after)
+    ]
+    assert described_by_docstring == []
+
+
+def _subclasses(cls: type[ToolArgs]) -> list[type[ToolArgs]]:
+    found = []
+    for sub in cls.__subclasses__():
+        if sub.__module__.startswith("shared."):
+            found += [sub, *_subclasses(sub)]
+    return found
+
+
+def _class_body(cls: type) -> list[ast.stmt]:
+    definition = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0]
+    assert isinstance(definition, ast.ClassDef)
+    return definition.body
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
 
 
 def test_recursive_refs_are_refused() -> None:

@@ -30,8 +30,11 @@ BRAIN_DUMP = columns(BrainDump, "b")
 
 
 class SearchBrainDumpsArgs(PageArgs):
-    query: str | None = Field(default=None, max_length=200)
-    """Words that must all appear in the title or content."""
+    query: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Words that must all appear in the title or content.",
+    )
     project_id: UUID | None = None
     status: BrainDumpStatus | None = None
     limit: int = Field(default=20, ge=1, le=50)
@@ -82,8 +85,11 @@ async def get_brain_dump_details(conn: Connection, args: GetBrainDumpDetailsArgs
 
 
 class CreateBrainDumpArgs(ToolArgs):
-    content: str = Field(min_length=1, max_length=100_000)
-    """The raw thoughts, as the user gave them."""
+    content: str = Field(
+        min_length=1,
+        max_length=100_000,
+        description="The raw thoughts, as the user gave them.",
+    )
     project_id: UUID | None = None
     title: str = Field(default="", max_length=300)
 

@@ -75,10 +75,14 @@ async def occurrences_in(conn: Connection, window: Interval, zone: tzinfo) -> li
 
 
 class GetCalendarEventsArgs(ZonedArgs, PageArgs):
-    time_min: datetime | None = None
-    """Window start (ISO 8601). Default: now."""
-    time_max: datetime | None = None
-    """Window end. Default: 7 days after time_min."""
+    time_min: datetime | None = Field(
+        default=None,
+        description="Window start (ISO 8601). Default: now.",
+    )
+    time_max: datetime | None = Field(
+        default=None,
+        description="Window end. Default: 7 days after time_min.",
+    )
     limit: int = Field(default=50, ge=1, le=200)
 
 
@@ -103,8 +107,10 @@ async def get_calendar_events(conn: Connection, args: GetCalendarEventsArgs) -> 
 
 class TaskEventsArgs(PageArgs):
     task_id: UUID
-    include_deleted: bool = False
-    """Also return events that were deleted (they have deleted_at set)."""
+    include_deleted: bool = Field(
+        default=False,
+        description="Also return events that were deleted (they have deleted_at set).",
+    )
     limit: int = Field(default=50, ge=1, le=200)
 
 
@@ -171,17 +177,17 @@ async def check_task_has_calendar_event(
 class EventUpdates(Updates):
     title: str | None = Field(default=None, min_length=1, max_length=300)
     description: str | None = Field(default=None, max_length=20_000)
-    start_time: datetime | None = None
-    """New start; without end_time the event keeps its length."""
+    start_time: datetime | None = Field(
+        default=None,
+        description="New start; without end_time the event keeps its length.",
+    )
     end_time: datetime | None = None
-    recurrence_pattern: Recurrence | None = nullable()
-    """null makes the event one-off."""
+    recurrence_pattern: Recurrence | None = nullable(description="null makes the event one-off.")
 
 
 class UpdateCalendarEventArgs(ZonedArgs):
     event_id: UUID
-    updates: EventUpdates
-    """Only the fields to change."""
+    updates: EventUpdates = Field(description="Only the fields to change.")
 
 
 async def update_calendar_event(conn: Connection, args: UpdateCalendarEventArgs) -> CalendarEvent:

@@ -30,8 +30,11 @@ NOTE = columns(Note, "n")
 
 
 class SearchNotesArgs(PageArgs):
-    query: str | None = Field(default=None, max_length=200)
-    """Words that must all appear in the title or content."""
+    query: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Words that must all appear in the title or content.",
+    )
     project_id: UUID | None = None
     category: str | None = Field(default=None, max_length=100)
     limit: int = Field(default=20, ge=1, le=50)

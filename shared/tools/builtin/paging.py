@@ -32,8 +32,12 @@ MORE = "{left} more — ask for the next page: call {tool} again with offset={ne
 class PageArgs(ToolArgs):
     """`offset` for a paged list tool (each tool declares its own `limit`)."""
 
-    offset: int = Field(default=0, ge=0, le=100_000)
-    """Rows to skip: the `next_offset` of the previous page."""
+    offset: int = Field(
+        default=0,
+        ge=0,
+        le=100_000,
+        description="Rows to skip: the `next_offset` of the previous page.",
+    )
 
 
 class Compact(ToolOutput):

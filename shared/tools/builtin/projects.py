@@ -50,11 +50,17 @@ LISTED_SHOWN = 20
 
 
 class SearchProjectsArgs(PageArgs):
-    query: str | None = Field(default=None, max_length=200)
-    """Words that must all appear in the name, description or executive summary."""
+    query: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Words that must all appear in the name, description or executive summary.",
+    )
     status: ProjectStatus | None = None
-    has_active_tasks: bool | None = None
-    """true: only projects with at least one task not done; false: only those without."""
+    has_active_tasks: bool | None = Field(
+        default=None,
+        description="true: only projects with at least one task not done; false: only those "
+        "without.",
+    )
     limit: int = Field(default=20, ge=1, le=50)
 
 
@@ -99,13 +105,19 @@ async def search_projects(conn: Connection, args: SearchProjectsArgs) -> Project
 
 class GetProjectDetailsArgs(ToolArgs):
     project_id: UUID
-    include_tasks: bool = False
-    """Also list the project's tasks (compact, the first 50, open ones first: list_tasks
-    with sort_by=open_first pages on)."""
-    include_notes: bool = False
-    """Also list the project's notes (compact, the newest 20)."""
-    include_brain_dumps: bool = False
-    """Also list the project's brain dumps (compact, the newest 20)."""
+    include_tasks: bool = Field(
+        default=False,
+        description="Also list the project's tasks (compact, the first 50, open ones first: "
+        "list_tasks with sort_by=open_first pages on).",
+    )
+    include_notes: bool = Field(
+        default=False,
+        description="Also list the project's notes (compact, the newest 20).",
+    )
+    include_brain_dumps: bool = Field(
+        default=False,
+        description="Also list the project's brain dumps (compact, the newest 20).",
+    )
 
 
 class ProjectDetails(Compact):
@@ -171,12 +183,9 @@ class ProjectUpdates(Updates):
     executive_summary: str | None = Field(default=None, max_length=20_000)
     context: str | None = Field(default=None, max_length=50_000)
     status: ProjectStatus | None = None
-    start_date: date | None = nullable()
-    """null clears it."""
-    end_date: date | None = nullable()
-    """On or after start_date; null clears it."""
-    tags: list[str] | None = Field(default=None, max_length=50)
-    """Replaces the tags."""
+    start_date: date | None = nullable(description="null clears it.")
+    end_date: date | None = nullable(description="On or after start_date; null clears it.")
+    tags: list[str] | None = Field(default=None, max_length=50, description="Replaces the tags.")
 
     @model_validator(mode="after")
     def _ordered_dates(self) -> Self:
@@ -187,8 +196,7 @@ class ProjectUpdates(Updates):
 
 class UpdateProjectArgs(ToolArgs):
     project_id: UUID
-    updates: ProjectUpdates
-    """Only the fields to change."""
+    updates: ProjectUpdates = Field(description="Only the fields to change.")
 
 
 async def update_project(conn: Connection, args: UpdateProjectArgs) -> Project:

@@ -29,15 +29,20 @@ Hour = Annotated[int, Field(ge=0, le=23)]
 
 
 class FindAvailableSlotsArgs(ZonedArgs, PageArgs):
-    time_min: datetime
-    """Start of the window to search (ISO 8601)."""
-    time_max: datetime
-    """End of the window (at most 366 days after time_min)."""
-    duration_minutes: int = Field(default=60, ge=5, le=1440)
-    """The least free time a slot must offer."""
-    preferred_hours: list[Hour] | None = Field(default=None, max_length=24)
-    """Hours of the day (0-23, in `timezone`) a slot may use, e.g. [9,10,11,14,15,16];
-    consecutive hours join. Default: any time in the window."""
+    time_min: datetime = Field(description="Start of the window to search (ISO 8601).")
+    time_max: datetime = Field(description="End of the window (at most 366 days after time_min).")
+    duration_minutes: int = Field(
+        default=60,
+        ge=5,
+        le=1440,
+        description="The least free time a slot must offer.",
+    )
+    preferred_hours: list[Hour] | None = Field(
+        default=None,
+        max_length=24,
+        description="Hours of the day (0-23, in `timezone`) a slot may use, e.g. "
+        "[9,10,11,14,15,16]; consecutive hours join. Default: any time in the window.",
+    )
     limit: int = Field(default=20, ge=1, le=100)
 
 
@@ -83,12 +88,20 @@ class Scheduled(ToolOutput):
 
 class ScheduleTaskArgs(ZonedArgs):
     task_id: UUID
-    start_time: datetime
-    """When the task starts (ISO 8601; no offset means `timezone`, default UTC)."""
-    duration_minutes: int | None = Field(default=None, ge=1, le=1440)
-    """Default: the task's own duration."""
-    recurrence_pattern: Recurrence | None = None
-    """Repeat the event (the task becomes recurring). Default: the task's own recurrence."""
+    start_time: datetime = Field(
+        description="When the task starts (ISO 8601; no offset means `timezone`, default UTC).",
+    )
+    duration_minutes: int | None = Field(
+        default=None,
+        ge=1,
+        le=1440,
+        description="Default: the task's own duration.",
+    )
+    recurrence_pattern: Recurrence | None = Field(
+        default=None,
+        description="Repeat the event (the task becomes recurring). Default: the task's own "
+        "recurrence.",
+    )
 
 
 async def schedule_task(conn: Connection, args: ScheduleTaskArgs) -> Scheduled:
@@ -106,19 +119,25 @@ async def schedule_task(conn: Connection, args: ScheduleTaskArgs) -> Scheduled:
 
 
 class UpdateOrScheduleTaskArgs(ZonedArgs):
-    project_id: UUID
-    """The task's project."""
+    project_id: UUID = Field(description="The task's project.")
     task_id: UUID
-    start_time: datetime
-    """When the task starts (ISO 8601; no offset means `timezone`, default UTC)."""
-    duration_minutes: int | None = Field(default=None, ge=1, le=1440)
-    """Default: the task's own duration."""
-    force_recreate: bool = False
-    """Delete the task's existing events and create a new one instead of moving it."""
-    recurrence_pattern: Recurrence | None = nullable()
-    """Omitted: keep the current recurrence; null: make it one-off."""
-    recurrence_ends: date | None = None
-    """Last day of the recurrence."""
+    start_time: datetime = Field(
+        description="When the task starts (ISO 8601; no offset means `timezone`, default UTC).",
+    )
+    duration_minutes: int | None = Field(
+        default=None,
+        ge=1,
+        le=1440,
+        description="Default: the task's own duration.",
+    )
+    force_recreate: bool = Field(
+        default=False,
+        description="Delete the task's existing events and create a new one instead of moving it.",
+    )
+    recurrence_pattern: Recurrence | None = nullable(
+        description="Omitted: keep the current recurrence; null: make it one-off.",
+    )
+    recurrence_ends: date | None = Field(default=None, description="Last day of the recurrence.")
 
 
 async def update_or_schedule_task(conn: Connection, args: UpdateOrScheduleTaskArgs) -> Scheduled:

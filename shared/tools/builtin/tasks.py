@@ -56,18 +56,25 @@ SUBTASKS_SHOWN = 50
 
 
 class ListTasksArgs(PageArgs):
-    project_id: UUID | None = None
-    """Only tasks of this project."""
-    parent_task_id: UUID | None = None
-    """Only subtasks of this task."""
-    status: list[TaskStatus] | None = None
-    """Only tasks in one of these statuses."""
-    priority: list[Priority] | None = None
-    """Only tasks with one of these priorities."""
-    has_date: bool | None = None
-    """true: only scheduled tasks (with a start date); false: only unscheduled ones."""
-    query: str | None = Field(default=None, max_length=200)
-    """Words that must all appear in the title or description."""
+    project_id: UUID | None = Field(default=None, description="Only tasks of this project.")
+    parent_task_id: UUID | None = Field(default=None, description="Only subtasks of this task.")
+    status: list[TaskStatus] | None = Field(
+        default=None,
+        description="Only tasks in one of these statuses.",
+    )
+    priority: list[Priority] | None = Field(
+        default=None,
+        description="Only tasks with one of these priorities.",
+    )
+    has_date: bool | None = Field(
+        default=None,
+        description="true: only scheduled tasks (with a start date); false: only unscheduled ones.",
+    )
+    query: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Words that must all appear in the title or description.",
+    )
     sort_by: Literal["priority", "start_date", "created_at", "open_first"] = "created_at"
     limit: int = Field(default=25, ge=1, le=100)
 
@@ -111,10 +118,14 @@ async def list_tasks(conn: Connection, args: ListTasksArgs) -> TaskList:
 
 class GetTaskDetailsArgs(ToolArgs):
     task_id: UUID
-    include_subtasks: bool = True
-    """Also list the task's subtasks (compact)."""
-    include_project_context: bool = False
-    """Also return the task's project (name, status, description, summary, context)."""
+    include_subtasks: bool = Field(
+        default=True,
+        description="Also list the task's subtasks (compact).",
+    )
+    include_project_context: bool = Field(
+        default=False,
+        description="Also return the task's project (name, status, description, summary, context).",
+    )
 
 
 class ProjectContext(ToolOutput):
@@ -162,15 +173,21 @@ async def get_task_details(conn: Connection, args: GetTaskDetailsArgs) -> TaskDe
 class CreateTaskArgs(ToolArgs):
     title: str = Field(min_length=1, max_length=300)
     description: str = Field(default="", max_length=20_000)
-    project_id: UUID | None = None
-    """The project the task belongs to (see search_projects)."""
+    project_id: UUID | None = Field(
+        default=None,
+        description="The project the task belongs to (see search_projects).",
+    )
     priority: Priority = "medium"
     task_type: TaskType = "one_off"
     duration_minutes: int = Field(default=60, ge=1, le=1440)
-    start_date: UtcDatetime | None = None
-    """When the task is planned to start (ISO 8601; no offset means UTC)."""
-    parent_task_id: UUID | None = None
-    """Make this a subtask of that task."""
+    start_date: UtcDatetime | None = Field(
+        default=None,
+        description="When the task is planned to start (ISO 8601; no offset means UTC).",
+    )
+    parent_task_id: UUID | None = Field(
+        default=None,
+        description="Make this a subtask of that task.",
+    )
 
 
 async def create_task(conn: Connection, args: CreateTaskArgs) -> Task:
@@ -196,18 +213,20 @@ class TaskUpdates(Updates):
     title: str | None = Field(default=None, min_length=1, max_length=300)
     description: str | None = Field(default=None, max_length=20_000)
     details: str | None = Field(default=None, max_length=50_000)
-    status: TaskStatus | None = None
-    """Setting `done` stamps completed_at; leaving `done` clears it."""
+    status: TaskStatus | None = Field(
+        default=None,
+        description="Setting `done` stamps completed_at; leaving `done` clears it.",
+    )
     priority: Priority | None = None
-    start_date: UtcDatetime | None = nullable()
-    """New start (ISO 8601; no offset means UTC); null unschedules the task."""
+    start_date: UtcDatetime | None = nullable(
+        description="New start (ISO 8601; no offset means UTC); null unschedules the task.",
+    )
     duration_minutes: int | None = Field(default=None, ge=1, le=1440)
 
 
 class UpdateTaskArgs(ToolArgs):
     task_id: UUID
-    updates: TaskUpdates
-    """Only the fields to change."""
+    updates: TaskUpdates = Field(description="Only the fields to change.")
 
 
 async def update_task(conn: Connection, args: UpdateTaskArgs) -> Task:
