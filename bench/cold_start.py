@@ -19,6 +19,9 @@ start one. Per round, interleaved so that the machine's load falls on all alike:
   and fake credentials, so its first `202` includes everything its send path loads, as on
   Lambda. It reports whether boto3 or botocore got loaded (the send path needs neither: it
   speaks SQS's HTTP API itself, `shared.queues.sqs_http`);
+* the planner function as deployed: import, then the "run plan" messages of those two sends,
+  each as the SQS event Lambda delivers (the model answers them at once): the first run pays
+  for whatever the function loads on first use rather than at init;
 * `import boto3` + an SQS client, timed on its own: what the first `202` would add if the
   send path used boto3.
 
@@ -104,6 +107,20 @@ aws_sdk = sorted({m.split(".")[0] for m in sys.modules} & {"boto3", "botocore"})
 print(json.dumps({"import": imported, "first": times[0], "warm": times[1], "aws_sdk": aws_sdk}))
 """
 
+PLANNED = """
+import json, sys, time
+started = time.perf_counter()
+from functions.agent_planner.handler import handler
+imported = time.perf_counter() - started
+times = []
+for event in json.loads(sys.argv[1]):
+    started = time.perf_counter()
+    response = handler(event, None)
+    times.append(time.perf_counter() - started)
+    assert response == {"batchItemFailures": []}, response
+print(json.dumps({"import": imported, "first": times[0], "warm": times[1]}))
+"""
+
 BOTO3_LINE = "import boto3 + SQS client"
 BOTO3 = """
 import time
@@ -159,6 +176,29 @@ def queued_environment(env: dict[str, str], endpoint: str) -> dict[str, str]:
     return {**kept, **environment(endpoint), **queues, "INVOKER_TRANSPORT": "sqs"}
 
 
+def planner_events(env: dict[str, str], endpoint: str) -> str:
+    """The "run plan" messages the deployed chat queued, taken off the planner's queue, each as
+    the SQS event Lambda's event source mapping would deliver (JSON: a list of events)."""
+    import boto3
+
+    sqs = boto3.client(
+        "sqs", endpoint_url=endpoint, region_name=FAKE_AWS["AWS_REGION"],
+        aws_access_key_id=FAKE_AWS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=FAKE_AWS["AWS_SECRET_ACCESS_KEY"],
+    )  # fmt: skip
+    url = env["PLANNER_QUEUE_URL"]
+    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+    for message in messages:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    records = [
+        {"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
+         "attributes": {"ApproximateReceiveCount": "1"}, "eventSource": "aws:sqs",
+         "eventSourceARN": f"arn:aws:sqs:{FAKE_AWS['AWS_REGION']}:123456789012:cold-planner"}
+        for m in messages
+    ]  # fmt: skip
+    return json.dumps([{"Records": [record]} for record in records])
+
+
 def event_for(user: User) -> str:
     return EVENT.read_text().replace("{{TOKEN}}", token(user.id))
 
@@ -194,6 +234,9 @@ def main() -> None:
             aws_sdk.update(queued.pop("aws_sdk"))
             for key, value in queued.items():
                 figures.setdefault(f"chat sqs (deployed): {key}", []).append(value)
+            planned = json.loads(child(PLANNED, queued_env, planner_events(queued_env, endpoint)))
+            for key, value in planned.items():
+                figures.setdefault(f"planner sqs (deployed): {key}", []).append(value)
     for name, values in figures.items():
         print(f"{name:<40} p50 {median_ms(values):8.1f} ms   (min {min(values) * 1000:.1f})")
     chat = median_ms(figures["import functions.chat.handler"])
@@ -203,9 +246,9 @@ def main() -> None:
     print(f"  as deployed (sqs, its send path loaded at init): {deployed / openai:.2f}")
     floor = median_ms(figures[LIBRARIES_LINE])
     print(f"  of which its libraries (floor) ÷ import openai: {floor / openai:.2f}")
-    for mode in ("chat in_process", "chat sqs (deployed)"):
+    for mode in ("chat in_process", "chat sqs (deployed)", "planner sqs (deployed)"):
         first, warm = median_ms(figures[f"{mode}: first"]), median_ms(figures[f"{mode}: warm"])
-        print(f"{mode}: first turn ÷ warm turn:{' ' * (20 - len(mode))} {first / warm:.1f}")
+        print(f"{mode}: first turn ÷ warm turn:{' ' * (23 - len(mode))} {first / warm:.1f}")
     loaded = ", ".join(sorted(aws_sdk)) or "neither"
     print(f"chat sqs (deployed): boto3 / botocore loaded:   {loaded}")
     print(f"{BOTO3_LINE}: what the first 202 would add if the send path used boto3")

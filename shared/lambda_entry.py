@@ -13,6 +13,7 @@ pool. The services are the app's (`services_of`: `get_services`, or a test's ove
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 from collections.abc import Coroutine, Mapping
 from typing import Any, Literal
@@ -43,8 +44,17 @@ def event_kind(event: Mapping[str, Any]) -> EventKind | None:
 class LambdaHandler:
     """`handler = LambdaHandler(app, queue=True)`: the function's Lambda entry point."""
 
-    def __init__(self, app: FastAPI, *, queue: bool = False, schedule: bool = False) -> None:
+    def __init__(
+        self,
+        app: FastAPI,
+        *,
+        queue: bool = False,
+        schedule: bool = False,
+        agent: Literal["planner", "executor"] | None = None,
+    ) -> None:
         self.app = app
+        self.agent = agent
+        """The agent every invocation of this function runs (None: the chat function)."""
         self.accepts: frozenset[EventKind] = frozenset(
             ("http", *(("sqs",) if queue else ()), *(("schedule",) if schedule else ()))
         )
@@ -71,10 +81,12 @@ class LambdaHandler:
 
     def prepare(self) -> None:
         """Do now, in Lambda's init phase, what every request would do first: read and check
-        the settings (the model registry with them) and, with `INVOKER_TRANSPORT=sqs`, load
-        what sends a turn on to its queue (`SqsInvoker` and `shared.queues.sqs_http`, which
-        needs only the standard library — never boto3) and its TLS settings (the system's CA
-        certificates). The AWS credentials are read on the first send.
+        the settings (the model registry with them); for the planner and executor, load the
+        agent core (`load_agent_core`) and build the tool registry; with
+        `INVOKER_TRANSPORT=sqs`, load what sends work on to a queue (`SqsInvoker` and
+        `shared.queues.sqs_http`, which needs only the standard library — never boto3) and its
+        TLS settings (the system's CA certificates). The AWS credentials are read on the first
+        send.
 
         Init is billed like the rest, so this costs nothing more; it takes the work off the
         first request (the deployed chat's first `202`: ~45 ms → ~27 ms here, plus the CA
@@ -82,11 +94,15 @@ class LambdaHandler:
         it. Nothing connects: a connection opened here would not survive a snapshot's restore.
         Invalid settings are logged and left to the first request, which answers them as a 503
         problem, as it would have anyway."""
+        if self.agent is not None:
+            load_agent_core(self.agent)
         try:
             services = self.services()
         except ConfigurationError as exc:
             log.error("%s (each request will answer it as a 503)", exc)
             return
+        if self.agent is not None:
+            services.tools.definitions()  # the JSON schemas the first model call offers
         if services.settings.invoker_transport == "sqs":
             import shared.queues.sqs  # noqa: F401
             from shared.queues.sqs_http import tls_context
@@ -103,15 +119,20 @@ class LambdaHandler:
         return asyncio.get_event_loop().run_until_complete(work)
 
 
-def load_model_client() -> None:
-    """Import the model client's libraries now (the `openai` package, a few hundred ms).
+def load_agent_core(agent: Literal["planner", "executor"]) -> None:
+    """Import what every invocation of the planner or executor function runs: the model
+    client's libraries (the `openai` package, a few hundred ms) and its TLS settings, the
+    agent's module and the queue consumer (~100 ms more, which the first event would pay).
 
-    For functions whose every invocation calls a model (planner, executor), Lambda's init phase
-    is the place: the import costs the same wherever it happens, the first event does not wait
-    for it, and a SnapStart snapshot (Python 3.12+) would keep it. The chat function does not:
-    it stores messages and hands turns on, and loads the agent core only if it runs a turn
-    itself (`INVOKER_TRANSPORT=in_process`)."""
-    from shared.llm import _openai_wire  # noqa: F401
+    For these functions Lambda's init phase is the place: the work costs the same wherever it
+    happens, the first event does not wait for it, and a SnapStart snapshot (Python 3.12+)
+    would keep it. The chat function does not: it stores messages and hands turns on, and
+    loads the agent core only if it runs a turn itself (`INVOKER_TRANSPORT=in_process`)."""
+    from shared.llm import _openai_wire
+
+    importlib.import_module(f"shared.agents.{agent}")
+    importlib.import_module("shared.queues.consumer")
+    _openai_wire.tls_context()
 
 
 def _describe(event: Mapping[str, Any]) -> str:

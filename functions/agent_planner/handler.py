@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 from functions.agent_planner.app import app
-from shared.lambda_entry import LambdaHandler, load_model_client
+from shared.lambda_entry import LambdaHandler
 
-load_model_client()  # every invocation of this function calls a model: pay for it at init
-
-handler = LambdaHandler(app, queue=True, schedule=True)
+handler = LambdaHandler(app, queue=True, schedule=True, agent="planner")
 handler.prepare()

@@ -39,15 +39,16 @@ types as `create` would."""
 
 def build_client(*, base_url: str, api_key: str, timeout: float) -> AsyncOpenAI:
     """An AsyncOpenAI with its own retries off: `OpenAIClient` runs the one retry policy."""
-    http = openai.DefaultAsyncHttpxClient(verify=_tls_context(), timeout=timeout)
+    http = openai.DefaultAsyncHttpxClient(verify=tls_context(), timeout=timeout)
     return AsyncOpenAI(
         base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0, http_client=http
     )
 
 
 @lru_cache(maxsize=1)
-def _tls_context() -> ssl.SSLContext:
-    # Loading the CA bundle costs ~60 ms; one context serves every client of the process.
+def tls_context() -> ssl.SSLContext:
+    """The TLS settings of every model client of the process (loading the CA bundle takes
+    20–60 ms: the planner and executor functions build it at init, `load_agent_core`)."""
     return httpx2.create_ssl_context()
 
 

@@ -167,6 +167,11 @@ class ToolRegistry:
         """The tool called `name`, if registered."""
         return self._tools.get(name)
 
+    def definitions(self) -> list[ToolDefinition]:
+        """Every tool's definition, as a model is offered it (a built-in's JSON schema is built
+        on first use, then kept)."""
+        return [tool.definition for tool in self]
+
     def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
 

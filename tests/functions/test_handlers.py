@@ -159,6 +159,43 @@ def test_the_chat_handler_reads_its_settings_at_init_and_connects_to_nothing() -
                      "aws_sdk": [], "connected": False}  # fmt: skip
 
 
+AGENT_CORE = """
+import importlib, json, sys
+module = importlib.import_module(f"functions.{sys.argv[1]}.handler")
+from shared.services import get_services
+services = get_services()
+print(json.dumps({
+    "agents": sorted(m for m in ("shared.agents.planner", "shared.agents.executor")
+                     if m in sys.modules),
+    "model_client": "openai" in sys.modules,
+    "tools": "tools" in services.__dict__,
+    "connected": "db" in services.__dict__,
+}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("function", "agent"),
+    [("agent_planner", "planner"), ("agent_executor", "executor"), ("chat", None)],
+)
+def test_the_agent_functions_load_their_agent_at_init_and_the_chat_does_not(
+    function: str, agent: str | None
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", AGENT_CORE, function], capture_output=True, text=True, check=True
+    )
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    loaded = agent is not None
+    assert found["model_client"] is loaded and found["tools"] is loaded
+    assert found["connected"] is False
+    if agent == "executor":
+        assert found["agents"] == ["shared.agents.executor"]
+    elif agent == "planner":  # the planner's module imports the executor's (planner steps)
+        assert "shared.agents.planner" in found["agents"]
+    else:
+        assert found["agents"] == []
+
+
 @pytest.mark.parametrize(
     ("env", "named"),
     [({"DB_POOL_MAX_SIZE": "0"}, "DB_POOL_MAX_SIZE"), ({"MCP_SERVERS": "not json"}, "mcp_servers")],
