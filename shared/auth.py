@@ -18,10 +18,12 @@ from uuid import UUID
 
 import jwt
 
-from shared.errors import ConfigurationError, Unauthenticated
+from shared.errors import ConfigurationError, Unauthenticated, UpstreamUnavailable
 
 HMAC_ALGORITHMS = ("HS256", "HS384", "HS512")
 ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "EdDSA")
+JWKS_TIMEOUT_SECONDS = 5.0
+"""Longest wait for the project's signing keys (Supabase serves them from its edge)."""
 
 
 class TokenError(Unauthenticated):
@@ -85,7 +87,7 @@ class TokenVerifier:
                 "JWT secret) or SUPABASE_URL / SUPABASE_JWKS_URL for asymmetric signing keys."
             )
         self._secret = secret
-        self._jwks = jwt.PyJWKClient(jwks_url, cache_keys=True) if jwks_url else None
+        self._jwks = _signing_keys(jwks_url) if jwks_url else None
         self._leeway = leeway_seconds
 
     def verify(self, token: str, *, audience: str | None = None) -> dict[str, Any]:
@@ -147,9 +149,24 @@ class TokenVerifier:
         if algorithm in ASYMMETRIC_ALGORITHMS and self._jwks is not None:
             try:
                 return self._jwks.get_signing_key_from_jwt(token).key, ASYMMETRIC_ALGORITHMS
+            except jwt.PyJWKClientConnectionError as exc:  # not the token's fault: no 401
+                raise UpstreamUnavailable(
+                    f"The project's signing keys could not be fetched; try again ({exc})"
+                ) from exc
             except jwt.PyJWKClientError as exc:
                 raise InvalidSignature(f"No signing key matches this token: {exc}") from exc
         raise InvalidSignature(f"Tokens signed with {algorithm!r} are not accepted here")
+
+
+def _signing_keys(jwks_url: str) -> jwt.PyJWKClient:
+    """The project's published keys, fetched when a token names one not yet seen: over the
+    process's TLS settings, and waiting at most `JWKS_TIMEOUT_SECONDS` (PyJWT's default is
+    30 s, which the request would spend waiting)."""
+    from shared.tls import tls_context
+
+    return jwt.PyJWKClient(
+        jwks_url, cache_keys=True, timeout=JWKS_TIMEOUT_SECONDS, ssl_context=tls_context()
+    )
 
 
 def mint_token(

@@ -84,9 +84,10 @@ class LambdaHandler:
         the settings (the model registry with them); for the planner and executor, load the
         agent core (`load_agent_core`) and build the tool registry; with
         `INVOKER_TRANSPORT=sqs`, load what sends work on to a queue (`SqsInvoker` and
-        `shared.queues.sqs_http`, which needs only the standard library — never boto3) and its
-        TLS settings (the system's CA certificates). The AWS credentials are read on the first
-        send.
+        `shared.queues.sqs_http`, which needs only the standard library — never boto3); and
+        for that, or when tokens are checked against signing keys only (a JWKS, no JWT
+        secret), the TLS settings (`shared.tls`: the system's CA certificates). The AWS
+        credentials are read on the first send.
 
         Init is billed like the rest, so this costs nothing more; it takes the work off the
         first request (the deployed chat's first `202`: ~45 ms → ~27 ms here, plus the CA
@@ -103,11 +104,15 @@ class LambdaHandler:
             return
         if self.agent is not None:
             services.tools.definitions()  # the JSON schemas the first model call offers
-        if services.settings.invoker_transport == "sqs":
-            import shared.queues.sqs  # noqa: F401
-            from shared.queues.sqs_http import tls_context
+        settings = services.settings
+        if settings.invoker_transport == "sqs":
+            importlib.import_module("shared.queues.sqs")
+            importlib.import_module("shared.queues.sqs_http")
+        signing_keys_only = settings.jwks_url and not settings.supabase_jwt_secret
+        if settings.invoker_transport == "sqs" or signing_keys_only:
+            from shared.tls import tls_context
 
-            tls_context()  # the CA certificates: 20-40 ms the first send to SQS would pay
+            tls_context()  # the CA certificates, which the first send or JWKS fetch would load
 
     async def _sweep(self) -> dict[str, Any]:
         from shared.sweeper import sweep

@@ -33,19 +33,18 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import ssl
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from http.client import HTTPConnection, HTTPException, HTTPSConnection
 from typing import Any
 from urllib.parse import urlsplit
 
 from shared.queues.senders import QueueSendFailed
 from shared.queues.sigv4 import Credentials, host_of, sign
+from shared.tls import tls_context
 
 TIMEOUT_SECONDS = 3.0
 """Longest wait to connect, and for each read of SQS's answer (it answers in milliseconds)."""
@@ -71,13 +70,6 @@ THROTTLED = frozenset(
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-@lru_cache(maxsize=1)
-def tls_context() -> ssl.SSLContext:
-    """The TLS settings of every connection to SQS. Loading the system's CA certificates takes
-    20–40 ms: `LambdaHandler.prepare` builds it at init, not on the first send."""
-    return ssl.create_default_context()
 
 
 @dataclass(slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from shared.auth import (
     TokenVerifier,
     mint_token,
 )
-from shared.errors import ConfigurationError
+from shared.errors import ConfigurationError, UpstreamUnavailable
 
 SECRET = "test-secret-with-at-least-thirty-two-characters"
 
@@ -113,6 +114,17 @@ def test_asymmetric_token_verifies_through_jwks(rsa_key: rsa.RSAPrivateKey, jwks
 def test_unknown_key_id_is_refused(rsa_key: rsa.RSAPrivateKey, jwks_url: str) -> None:
     with pytest.raises(InvalidSignature, match="signing key"):
         TokenVerifier(jwks_url=jwks_url).verify(_rs256(rsa_key, "key-2", sub=str(uuid4())))
+
+
+def test_unreachable_signing_keys_are_not_blamed_on_the_token(rsa_key: rsa.RSAPrivateKey) -> None:
+    """A JWKS that cannot be fetched is the server's trouble (502), not a bad token (401, which
+    a frontend would answer by signing its user out)."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    verifier = TokenVerifier(jwks_url=f"http://127.0.0.1:{port}/auth/v1/.well-known/jwks.json")
+    with pytest.raises(UpstreamUnavailable, match="signing keys could not be fetched"):
+        verifier.verify(_rs256(rsa_key, "key-1", sub=str(uuid4())))
 
 
 def test_hmac_token_is_not_checked_against_jwks(jwks_url: str) -> None:
