@@ -237,6 +237,7 @@ def main() -> None:
             planned = json.loads(child(PLANNED, queued_env, planner_events(queued_env, endpoint)))
             for key, value in planned.items():
                 figures.setdefault(f"planner sqs (deployed): {key}", []).append(value)
+    print(f"Python {sys.version.split()[0]} (the Lambda functions run 3.12: infra/serverless.yml)")
     for name, values in figures.items():
         print(f"{name:<40} p50 {median_ms(values):8.1f} ms   (min {min(values) * 1000:.1f})")
     chat = median_ms(figures["import functions.chat.handler"])
