@@ -188,6 +188,7 @@ def planner_events(env: dict[str, str], endpoint: str) -> str:
     )  # fmt: skip
     url = env["PLANNER_QUEUE_URL"]
     messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+    assert len(messages) == 2, f"expected the two sends' messages, found {len(messages)}"
     for message in messages:
         sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     records = [

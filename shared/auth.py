@@ -19,6 +19,7 @@ from uuid import UUID
 import jwt
 
 from shared.errors import ConfigurationError, Unauthenticated, UpstreamUnavailable
+from shared.tls import tls_context
 
 HMAC_ALGORITHMS = ("HS256", "HS384", "HS512")
 ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "EdDSA")
@@ -87,7 +88,9 @@ class TokenVerifier:
                 "JWT secret) or SUPABASE_URL / SUPABASE_JWKS_URL for asymmetric signing keys."
             )
         self._secret = secret
-        self._jwks = _signing_keys(jwks_url) if jwks_url else None
+        self._jwks_url = jwks_url
+        self._jwks: jwt.PyJWKClient | None = None
+        """The project's published keys, fetched for the first token that needs them."""
         self._leeway = leeway_seconds
 
     def verify(self, token: str, *, audience: str | None = None) -> dict[str, Any]:
@@ -146,27 +149,28 @@ class TokenVerifier:
         algorithm = header.get("alg")
         if algorithm in HMAC_ALGORITHMS and self._secret:
             return self._secret, HMAC_ALGORITHMS
-        if algorithm in ASYMMETRIC_ALGORITHMS and self._jwks is not None:
-            try:
-                return self._jwks.get_signing_key_from_jwt(token).key, ASYMMETRIC_ALGORITHMS
-            except jwt.PyJWKClientConnectionError as exc:  # not the token's fault: no 401
-                raise UpstreamUnavailable(
-                    f"The project's signing keys could not be fetched; try again ({exc})"
-                ) from exc
-            except jwt.PyJWKClientError as exc:
-                raise InvalidSignature(f"No signing key matches this token: {exc}") from exc
+        if algorithm in ASYMMETRIC_ALGORITHMS and self._jwks_url:
+            return self._signing_key(token, self._jwks_url), ASYMMETRIC_ALGORITHMS
         raise InvalidSignature(f"Tokens signed with {algorithm!r} are not accepted here")
 
-
-def _signing_keys(jwks_url: str) -> jwt.PyJWKClient:
-    """The project's published keys, fetched when a token names one not yet seen: over the
-    process's TLS settings, and waiting at most `JWKS_TIMEOUT_SECONDS` (PyJWT's default is
-    30 s, which the request would spend waiting)."""
-    from shared.tls import tls_context
-
-    return jwt.PyJWKClient(
-        jwks_url, cache_keys=True, timeout=JWKS_TIMEOUT_SECONDS, ssl_context=tls_context()
-    )
+    def _signing_key(self, token: str, jwks_url: str) -> Any:
+        """The key published at `jwks_url` that `token` names, fetched when not yet seen: over
+        the process's TLS settings, waiting at most `JWKS_TIMEOUT_SECONDS` (PyJWT's default is
+        30 s, which the request would spend waiting). Keys that cannot be fetched or read are
+        the server's trouble (`UpstreamUnavailable`, 502), not the token's: a 401 would sign
+        the user out."""
+        if self._jwks is None:
+            self._jwks = jwt.PyJWKClient(
+                jwks_url, cache_keys=True, timeout=JWKS_TIMEOUT_SECONDS, ssl_context=tls_context()
+            )
+        try:
+            return self._jwks.get_signing_key_from_jwt(token).key
+        except (jwt.PyJWKClientConnectionError, jwt.PyJWKSetError, ValueError) as exc:
+            raise UpstreamUnavailable(  # unreachable, no usable keys, or not JSON
+                f"The project's signing keys could not be fetched; try again ({exc})"
+            ) from exc
+        except jwt.PyJWKClientError as exc:
+            raise InvalidSignature(f"No signing key matches this token: {exc}") from exc
 
 
 def mint_token(

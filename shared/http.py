@@ -64,10 +64,12 @@ class Problem(BaseModel):
 
 
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses` documenting problem+json errors for `statuses`."""
+    """OpenAPI `responses` documenting problem+json errors for `statuses`.
+
+    They refer to the `Problem` schema, which `create_base_app` adds to the document once: a
+    `"model"` here would make FastAPI build a validator per status and route at import."""
     return {
         status: {
-            "model": Problem,
             "description": HTTPStatus(status).phrase,
             "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
         }
@@ -191,5 +193,21 @@ def create_base_app(*, title: str, description: str, routers: Sequence[APIRouter
         return {"status": "ok", "function": title}
 
     for router in routers:
-        app.include_router(router, responses=problems(401, 422))
+        app.include_router(router, responses=problems(401, 422, 502))
+    _document_problems(app)
     return app
+
+
+def _document_problems(app: FastAPI) -> None:
+    """Add `Problem` to the OpenAPI document's schemas, which `problems()` refer to."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        document = build()  # FastAPI's, which it keeps in `app.openapi_schema`
+        schemas = document.setdefault("components", {}).setdefault("schemas", {})
+        schemas["Problem"] = Problem.model_json_schema()
+        return document
+
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way

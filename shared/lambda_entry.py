@@ -137,7 +137,10 @@ def load_agent_core(agent: Literal["planner", "executor"]) -> None:
 
     importlib.import_module(f"shared.agents.{agent}")
     importlib.import_module("shared.queues.consumer")
-    _openai_wire.tls_context()
+    try:
+        _openai_wire.model_tls_context()
+    except OSError as exc:  # e.g. SSL_CERT_FILE naming no file: init goes on, as for settings
+        log.error("the model client's TLS settings: %s (each model call will fail on it)", exc)
 
 
 def _describe(event: Mapping[str, Any]) -> str:

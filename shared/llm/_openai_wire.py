@@ -39,16 +39,18 @@ types as `create` would."""
 
 def build_client(*, base_url: str, api_key: str, timeout: float) -> AsyncOpenAI:
     """An AsyncOpenAI with its own retries off: `OpenAIClient` runs the one retry policy."""
-    http = openai.DefaultAsyncHttpxClient(verify=tls_context(), timeout=timeout)
+    http = openai.DefaultAsyncHttpxClient(verify=model_tls_context(), timeout=timeout)
     return AsyncOpenAI(
         base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0, http_client=http
     )
 
 
 @lru_cache(maxsize=1)
-def tls_context() -> ssl.SSLContext:
-    """The TLS settings of every model client of the process (loading the CA bundle takes
-    20–60 ms: the planner and executor functions build it at init, `load_agent_core`)."""
+def model_tls_context() -> ssl.SSLContext:
+    """The TLS settings of every model client of the process: the HTTP client's own defaults
+    (`SSL_CERT_FILE` / `SSL_CERT_DIR`, the platform's trust store on macOS and Windows), not
+    `shared.tls`'s. Loading the CA bundle takes 20–60 ms: the planner and executor functions
+    build it at init (`load_agent_core`)."""
     return httpx2.create_ssl_context()
 
 

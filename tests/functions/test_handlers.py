@@ -196,6 +196,16 @@ def test_the_agent_functions_load_their_agent_at_init_and_the_chat_does_not(
         assert found["agents"] == []
 
 
+def test_a_model_client_that_cannot_load_its_certificates_does_not_fail_init() -> None:
+    env = {**os.environ, "SSL_CERT_FILE": "/nonexistent/ca.pem"}
+    done = subprocess.run(
+        [sys.executable, "-c", AGENT_CORE, "agent_executor"], env=env, capture_output=True,
+        text=True, check=True,
+    )  # fmt: skip
+    assert json.loads(done.stdout.strip().splitlines()[-1])["tools"] is True
+    assert "the model client's TLS settings" in done.stderr
+
+
 @pytest.mark.parametrize(
     ("env", "named"),
     [({"DB_POOL_MAX_SIZE": "0"}, "DB_POOL_MAX_SIZE"), ({"MCP_SERVERS": "not json"}, "mcp_servers")],

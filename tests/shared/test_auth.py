@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from uuid import uuid4
 
@@ -78,12 +79,19 @@ def rsa_key() -> rsa.RSAPrivateKey:
 @pytest.fixture(scope="module")
 def jwks_url(rsa_key: rsa.RSAPrivateKey) -> Iterator[str]:
     public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(rsa_key.public_key()))
-    body = json.dumps({"keys": [{**public, "kid": "key-1", "alg": "RS256", "use": "sig"}]}).encode()
+    body = json.dumps({"keys": [{**public, "kid": "key-1", "alg": "RS256", "use": "sig"}]})
+    with _serving(body.encode(), "application/json") as url:
+        yield url
+
+
+@contextmanager
+def _serving(body: bytes, content_type: str) -> Iterator[str]:
+    """A JWKS URL answering `body` to every GET."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             self.send_response(200)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.end_headers()
             self.wfile.write(body)
 
@@ -93,9 +101,11 @@ def jwks_url(rsa_key: rsa.RSAPrivateKey) -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/auth/v1/.well-known/jwks.json"
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/auth/v1/.well-known/jwks.json"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def _rs256(key: rsa.RSAPrivateKey, kid: str, **claims: object) -> str:
@@ -125,6 +135,19 @@ def test_unreachable_signing_keys_are_not_blamed_on_the_token(rsa_key: rsa.RSAPr
     verifier = TokenVerifier(jwks_url=f"http://127.0.0.1:{port}/auth/v1/.well-known/jwks.json")
     with pytest.raises(UpstreamUnavailable, match="signing keys could not be fetched"):
         verifier.verify(_rs256(rsa_key, "key-1", sub=str(uuid4())))
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [(b"<html>502 Bad Gateway</html>", "text/html"), (b'{"keys": []}', "application/json")],
+    ids=["not JSON", "no keys"],
+)
+def test_unreadable_signing_keys_are_not_blamed_on_the_token(
+    rsa_key: rsa.RSAPrivateKey, body: bytes, content_type: str
+) -> None:
+    unreadable = pytest.raises(UpstreamUnavailable, match="signing keys could not be fetched")
+    with _serving(body, content_type) as url, unreadable:
+        TokenVerifier(jwks_url=url).verify(_rs256(rsa_key, "key-1", sub=str(uuid4())))
 
 
 def test_hmac_token_is_not_checked_against_jwks(jwks_url: str) -> None:
