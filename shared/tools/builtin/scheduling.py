@@ -86,17 +86,19 @@ class Scheduled(ToolOutput):
     """Other events overlapping the (first) scheduled time — a warning, not an error."""
 
 
+TaskStart = Annotated[
+    datetime,
+    Field(description="When the task starts (ISO 8601; no offset means `timezone`, default UTC)."),
+]
+TaskMinutes = Annotated[
+    int | None, Field(ge=1, le=1440, description="Default: the task's own duration.")
+]
+
+
 class ScheduleTaskArgs(ZonedArgs):
     task_id: UUID
-    start_time: datetime = Field(
-        description="When the task starts (ISO 8601; no offset means `timezone`, default UTC).",
-    )
-    duration_minutes: int | None = Field(
-        default=None,
-        ge=1,
-        le=1440,
-        description="Default: the task's own duration.",
-    )
+    start_time: TaskStart
+    duration_minutes: TaskMinutes = None
     recurrence_pattern: Recurrence | None = Field(
         default=None,
         description="Repeat the event (the task becomes recurring). Default: the task's own "
@@ -121,15 +123,8 @@ async def schedule_task(conn: Connection, args: ScheduleTaskArgs) -> Scheduled:
 class UpdateOrScheduleTaskArgs(ZonedArgs):
     project_id: UUID = Field(description="The task's project.")
     task_id: UUID
-    start_time: datetime = Field(
-        description="When the task starts (ISO 8601; no offset means `timezone`, default UTC).",
-    )
-    duration_minutes: int | None = Field(
-        default=None,
-        ge=1,
-        le=1440,
-        description="Default: the task's own duration.",
-    )
+    start_time: TaskStart
+    duration_minutes: TaskMinutes = None
     force_recreate: bool = Field(
         default=False,
         description="Delete the task's existing events and create a new one instead of moving it.",
