@@ -1,6 +1,8 @@
 """Tools agents can call: registry, permission guard, executor, built-ins, MCP as a source.
 
-The agent core uses it like this::
+Used on its own, like this (the agent core instead reads the agent's row in the statement
+that stores the model's calls and passes it to `ToolExecutor.execute_checked`, which decides
+on that row and leaves the record of the check to its next statement: `shared.agents.tool_runs`)::
 
     registry = builtin_registry()                 # + MCP tools: registry.add(tool) for each
     executor = ToolExecutor(db, registry, timeout_seconds=settings.tool_timeout_seconds)
