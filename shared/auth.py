@@ -144,7 +144,7 @@ class TokenVerifier:
     def _key_for(self, token: str) -> tuple[Any, tuple[str, ...]]:
         try:
             header = jwt.get_unverified_header(token)
-        except jwt.DecodeError as exc:
+        except jwt.InvalidTokenError as exc:  # not decodable, or a header PyJWT refuses
             raise MalformedToken("The token provided is not a valid JWT") from exc
         algorithm = header.get("alg")
         if algorithm in HMAC_ALGORITHMS and self._secret:

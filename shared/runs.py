@@ -14,14 +14,14 @@ waits for another function).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, TypeVar
 from uuid import UUID
 
 from shared.agents.invoker import InProcessInvoker, Invoker
 from shared.agents.outcomes import PlanOutcome, StepOutcome
 from shared.background import run_in_background
-from shared.errors import ConfigurationError
+from shared.errors import ConfigurationError, NotFound
 from shared.events import FanoutPublisher, Publisher
 
 if TYPE_CHECKING:
@@ -101,6 +101,20 @@ async def run_plan_here(
         )  # fmt: skip
     finally:
         await publisher.aclose()
+
+
+async def stream_plan_here(services: Services, *, plan_id: UUID) -> AsyncIterator[str]:
+    """Run (or resume) a plan in this process, in the background; its events as SSE. A plan
+    that does not exist is `NotFound` at once, before any stream begins."""
+    from shared.db import plans
+    from shared.events.sse import SSEPublisher
+
+    async with services.db.autocommit() as conn:
+        if await plans.get_plan(conn, plan_id=plan_id) is None:
+            raise NotFound(f"Plan {plan_id} not found")
+    sse = SSEPublisher()
+    run_in_background(run_plan_here(services, plan_id=plan_id, extra=sse), name=f"plan {plan_id}")
+    return sse.stream()
 
 
 async def run_step_here(services: Services, *, step_id: UUID, attempt: int) -> StepOutcome:

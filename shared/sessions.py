@@ -75,8 +75,8 @@ async def update_session(
     title: str | None = None,
     status: SessionStatus | None = None,
 ) -> ChatSession:
-    """Rename, archive or unarchive a session."""
-    await get_session(db, user, session_id)
+    """Rename, archive or unarchive a session; `NotFound` if it is missing, deleted (also by
+    a request that got there first) or someone else's (RLS hides it)."""
     async with db.as_user(user.id, claims=user.claims) as conn:
         updated = await chats.update_session(
             conn, session_id=session_id, title=title, status=status

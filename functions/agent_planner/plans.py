@@ -9,8 +9,6 @@ from fastapi.responses import StreamingResponse
 
 from shared import approvals
 from shared.agents import request_cancel
-from shared.background import run_in_background
-from shared.events.sse import SSEPublisher
 from shared.http import CurrentUser, ServiceCaller, ServicesDep, problems
 from shared.models.turns import (
     ApprovalList,
@@ -22,7 +20,7 @@ from shared.models.turns import (
     PlanOutcomeOut,
 )
 from shared.plan_views import plan_detail
-from shared.runs import resume_plan, run_plan_here
+from shared.runs import resume_plan, run_plan_here, stream_plan_here
 
 router = APIRouter(tags=["plans"])
 STREAM = {"text/event-stream": {"schema": {"type": "string", "description": "SSE of events"}}}
@@ -43,9 +41,8 @@ async def run_plan(
     """
     if not stream:
         return PlanOutcomeOut.model_validate(await run_plan_here(services, plan_id=plan_id))
-    sse = SSEPublisher()
-    run_in_background(run_plan_here(services, plan_id=plan_id, extra=sse), name=f"plan {plan_id}")
-    return StreamingResponse(sse.stream(), media_type="text/event-stream")
+    events = await stream_plan_here(services, plan_id=plan_id)
+    return StreamingResponse(events, media_type="text/event-stream")
 
 
 @router.get("/plans/{plan_id}", responses=problems(404))

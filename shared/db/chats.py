@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from psycopg import errors
 from psycopg.types.json import Jsonb
 
 from shared.db._rows import fetch_all, fetch_one, fetch_optional, record_from_json
@@ -21,9 +24,12 @@ from shared.db.records import (
     Usage,
     columns,
 )
+from shared.errors import Unauthenticated
 
 SESSION = columns(ChatSession)
 MESSAGE = columns(ChatMessage)
+OWNER_KEY = "chat_sessions_user_id_fkey"
+"""A session's owner is a row of `auth.users`."""
 
 
 async def create_session(
@@ -37,19 +43,29 @@ async def create_session(
     """Start a chat session for `user_id` (a fork when the fork columns are given)."""
     if forked_from_session_id is None:
         # Only the columns users may insert themselves, so this works as the user too.
-        return await fetch_one(
-            conn,
-            ChatSession,
-            f"INSERT INTO chat_sessions (user_id, title) VALUES (%s, %s) RETURNING {SESSION}",
-            (user_id, title),
-        )
-    return await fetch_one(
-        conn,
-        ChatSession,
-        f"""INSERT INTO chat_sessions (user_id, title, forked_from_session_id, forked_at_message_id)
-            VALUES (%s, %s, %s, %s) RETURNING {SESSION}""",
-        (user_id, title, forked_from_session_id, forked_at_message_id),
-    )
+        query = f"INSERT INTO chat_sessions (user_id, title) VALUES (%s, %s) RETURNING {SESSION}"
+        params: tuple[Any, ...] = (user_id, title)
+    else:
+        query = f"""INSERT INTO chat_sessions
+                        (user_id, title, forked_from_session_id, forked_at_message_id)
+                    VALUES (%s, %s, %s, %s) RETURNING {SESSION}"""
+        params = (user_id, title, forked_from_session_id, forked_at_message_id)
+    with _owner_exists():
+        return await fetch_one(conn, ChatSession, query, params)
+
+
+@contextmanager
+def _owner_exists() -> Iterator[None]:
+    """A new session's owner must still be a user: Supabase does not revoke the tokens it
+    issued to a user it deletes, and such a token is refused (401), not a 500."""
+    try:
+        yield
+    except errors.ForeignKeyViolation as exc:
+        if exc.diag.constraint_name != OWNER_KEY:
+            raise
+        raise Unauthenticated(
+            "The account this token was issued for no longer exists: sign in again"
+        ) from None
 
 
 async def get_session(
@@ -73,16 +89,17 @@ async def session_for_first_message(
     """The session a message sent without a session id creates — created once per
     (user, `client_message_id`): a resend, even one arriving at the same moment, gets the same
     session (the unique index makes the second insert wait for the first and find it)."""
-    created = await fetch_optional(
-        conn,
-        ChatSession,
-        f"""INSERT INTO chat_sessions (user_id, title, first_client_message_id)
-            VALUES (%s, %s, %s)
-            ON CONFLICT (user_id, first_client_message_id)
-                WHERE first_client_message_id IS NOT NULL DO NOTHING
-            RETURNING {SESSION}""",
-        (user_id, title, client_message_id),
-    )
+    with _owner_exists():
+        created = await fetch_optional(
+            conn,
+            ChatSession,
+            f"""INSERT INTO chat_sessions (user_id, title, first_client_message_id)
+                VALUES (%s, %s, %s)
+                ON CONFLICT (user_id, first_client_message_id)
+                    WHERE first_client_message_id IS NOT NULL DO NOTHING
+                RETURNING {SESSION}""",
+            (user_id, title, client_message_id),
+        )
     if created is not None:
         return created
     return await fetch_one(
@@ -116,13 +133,15 @@ async def update_session(
     title: str | None = None,
     status: SessionStatus | None = None,
 ) -> ChatSession | None:
-    """Rename and/or change the status of a session; None if it does not exist."""
+    """Rename and/or change the status of a session; None if it does not exist or is deleted
+    (decided on the row as it is when its lock is granted: a rename waiting behind a delete
+    finds the session deleted, and does not bring it back)."""
     return await fetch_optional(
         conn,
         ChatSession,
         f"""UPDATE chat_sessions
             SET title = coalesce(%s, title), status = coalesce(%s, status)
-            WHERE id = %s RETURNING {SESSION}""",
+            WHERE id = %s AND status <> 'deleted' RETURNING {SESSION}""",
         (title, status, session_id),
     )
 

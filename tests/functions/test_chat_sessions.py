@@ -130,6 +130,24 @@ async def test_expired_token_gets_401(url: str, http: httpx.AsyncClient) -> None
     assert "expired" in str(body["detail"])
 
 
+async def test_a_token_outliving_its_user_gets_401(
+    url: str, http: httpx.AsyncClient, as_user: Auth
+) -> None:
+    """Supabase does not revoke the tokens of a user it deletes: until they expire they verify,
+    and a write under one is refused as such, not a 500 (the user's rows are gone with them)."""
+    gone = as_user(uuid4())
+    sends = [
+        ("/sessions", {"title": "x"}),
+        ("/chat", {"message": "hi"}),
+        ("/chat", {"message": "hi", "client_message_id": "c-1"}),
+        ("/chat", {"message": "hi", "stream": True}),
+        ("/chat", {"message": "hi", "wait": False}),
+    ]
+    for path, body in sends:
+        refused = problem(await http.post(f"{url}{path}", json=body, headers=gone), 401)
+        assert "no longer exists" in str(refused["detail"])
+
+
 async def test_bad_input_gets_422(
     url: str, http: httpx.AsyncClient, db: Database, as_user: Auth
 ) -> None:

@@ -285,6 +285,13 @@ async def test_internal_routes_need_the_service_key(
     problem(await http.post(step, json={"attempt": 0}, headers=SERVICE), 422)
 
 
+async def test_running_an_unknown_plan_is_404_also_when_streamed(
+    stack: Stack, http: httpx.AsyncClient
+) -> None:
+    run = f"{stack.url('agent_planner')}/plans/{uuid4()}/run?stream=true"
+    problem(await http.post(run, headers=SERVICE), 404)
+
+
 async def test_finished_plans_and_steps_are_redelivered_without_model_calls(
     stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
     fake: FakeModelServer,

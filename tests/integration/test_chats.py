@@ -81,3 +81,17 @@ async def test_list_sessions_hides_archived_and_deleted(db: Database) -> None:
     assert [s.title for s in active] == ["a"]
     assert sorted(s.title for s in every) == ["a", "b"]
     assert keep.status == "active"
+
+
+async def test_a_deleted_session_cannot_be_renamed_or_restored(db: Database) -> None:
+    """The guard is in the UPDATE itself, so a rename that waited behind a delete for the row's
+    lock re-checks the deleted row and leaves it (Postgres re-evaluates the WHERE on the row as
+    committed); a check in an earlier statement would have let it through."""
+    user = await make_user(db)
+    session = await make_session(db, user)
+    async with db.service() as conn:
+        await chats.update_session(conn, session_id=session.id, status="deleted")
+        assert await chats.update_session(conn, session_id=session.id, status="active") is None
+        assert await chats.update_session(conn, session_id=session.id, title="new") is None
+        found = await chats.get_session(conn, session_id=session.id)
+    assert found is not None and (found.status, found.title) == ("deleted", session.title)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import threading
@@ -64,6 +65,21 @@ def test_unsigned_token_is_refused() -> None:
     token = jwt.encode({"role": "service_role", "exp": time.time() + 60}, "", algorithm="none")
     with pytest.raises(InvalidSignature, match="'none'"):
         TokenVerifier(secret=SECRET).verify(token)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        {"alg": "HS256", "kid": {"x": 1}},
+        {"alg": "HS256", "crit": ["exp"]},
+        {"alg": "HS256", "crit": 5},
+    ],
+    ids=["kid not a string", "crit naming a claim", "crit not a list"],
+)
+def test_a_header_pyjwt_refuses_is_a_malformed_token(header: dict[str, object]) -> None:
+    encoded = base64.urlsafe_b64encode(json.dumps(header).encode()).rstrip(b"=").decode()
+    with pytest.raises(MalformedToken, match="not a valid JWT"):
+        TokenVerifier(secret=SECRET).verify(f"{encoded}.e30.c2ln")
 
 
 def test_no_key_source_is_a_configuration_error() -> None:
