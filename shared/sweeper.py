@@ -85,8 +85,11 @@ async def _fail_old(services: Services, publisher: Any) -> list[UUID]:
         f"This request did not finish within {hours:g} hour(s) (PLAN_MAX_AGE_SECONDS) and was "
         "stopped. Your message is saved; send it again to retry."
     )
-    return [plan_id for plan_id in old
-            if await fail_plan(services, plan_id, error=error, publisher=publisher)]  # fmt: skip
+    failed = []
+    for plan_id in old:
+        if await fail_plan(services, plan_id, error=error, publisher=publisher) == "failed":
+            failed.append(plan_id)
+    return failed
 
 
 async def _sweep_queues(services: Services, publisher: Any, report: SweepReport) -> None:

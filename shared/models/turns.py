@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -111,12 +111,16 @@ class PlanOutcomeOut(_Out):
     )
 
 
+StepAttempt = Annotated[int, Field(ge=1, le=20)]
+"""An executor step's attempt number, as the planner's functions and queues carry it."""
+
+
 class RunStepRequest(BaseModel):
     """Run one attempt of an executor step (idempotent on step and attempt)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    attempt: int = Field(default=1, ge=1, le=20)
+    attempt: StepAttempt = 1
 
 
 class StepOutcomeOut(_Out):

@@ -48,6 +48,8 @@ class DeadLetters:
     steps_failed: list[UUID] = field(default_factory=list)
     unreadable: int = 0
     busy: int = 0
+    gone: int = 0
+    """Dead letters about a plan or step that does not exist."""
 
 
 async def handle_dead_letters(services: Services, publisher: Publisher) -> DeadLetters:
@@ -87,12 +89,17 @@ async def _handle(
         return
     log.error("dead letter: %s", letter["Body"])
     if isinstance(message, RunStep):
-        if not await fail_step(services, message.step_id, error=STEP_DEAD, publisher=publisher):
-            found.busy += 1
-            return
-        found.steps_failed.append(message.step_id)
-        await SqsInvoker(services).resume_plan(plan_id=message.plan_id, step_id=message.step_id)
-    elif await fail_plan(services, message.plan_id, error=PLAN_DEAD, publisher=publisher):
-        found.plans_failed.append(message.plan_id)
+        done = await fail_step(services, message.step_id, error=STEP_DEAD, publisher=publisher)
+        if done == "failed":
+            found.steps_failed.append(message.step_id)
+            await SqsInvoker(services).resume_plan(plan_id=message.plan_id, step_id=message.step_id)
     else:
+        done = await fail_plan(services, message.plan_id, error=PLAN_DEAD, publisher=publisher)
+        if done == "failed":
+            found.plans_failed.append(message.plan_id)
+    if done == "busy":
         found.busy += 1
+    elif done == "gone":
+        log.warning("dead letter %s names no plan or step (its user deleted?): purge it",
+                    letter.get("MessageId"))  # fmt: skip
+        found.gone += 1

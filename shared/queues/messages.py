@@ -17,6 +17,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from shared.models.turns import StepAttempt
+
 
 class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -38,7 +40,7 @@ class RunStep(_Message):
     type: Literal["run_step"] = "run_step"
     plan_id: UUID
     step_id: UUID
-    attempt: int = Field(ge=1)
+    attempt: StepAttempt
 
 
 Message = Annotated[RunPlan | ResumePlan | RunStep, Field(discriminator="type")]

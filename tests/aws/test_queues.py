@@ -181,6 +181,18 @@ async def test_a_message_that_is_not_parleys_fails_its_delivery(functions: Funct
     assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
 
 
+async def test_a_step_attempt_out_of_range_fails_its_delivery_before_anything_runs(
+    functions: Functions,
+) -> None:
+    """The executor's route takes attempts 1–20; a message is held to the same (a larger one
+    would overflow the attempt column mid-run and be retried until dead-lettered)."""
+    event = lambda_event("agent_executor_sqs_run_step.json")
+    body = json.loads(event["Records"][0]["body"])
+    event["Records"][0]["body"] = json.dumps({**body, "attempt": 2**31})
+    response = await functions["agent_executor"].invoke(event)
+    assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][0]["messageId"]}]}
+
+
 async def test_each_function_refuses_events_it_is_not_wired_to(functions: Functions) -> None:
     with pytest.raises(ValueError, match="chat cannot handle this event"):
         await functions["chat"].invoke(lambda_event("agent_planner_sqs_run_plan.json"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from shared.db import Database
 from shared.events import InMemoryPublisher
@@ -73,6 +73,20 @@ async def test_a_poison_plan_message_is_dead_lettered_and_its_plan_fails_cleanly
 
     await sweep(functions)  # the dead letter is seen again later: nothing more happens
     assert len(done_events(events, plan_id)) == 1
+
+
+async def test_dead_letters_about_no_plan_or_step_are_not_reported_as_failed(
+    cloud: Cloud, functions: Functions
+) -> None:
+    """Dead letters outlive their rows (a user deleted with their plans): they are kept for an
+    operator, but nothing is failed, reported or resumed for them."""
+    cloud.send("planner_dlq", {"type": "run_plan", "plan_id": str(uuid4())})
+    cloud.send("executor_dlq", {"type": "run_step", "plan_id": str(uuid4()),
+                                "step_id": str(uuid4()), "attempt": 1})  # fmt: skip
+    report = await sweep(functions)
+    assert (report["dead_plans"], report["dead_steps"]) == ([], [])
+    assert cloud.depth("planner") == 0  # no "resume plan" for a plan that does not exist
+    assert (cloud.depth("planner_dlq"), cloud.depth("executor_dlq")) == (1, 1)
 
 
 async def test_a_poison_step_message_fails_its_step_and_the_plan_goes_on_without_it(
