@@ -14,7 +14,7 @@ from typing import Any
 from uuid import UUID
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -24,6 +24,15 @@ from shared.dashboards import OPERATOR, OPERATOR_CLAIM
 PUBLIC = Path(__file__).resolve().parents[1] / "web" / "public"
 DEMO_SESSION_SECONDS = 24 * 3600
 NO_STORE = {"Cache-Control": "no-store"}
+FRAMING_AND_SNIFFING = {
+    "Content-Security-Policy": "frame-ancestors 'none'; base-uri 'none'; object-src 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+"""On the console's files: no other site may frame it (its Approve button lets a destructive
+tool call run), nor have a file read as another type. A deployed console's host should send the
+same (web/README.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,5 +89,12 @@ def console_routes(settings: ConsoleSettings) -> list[BaseRoute]:
     return [
         Route("/config.json", config, methods=["GET"]),
         Route("/local/demo-session", demo, methods=["POST"]),
-        Mount("/", app=StaticFiles(directory=PUBLIC, html=True), name="console"),
+        Mount("/", app=_ConsoleFiles(directory=PUBLIC, html=True), name="console"),
     ]
+
+
+class _ConsoleFiles(StaticFiles):
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers.update(FRAMING_AND_SNIFFING)
+        return response

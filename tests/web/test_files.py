@@ -8,6 +8,12 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from uuid import uuid4
+
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from local.console import ConsoleSettings, console_routes
 
 WEB = Path(__file__).resolve().parents[2] / "web"
 PUBLIC = WEB / "public"
@@ -58,3 +64,14 @@ def test_the_guides_code_is_the_consoles_code() -> None:
         for line in filter(None, (line.strip() for line in code.splitlines())):
             assert line in source[at:], f"{path}: {line!r} is not in the source (in this order)"
             at = source.index(line, at) + 1
+
+
+def test_the_local_console_may_not_be_framed_by_another_site() -> None:
+    settings = ConsoleSettings("http://127.0.0.1:4000", "anon", "s" * 32, uuid4(), "d@x", "hi")
+    with TestClient(Starlette(routes=console_routes(settings))) as client:
+        for path in ("/", "/src/main.js", "/console.css"):
+            response = client.get(path)
+            assert response.status_code == 200, path
+            assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+            assert response.headers["x-frame-options"] == "DENY"
+            assert response.headers["x-content-type-options"] == "nosniff"
