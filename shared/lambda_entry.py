@@ -36,8 +36,9 @@ def event_kind(event: Mapping[str, Any]) -> EventKind | None:
         return "sqs" if sources == {"aws:sqs"} else None
     if event.get("source") == "aws.events" and event.get("detail-type") == "Scheduled Event":
         return "schedule"
-    if "requestContext" in event:
-        return "http"
+    context = event.get("requestContext")
+    if event.get("version") == "2.0" and isinstance(context, dict) and "http" in context:
+        return "http"  # a function URL's request (payload format 2.0, the only one wired)
     return None
 
 

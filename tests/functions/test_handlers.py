@@ -19,6 +19,7 @@ from uuid import UUID, uuid4
 import pytest
 
 from shared.db import Database
+from shared.lambda_entry import event_kind
 from shared.services import Services, get_services
 from tests.factories import make_user, make_world
 from tests.functions.conftest import token
@@ -218,3 +219,20 @@ def test_invalid_settings_at_init_are_logged_and_left_to_the_requests(
     assert found == {"services_built": 0, "queue_module": False, "sender_module": False,
                      "aws_sdk": [], "connected": False}  # fmt: skip
     assert "Invalid configuration" in logged and named in logged
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {"requestContext": {}, "rawPath": "/health"},
+        {"version": "2.0", "requestContext": {"requestId": "r"}, "rawPath": "/health"},
+        {"version": "1.0", "requestContext": {"http": {}}, "path": "/health"},
+    ],
+    ids=["no version", "no requestContext.http", "payload 1.0"],
+)
+def test_an_event_not_shaped_like_a_function_urls_is_not_taken_for_one(
+    shape: dict[str, Any],
+) -> None:
+    """It is refused, naming what arrived, instead of failing inside Mangum."""
+    assert event_kind(shape) is None
+    assert event_kind(load_event("chat_list_sessions.json")) == "http"
