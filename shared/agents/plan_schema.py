@@ -21,6 +21,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MAX_STEPS = 8
+MAX_STEP_NUMBER = 1000
+"""Step numbers need not be consecutive (10, 20, 30…), but they are stored as integers."""
 
 
 class StepDraft(BaseModel):
@@ -93,6 +95,8 @@ def _step_problems(
     step: StepDraft, numbers: set[int], known: Collection[str], writes: Collection[str]
 ) -> list[str]:
     n, problems = step.step_number, []
+    if n > MAX_STEP_NUMBER:
+        problems.append(f"step {n}: number steps from 1 to {MAX_STEP_NUMBER} at most")
     for dep in step.depends_on:
         if dep not in numbers:
             problems.append(f"step {n} depends on step {dep}, which does not exist")

@@ -72,7 +72,14 @@ from shared.db.records import Agent, ChatMessage, Plan, PlanStep
 from shared.db.transitions import Control, OpenedPlan, Transition, open_planner_run
 from shared.errors import NotFound
 from shared.events import EventEmitter, Publisher
-from shared.llm import Completion, LLMNotConfigured, ToolCall, ToolSchema, UserMessage
+from shared.llm import (
+    Completion,
+    FinishReason,
+    LLMNotConfigured,
+    ToolCall,
+    ToolSchema,
+    UserMessage,
+)
 from shared.tools import ToolDefinition, ToolRegistry, ToolResult, TurnCache, offered_tools
 from shared.tools.executor import Checked
 
@@ -92,6 +99,12 @@ ANSWER_INCOMPLETE = (
     "left out when this answer was written, so it may be incomplete. Ask about less at once to "
     "see the rest.)"
 )
+ANSWER_CUT = (
+    "(Note: this answer was cut off where the model reached its output limit. Ask for the rest, "
+    "or about less at once.)"
+)
+ANSWER_FILTERED = "(Note: the model's provider stopped this answer with its content filter.)"
+NO_ANSWER = "(The model sent no answer. Your message is saved: send it again, or rephrase it.)"
 
 
 async def run_plan(
@@ -378,15 +391,18 @@ class PlannerRun:
 
         What its prompt left out to fit the budget is recorded with it (`metadata.left_out`);
         when that includes results of this turn, the answer also says so, to the user too."""
-        text = completion.text
+        text = completion.text if completion.text.strip() else ""
         metadata: dict[str, JsonValue] = {"kind": "answer"}
         if fitted.left_out:
             metadata["left_out"] = list(fitted.left_out)
-        if fitted.cut_tokens:
-            note = f"\n\n{ANSWER_INCOMPLETE.format(tokens=fitted.cut_tokens)}"
-            await self.run.emitter.token(note, plan_id=self.plan.id, agent_id=self.run.agent.id)
+        if completion.finish_reason in ("length", "content_filter"):
+            metadata["finish_reason"] = completion.finish_reason
+        notes = _answer_notes(text, completion.finish_reason, fitted.cut_tokens)
+        if notes:
+            added = "\n\n".join(notes) if not text else "".join(f"\n\n{n}" for n in notes)
+            await self.run.emitter.token(added, plan_id=self.plan.id, agent_id=self.run.agent.id)
             await self.run.emitter.flush_tokens()
-            text += note
+            text += added
         transition = self.transition()
         row_id, _ = transition.chat_message(
             role="assistant", content=text, model=completion.model,
@@ -560,6 +576,19 @@ def _needs_id(tool: ToolDefinition) -> bool:
     required = tool.parameters.get("required")
     names = required if isinstance(required, list) else []
     return any(isinstance(name, str) and name.endswith("_id") for name in names)
+
+
+def _answer_notes(text: str, finish: FinishReason, cut_tokens: int) -> list[str]:
+    """What the user must be told about an answer: what its prompt left out, that the model
+    stopped it short, or that there is none — never an empty or silently cut answer."""
+    notes = [ANSWER_INCOMPLETE.format(tokens=cut_tokens)] if cut_tokens else []
+    if finish == "length":
+        notes.append(ANSWER_CUT)
+    elif finish == "content_filter":
+        notes.append(ANSWER_FILTERED)
+    elif not text:
+        notes.append(NO_ANSWER)
+    return notes
 
 
 def _answered_by_executor(turn: PlannerTurn) -> bool:

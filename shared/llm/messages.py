@@ -11,6 +11,38 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+MAX_ARGUMENT_DEPTH = 32
+"""Tool arguments nested deeper are refused as invalid: no tool's schema comes near it, and the
+events and validators that carry arguments have recursion limits of their own."""
+TOO_DEEP = f"arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+
+
+def parse_arguments(arguments_json: str) -> dict[str, Any] | str:
+    """Tool-call arguments from the model's raw JSON text (empty means `{}`): the object, or
+    why it cannot be used."""
+    try:
+        value = json.loads(arguments_json.strip() or "{}")
+    except json.JSONDecodeError as exc:
+        return f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
+    except RecursionError:  # nested beyond the parser's own stack
+        return TOO_DEEP
+    if _deeper_than(value, MAX_ARGUMENT_DEPTH):
+        return TOO_DEEP
+    if not isinstance(value, dict):
+        return f"arguments must be a JSON object, got {type(value).__name__}"
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether JSON `value` nests objects and arrays more than `limit` levels deep."""
+    containers = [value] if isinstance(value, dict | list) else []
+    for _ in range(limit):
+        inner = (n.values() if isinstance(n, dict) else n for n in containers)
+        containers = [c for nodes in inner for c in nodes if isinstance(c, dict | list)]
+        if not containers:
+            return False
+    return bool(containers)
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -34,16 +66,10 @@ class ToolCall:
     @classmethod
     def parse(cls, *, id: str, name: str, arguments_json: str) -> ToolCall:
         """Build a call from raw argument text, recording (not raising) invalid JSON."""
-        text = arguments_json.strip() or "{}"
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            reason = f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
-            return cls(id, name, arguments_json, {}, reason)
-        if not isinstance(value, dict):
-            reason = f"arguments must be a JSON object, got {type(value).__name__}"
-            return cls(id, name, arguments_json, {}, reason)
-        return cls(id, name, arguments_json, value)
+        found = parse_arguments(arguments_json)
+        if isinstance(found, str):
+            return cls(id, name, arguments_json, {}, found)
+        return cls(id, name, arguments_json, found)
 
     @classmethod
     def of(cls, id: str, name: str, **arguments: Any) -> ToolCall:

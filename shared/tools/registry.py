@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from shared.db.database import Connection
 from shared.errors import ConfigurationError
+from shared.llm.messages import parse_arguments
 from shared.tools.results import ToolCallError, problem_list
 from shared.tools.schema import JsonObject, flatten_schema, function_parameters
 
@@ -183,18 +184,12 @@ class ToolRegistry:
 
 
 def decode_arguments(raw: str) -> JsonObject:
-    """The model's raw argument string as a JSON object (an empty string means `{}`)."""
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ToolCallError(
-            "invalid_arguments", f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
-        ) from None
-    if not isinstance(value, dict):
-        raise ToolCallError("invalid_arguments", "arguments must be a JSON object")
-    return value
+    """The model's raw argument string as a JSON object (an empty string means `{}`); the
+    same rules as the model client's (`shared.llm.messages.parse_arguments`)."""
+    found = parse_arguments(raw)
+    if isinstance(found, str):
+        raise ToolCallError("invalid_arguments", found)
+    return found
 
 
 def canonical_json(value: Any) -> str:

@@ -8,14 +8,16 @@ events, so no resume pays for the same model calls to fail the same way.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from mcp.types import CallToolResult, TextContent
 
 from shared.agents import InProcessInvoker, run_turn
+from shared.agents.planner import ANSWER_CUT, ANSWER_FILTERED, NO_ANSWER
 from shared.db import Database
 from shared.events import Event, InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, error, reply, tool_call
+from shared.llm.fake_server import FakeModelServer, error, raw_tool_call, reply, tool_call
 from shared.services import Services
 from shared.tools.mcp_source import REPLACED_NOTE
 from shared.tools.mcp_source import _payload as mcp_payload
@@ -173,3 +175,43 @@ async def test_nul_in_an_external_tools_result_is_replaced_and_the_step_complete
                  and m.message_type == "tool_result"]  # fmt: skip
     assert result.tool_result["text"] == f"from the server{MARK}!{MARK}"
     assert result.tool_result["replaced"] == REPLACED_NOTE
+
+
+@pytest.mark.parametrize(
+    ("scripted", "says"),
+    [
+        (reply("The answer is", finish_reason="length"), ANSWER_CUT),
+        (reply(finish_reason="content_filter"), ANSWER_FILTERED),
+        (reply(reasoning="Let me think."), NO_ANSWER),
+        (reply(" \n "), NO_ANSWER),
+    ],
+    ids=["cut at the output limit", "content filter", "reasoning only", "whitespace only"],
+)
+async def test_an_answer_the_model_cut_short_or_left_empty_says_so(
+    db: Database, services: Services, script: Script, scripted: Any, says: str
+) -> None:
+    script.planner(scripted)
+    memory = InMemoryPublisher()
+    turn = await run_turn(
+        services, user_id=await make_user(db), session_id=None, message="hi", publisher=memory
+    )
+    answer = turn.plan.answer or ""
+    assert turn.plan.status == "completed" and answer.endswith(says)
+    assert answer.strip() == says or answer.startswith("The answer is")
+    streamed = "".join(str(e.data["text"]) for e in memory.events if e.type == "token")
+    assert streamed.endswith(says)  # the live view says it too
+
+
+@pytest.mark.parametrize("depth", [300, 100_000], ids=["past pydantic's limit", "past json's"])
+async def test_arguments_nested_too_deep_are_answered_as_invalid_and_the_turn_goes_on(
+    db: Database, services: Services, script: Script, depth: int
+) -> None:
+    nested = '{"title": "a", "x": ' + "[" * depth + "]" * depth + "}"
+    script.planner(reply(raw_tool_call("create_task", nested)), reply("Could not add it."))
+    turn = await run_turn(services, user_id=await make_user(db), session_id=None, message="add",
+                          publisher=InMemoryPublisher())  # fmt: skip
+
+    assert (turn.plan.status, turn.plan.answer) == ("completed", "Could not add it.")
+    rows = await stored(db, turn.started.plan_id)
+    (result,) = [m for m in rows.messages if m.role == "tool"]
+    assert "nested more than 32 levels" in result.content  # the model is told

@@ -63,3 +63,9 @@ def test_schema_limits() -> None:
         PlanDraft(goal="g", steps=[])
     with pytest.raises(ValueError, match="at most 8"):
         PlanDraft(goal="g", steps=[step(n) for n in range(1, 10)])
+
+
+def test_a_step_number_past_what_is_stored_is_refused_for_the_model_to_fix() -> None:
+    with pytest.raises(InvalidPlan, match="number steps from 1 to 1000 at most"):
+        check(step(1), step(2**63, deps=[1]))
+    assert [s.step_number for s in check(step(10), step(1000, deps=[10])).steps] == [10, 1000]
