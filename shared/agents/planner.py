@@ -581,14 +581,14 @@ def _needs_id(tool: ToolDefinition) -> bool:
 def _answer_notes(text: str, finish: FinishReason, cut_tokens: int) -> list[str]:
     """What the user must be told about an answer: what its prompt left out, that the model
     stopped it short, or that there is none — never an empty or silently cut answer."""
-    notes = [ANSWER_INCOMPLETE.format(tokens=cut_tokens)] if cut_tokens else []
-    if finish == "length":
-        notes.append(ANSWER_CUT)
-    elif finish == "content_filter":
-        notes.append(ANSWER_FILTERED)
+    if finish == "content_filter":
+        stopped: str | None = ANSWER_FILTERED
     elif not text:
-        notes.append(NO_ANSWER)
-    return notes
+        return [NO_ANSWER]  # whatever stopped the model, there is no answer to qualify
+    else:
+        stopped = ANSWER_CUT if finish == "length" else None
+    notes = [ANSWER_INCOMPLETE.format(tokens=cut_tokens)] if cut_tokens and text else []
+    return notes + ([stopped] if stopped else [])
 
 
 def _answered_by_executor(turn: PlannerTurn) -> bool:

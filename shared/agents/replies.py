@@ -9,10 +9,6 @@
   pair. A model can produce either (in its text, its reasoning, a tool name, or — escaped as
   `\\u0000` / `\\udfff` — inside tool arguments); each one is replaced by U+FFFD, which shows
   that something was there, and the turn goes on (`shared.models.text.storable`).
-* **Unusable arguments.** Arguments that are not a JSON object (or nest too deep) are answered
-  as invalid and never run; of their text, the first `UNUSABLE_KEPT` characters are kept, with a
-  note of how many more there were. The call is replayed to the model with its history: a
-  megabyte of it would crowd out the rest of the turn.
 """
 
 from __future__ import annotations
@@ -24,9 +20,6 @@ from typing import Any
 
 from shared.llm import Completion, ToolCall
 from shared.models.text import storable
-
-UNUSABLE_KEPT = 2000
-"""Characters kept of a call's unusable arguments."""
 
 
 def new_call_id() -> str:
@@ -56,10 +49,6 @@ def _own_call(call: ToolCall) -> ToolCall:
     if call.valid and _unstorable(call.arguments):
         cleaned = _cleaned(dict(call.arguments))
         call = ToolCall(call.id, call.name, json.dumps(cleaned, ensure_ascii=False), cleaned)
-    if not call.valid and len(call.arguments_json) > UNUSABLE_KEPT:
-        left = len(call.arguments_json) - UNUSABLE_KEPT
-        kept = f"{call.arguments_json[:UNUSABLE_KEPT]}… [{left} more characters not kept]"
-        call = ToolCall(call.id, call.name, kept, {}, call.invalid_reason)
     return replace(call, id=call_id, name=storable(call.name))
 
 

@@ -15,11 +15,20 @@ MAX_ARGUMENT_DEPTH = 32
 """Tool arguments nested deeper are refused as invalid: no tool's schema comes near it, and the
 events and validators that carry arguments have recursion limits of their own."""
 TOO_DEEP = f"arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+MAX_ARGUMENT_CHARS = 60_000
+"""Longer arguments are refused as invalid: more than any built-in tool's fields hold (a task's
+details: 50,000), and about as much as a planner's whole context budget."""
+UNUSABLE_REPLAYED = 2000
+"""Characters of unusable arguments sent back to the model with its history (`to_wire`): the
+call is in every later prompt of the turn, and a megabyte of it would crowd out the rest."""
 
 
 def parse_arguments(arguments_json: str) -> dict[str, Any] | str:
     """Tool-call arguments from the model's raw JSON text (empty means `{}`): the object, or
     why it cannot be used."""
+    if len(arguments_json) > MAX_ARGUMENT_CHARS:
+        size = len(arguments_json)
+        return f"arguments are {size} characters long; at most {MAX_ARGUMENT_CHARS} are taken"
     try:
         value = json.loads(arguments_json.strip() or "{}")
     except json.JSONDecodeError as exc:
@@ -138,10 +147,21 @@ def _message_to_wire(message: Message, *, thinking: bool) -> dict[str, Any]:
             {
                 "id": call.id,
                 "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments_json},
+                "function": {"name": call.name, "arguments": _replayed(call)},
             }
             for call in message.tool_calls
         ]
     if thinking and message.reasoning_content is not None:
         wire["reasoning_content"] = message.reasoning_content
     return wire
+
+
+def _replayed(call: ToolCall) -> str:
+    """A call's arguments as the model gets them back: as it wrote them, but unusable ones cut
+    to `UNUSABLE_REPLAYED` characters with a note of the rest (its `tool` answer says why they
+    were refused; the stored row keeps them whole)."""
+    text = call.arguments_json
+    if call.valid or len(text) <= UNUSABLE_REPLAYED:
+        return text
+    left = len(text) - UNUSABLE_REPLAYED
+    return f"{text[:UNUSABLE_REPLAYED]}… [{left} more characters not shown]"

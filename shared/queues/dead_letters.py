@@ -4,9 +4,10 @@ A message lands in its queue's dead-letter queue after `maxReceiveCount` failed 
 (infra/serverless.yml). Its plan (or step) would otherwise stay unfinished, so each sweep
 receives the dead letters and fails what they were about, cleanly (`shared.agents.abandoning`):
 a plan ends `failed` with `error` and `done`; a step ends `failed` and its plan is resumed, to
-go on without it. The messages are *not* deleted: they stay for an operator (the DLQ depth
-alarm fires), hidden for `RECHECK_SECONDS` after each sweep, which handles them again
-harmlessly — failing is idempotent. Purge them once looked at.
+go on without it. What had ended already is left as it is, and a letter about a plan or step
+that no longer exists (its user deleted) is logged. The messages are *not* deleted: they stay
+for an operator (the DLQ depth alarm fires), hidden for `RECHECK_SECONDS` after each sweep,
+which handles them again harmlessly — failing is idempotent. Purge them once looked at.
 """
 
 from __future__ import annotations

@@ -183,9 +183,16 @@ async def test_nul_in_an_external_tools_result_is_replaced_and_the_step_complete
         (reply("The answer is", finish_reason="length"), ANSWER_CUT),
         (reply(finish_reason="content_filter"), ANSWER_FILTERED),
         (reply(reasoning="Let me think."), NO_ANSWER),
+        (reply(reasoning="Let me think.", finish_reason="length"), NO_ANSWER),
         (reply(" \n "), NO_ANSWER),
     ],
-    ids=["cut at the output limit", "content filter", "reasoning only", "whitespace only"],
+    ids=[
+        "cut at the output limit",
+        "content filter",
+        "reasoning only",
+        "the output limit spent on reasoning",
+        "whitespace only",
+    ],
 )
 async def test_an_answer_the_model_cut_short_or_left_empty_says_so(
     db: Database, services: Services, script: Script, scripted: Any, says: str
@@ -202,16 +209,35 @@ async def test_an_answer_the_model_cut_short_or_left_empty_says_so(
     assert streamed.endswith(says)  # the live view says it too
 
 
-@pytest.mark.parametrize("depth", [300, 100_000], ids=["past pydantic's limit", "past json's"])
-async def test_arguments_nested_too_deep_are_answered_as_invalid_and_the_turn_goes_on(
-    db: Database, services: Services, script: Script, depth: int
-) -> None:
-    nested = '{"title": "a", "x": ' + "[" * depth + "]" * depth + "}"
-    script.planner(reply(raw_tool_call("create_task", nested)), reply("Could not add it."))
+@pytest.mark.parametrize(
+    ("arguments", "told"),
+    [
+        ('{"title": "a", "x": ' + "[" * 300 + "]" * 300 + "}", "nested more than 32 levels"),
+        ('{"x": ' + "[" * 20_000 + "]" * 20_000 + "}", "nested more than 32 levels"),
+        ('{"title": "' + "a" * 3000 + '", "x": ' + "[" * 40 + "]" * 40 + "}",
+         "nested more than 32 levels"),
+        ("[" + "1, " * 1500 + "1]", "must be a JSON object, got list"),
+        ('{"title": "' + "a" * 1_000_000 + '"}', "at most 60000 are taken"),
+    ],
+    ids=["past pydantic's limit", "past json's", "long and deep", "a long list",
+         "a megabyte of valid JSON"],
+)  # fmt: skip
+async def test_unusable_arguments_are_answered_with_their_reason_and_the_turn_goes_on(
+    db: Database, services: Services, script: Script, fake: FakeModelServer, arguments: str,
+    told: str,
+) -> None:  # fmt: skip
+    """The model is told why, and gets back only the first 2,000 characters of what it wrote,
+    so the turn fits its budget again; the row keeps the call whole."""
+    script.planner(reply(raw_tool_call("create_task", arguments)), reply("Could not add it."))
     turn = await run_turn(services, user_id=await make_user(db), session_id=None, message="add",
                           publisher=InMemoryPublisher())  # fmt: skip
 
     assert (turn.plan.status, turn.plan.answer) == ("completed", "Could not add it.")
     rows = await stored(db, turn.started.plan_id)
     (result,) = [m for m in rows.messages if m.role == "tool"]
-    assert "nested more than 32 levels" in result.content  # the model is told
+    assert told in result.content  # the model is told
+    replayed = [c["function"]["arguments"] for m in fake.requests[1].body["messages"]
+                for c in m.get("tool_calls") or ()]  # fmt: skip
+    assert len(replayed) == 1 and len(replayed[0]) <= min(len(arguments), 2100)
+    (call,) = [m for m in rows.messages if m.role == "assistant" and m.tool_calls]
+    assert call.tool_calls is not None and call.tool_calls[0]["function"]["arguments"] == arguments
