@@ -399,7 +399,9 @@ class PlannerRun:
             metadata["finish_reason"] = completion.finish_reason
         notes = _answer_notes(text, completion.finish_reason, fitted.cut_tokens)
         if notes:
-            added = "\n\n".join(notes) if not text else "".join(f"\n\n{n}" for n in notes)
+            added = "\n\n".join(notes)
+            if text:
+                added = f"\n\n{added}"
             await self.run.emitter.token(added, plan_id=self.plan.id, agent_id=self.run.agent.id)
             await self.run.emitter.flush_tokens()
             text += added
