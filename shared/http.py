@@ -193,7 +193,7 @@ def create_base_app(*, title: str, description: str, routers: Sequence[APIRouter
         return {"status": "ok", "function": title}
 
     for router in routers:
-        app.include_router(router, responses=problems(401, 422, 502))
+        app.include_router(router, responses=problems(401, 422, 502, 503))
     _document_problems(app)
     return app
 

@@ -120,7 +120,7 @@ class Settings(BaseSettings):
     """The executors' thinking mode. Executors are short tool loops where speed and price
     matter most: thinking costs output tokens (the dearest kind) and latency on every turn."""
     llm_timeout_seconds: float = Field(default=60.0, gt=0)
-    """Per-call timeout of an LLM request."""
+    """Timeout of each step of an LLM request: connecting, sending, each read of the reply."""
     llm_max_retries: int = Field(default=3, ge=0, le=10)
     """Retries on 429/5xx/connection errors/timeouts, with backoff and jitter."""
     llm_retry_base_delay_seconds: float = Field(default=0.5, ge=0)
@@ -178,7 +178,7 @@ class Settings(BaseSettings):
     planner_function_url: str | None = None
     """The planner function's URL, for `invoker_transport=http` (set by infra/serverless.yml)."""
     executor_function_url: str | None = None
-    """The executor function's URL, for `invoker_transport=http` (set by infra/serverless.yml)."""
+    """The executor function's URL, for `invoker_transport=http` (infra/ deploys with `sqs`)."""
     planner_queue_url: str | None = None
     """The planner's SQS queue ("run plan", "resume plan"), for `invoker_transport=sqs`."""
     executor_queue_url: str | None = None

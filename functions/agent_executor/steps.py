@@ -13,7 +13,7 @@ from shared.runs import run_step_here
 router = APIRouter(tags=["steps"])
 
 
-@router.post("/steps/{step_id}/run", responses=problems(403, 404, 409))
+@router.post("/steps/{step_id}/run", responses=problems(403, 404))
 async def run_step(
     step_id: UUID, body: RunStepRequest, _: ServiceCaller, services: ServicesDep
 ) -> StepOutcomeOut:

@@ -29,7 +29,7 @@ STREAM = {"text/event-stream": {"schema": {"type": "string", "description": "SSE
 @router.post(
     "/plans/{plan_id}/run",
     response_model=PlanOutcomeOut,
-    responses={200: {"content": STREAM}, **problems(403, 404, 409)},
+    responses={200: {"content": STREAM}, **problems(403, 404)},
 )
 async def run_plan(
     plan_id: UUID, _: ServiceCaller, services: ServicesDep, stream: bool = False
