@@ -176,10 +176,12 @@ class Services:
         async with self.__dict__.setdefault("_mcp_lock", asyncio.Lock()):
             if "_mcp" in self.__dict__:
                 return
-            from shared.tools.mcp_source import McpSource
+            from shared.agents.control_tools import CONTROL_NAMES
+            from shared.tools.mcp_source import McpSource, admitted
 
             source = McpSource(self.settings.mcp_servers)
-            for tool in await source.open():
+            taken = {tool.name for tool in self.tools} | CONTROL_NAMES
+            for tool in admitted(await source.open(), taken=taken):
                 self.tools.add(tool)
             self.__dict__["_mcp"] = source
 

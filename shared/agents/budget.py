@@ -52,8 +52,8 @@ from shared.llm.tokens import TokenCounter, count_messages, count_tools
 MIN_TOOL_RESULT = 40
 CUT_NOTE = (
     "\n[Left out to fit your context budget: the last {left} of this result's {total} tokens. "
-    "To see them, call {tool} again asking for less at once (a smaller limit, then the next "
-    "pages with offset).]"
+    "To see them, call {tool} again asking for less at once (where it takes them, a smaller "
+    "limit, then the next pages with offset).]"
 )
 CUT_NOTE_NO_TOOLS = (
     "\n[Left out to fit your context budget: the last {left} of this result's {total} tokens. "

@@ -19,10 +19,11 @@ result or an error message becomes U+FFFD, as in the model's own output, and a r
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Self
 
@@ -41,6 +42,10 @@ logger = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 1000
 MAX_TOOL_PAGES = 20
+MAX_OFFERED_CHARS = 24_000
+"""All MCP tools' definitions together, as offered to the model (~6,000 tokens): tools past it
+are left out, so that no server's list crowds every prompt out of its budget."""
+REDACTED = "[redacted]"
 OMITTED_NOTE = (
     "the server also sent content other than text ({kinds}), which Parley does not pass to "
     "the model: it is left out of this result"
@@ -123,15 +128,38 @@ class McpServer:
             tools += page.tools
             cursor = page.next_cursor
             if cursor is None:
-                break
+                return tools
+        logger.warning("MCP server %s: tools past its first %d pages left out",
+                       self.config.name, MAX_TOOL_PAGES)  # fmt: skip
         return tools
 
     async def call(self, tool_name: str, arguments: JsonObject) -> JsonObject:
-        """Call `tool_name`; an error result becomes `ToolCallError("tool_failed")`."""
-        result = await self._connected().call_tool(
-            tool_name, dict(arguments), read_timeout_seconds=self.config.timeout_seconds
-        )
-        return _payload(result)
+        """Call `tool_name`; an error result becomes `ToolCallError("tool_failed")`. The
+        secrets of the server's configuration are cut out of whatever it answers: a server may
+        echo its environment or headers, and the answer goes to the model, events and logs."""
+        secrets = self._secrets()
+        try:
+            result = await self._connected().call_tool(
+                tool_name, dict(arguments), read_timeout_seconds=self.config.timeout_seconds
+            )
+            answer: JsonObject = _redacted(_payload(result), secrets)
+            return answer
+        except ToolCallError as exc:
+            raise ToolCallError(exc.code, _redacted(exc.message, secrets)) from None
+        except Exception as exc:  # the protocol's or the transport's: its text may quote secrets
+            logger.warning("MCP server %s: %s failed: %s", self.config.name, tool_name,
+                           _redacted(repr(exc), secrets)[:MAX_ERROR_CHARS])  # fmt: skip
+            raise ToolCallError(
+                "tool_failed", f"MCP server {self.config.name} failed ({type(exc).__name__})"
+            ) from None
+
+    def _secrets(self) -> list[str]:
+        """The configured env and header values (and their words: `Bearer <token>`), longest
+        first; short ones (under 8 characters) are left, as they would match ordinary text."""
+        values = [v.get_secret_value() for v in (*self.config.env.values(),
+                                                  *self.config.headers.values())]  # fmt: skip
+        words = {w for value in values for w in (value, *value.split()) if len(w) >= 8}
+        return sorted(words, key=len, reverse=True)
 
     def external_tools(self, tools: Sequence[Tool]) -> list[ExternalTool]:
         """The server's tools as registry entries, under this server's policy."""
@@ -194,6 +222,28 @@ class McpSource:
         await self.close()
 
 
+def admitted(tools: Sequence[ExternalTool], *, taken: Collection[str]) -> list[ExternalTool]:
+    """The tools that may join a registry whose names `taken` are in use (the built-ins', the
+    agents' control tools): each name once, and all of them within `MAX_OFFERED_CHARS`. The rest
+    are logged as left out: one server's bad list must not stop every turn."""
+    kept: list[ExternalTool] = []
+    names, size = set(taken), 0
+    for tool in tools:
+        offered = len(json.dumps(tool.definition.as_openai_tool()))
+        if tool.name in names:
+            logger.warning("MCP tool %s left out: another tool has that name", tool.name)
+        elif size + offered > MAX_OFFERED_CHARS:
+            logger.warning(
+                "MCP tool %s left out: the MCP tools' definitions would pass %d characters, "
+                "too much of every prompt", tool.name, MAX_OFFERED_CHARS,
+            )  # fmt: skip
+        else:
+            kept.append(tool)
+            names.add(tool.name)
+            size += offered
+    return kept
+
+
 def registered_name(config: McpServerConfig, tool_name: str) -> str:
     """`<prefix><tool>` made safe for function calling (letters, digits, _ and -; ≤ 64)."""
     prefix = f"{config.name}_" if config.tool_prefix is None else config.tool_prefix
@@ -234,4 +284,19 @@ def _storable(value: Any) -> Any:
         return {storable(str(k)): _storable(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_storable(item) for item in value]
+    return value
+
+
+def _redacted(value: Any, secrets: Sequence[str]) -> Any:
+    """`value` (JSON or text) with each of `secrets` in its strings replaced by `REDACTED`."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {_redacted(str(k), secrets): _redacted(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(item, secrets) for item in value]
     return value

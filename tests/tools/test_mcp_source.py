@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from shared.agents.control_tools import CONTROL_NAMES
 from shared.db import Database, dialogue, receipts
 from shared.db.receipts import CallKey
 from shared.errors import ConfigurationError
@@ -18,8 +19,10 @@ from shared.settings import McpServerConfig, load_settings
 from shared.tools import ToolExecutor, ToolRegistry, TurnCache, builtin_registry, offered_tools
 from shared.tools.calls import ToolCall
 from shared.tools.executor import RESENT_NOTE
-from shared.tools.mcp_source import REPLACED_NOTE, McpSource
-from shared.tools.results import ToolResult
+from shared.tools.mcp_source import MAX_OFFERED_CHARS, REDACTED, REPLACED_NOTE, McpSource, admitted
+from shared.tools.registry import ExternalTool
+from shared.tools.results import ToolCallError, ToolResult
+from shared.tools.schema import JsonObject
 from tests.tools.builders import Crew, call, execution_row
 
 SERVER = Path(__file__).with_name("mcp_echo_server.py")
@@ -179,5 +182,57 @@ async def test_services_load_configured_servers_into_their_registry(database_url
         echo = services.tools.get("echo_echo")
         assert echo is not None and echo.access == "read"
         assert services.tools.get("list_tasks") is not None  # the built-ins are still there
+    finally:
+        await services.aclose()
+
+
+def _external(name: str, description: str = "d") -> ExternalTool:
+    async def call(arguments: JsonObject) -> JsonObject:
+        return {}
+
+    schema: JsonObject = {"type": "object", "properties": {"x": {"type": "string"}}}
+    return ExternalTool(name=name, description=description, input_schema=schema, access="read",
+                        call=call)  # fmt: skip
+
+
+def test_a_servers_tools_that_would_clash_or_crowd_the_prompt_are_left_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """One server's bad list must not stop every turn: a name already taken (a built-in, an
+    agent's control tool, an earlier tool) and tools past the definitions' budget are left out
+    and logged; the rest are admitted."""
+    big = "x" * (MAX_OFFERED_CHARS // 2)
+    tools = [_external("a_find"), _external("list_tasks"), _external("create_plan"),
+             _external("a_find"), _external("a_big", big), _external("a_bigger", big),
+             _external("a_last")]  # fmt: skip
+    kept = admitted(tools, taken={"list_tasks", *CONTROL_NAMES})
+    assert [t.name for t in kept] == ["a_find", "a_big", "a_last"]
+    left_out = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
+    assert len(left_out) == 4 and any("a_bigger" in m for m in left_out)
+
+
+async def test_the_servers_configured_secrets_are_cut_out_of_what_it_answers() -> None:
+    """A server may echo its environment or headers: its answers and errors go to the model,
+    the events and the logs, so the configured values are cut out of them."""
+    secret = "sk-SUPERSECRET-123"
+    async with McpSource([echo_config(env={"PARLEY_TOKEN": secret})]) as source:
+        tools = {t.name: t for t in source.tools}
+        echoed = await tools["echo_echo"].call({"text": f"token={secret}"})
+        with pytest.raises(ToolCallError) as refused:
+            await tools["echo_refuse"].call({"reason": secret})
+    assert echoed == {"result": {"result": f"token={REDACTED}"}}
+    assert secret not in refused.value.message and REDACTED in refused.value.message
+
+
+async def test_a_server_whose_tools_clash_is_left_out_and_the_turns_go_on(
+    database_url: str,
+) -> None:
+    twin = echo_config(name="twin", tool_prefix="echo_")  # the same names as the first server's
+    services = Services(load_settings(database_url=database_url, mcp_servers=[echo_config(), twin]))
+    try:
+        await services.load_mcp_tools()
+        await services.load_mcp_tools()  # loaded once: no error, no second try
+        names = [tool.name for tool in services.tools]
+        assert names.count("echo_echo") == 1 and "list_tasks" in names
     finally:
         await services.aclose()
