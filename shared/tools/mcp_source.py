@@ -26,6 +26,10 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Self
+from urllib.parse import parse_qsl, urlsplit
+
+from mcp.shared.exceptions import MCPError
+from mcp_types import REQUEST_TIMEOUT
 
 from shared.errors import ConfigurationError
 from shared.models.text import storable
@@ -89,7 +93,9 @@ class McpServer:
                 await self._closing.wait()
         except Exception as exc:  # reported by start(); after that, calls fail on their own
             self._error = exc
-            logger.warning("MCP server %s: connection ended: %r", self.config.name, exc)
+            text = _redacted(str(exc), secrets_of(self.config))[:MAX_ERROR_CHARS]
+            logger.warning("MCP server %s: connection ended: %s: %s", self.config.name,
+                           type(exc).__name__, text)  # fmt: skip
         finally:
             self._client = None
             self._ready.set()
@@ -134,32 +140,31 @@ class McpServer:
         return tools
 
     async def call(self, tool_name: str, arguments: JsonObject) -> JsonObject:
-        """Call `tool_name`; an error result becomes `ToolCallError("tool_failed")`. The
-        secrets of the server's configuration are cut out of whatever it answers: a server may
-        echo its environment or headers, and the answer goes to the model, events and logs."""
-        secrets = self._secrets()
+        """Call `tool_name`; an error result becomes `ToolCallError("tool_failed")`, the
+        server's own timeout a `TimeoutError` (as the executor's). The configuration's secrets
+        (`secrets_of`) are cut out of whatever the server answers: it may echo its environment
+        or headers, and the answer goes to the model, the events and the logs."""
+        secrets = secrets_of(self.config)
         try:
             result = await self._connected().call_tool(
                 tool_name, dict(arguments), read_timeout_seconds=self.config.timeout_seconds
             )
-            answer: JsonObject = _redacted(_payload(result), secrets)
-            return answer
-        except ToolCallError as exc:
-            raise ToolCallError(exc.code, _redacted(exc.message, secrets)) from None
-        except Exception as exc:  # the protocol's or the transport's: its text may quote secrets
-            logger.warning("MCP server %s: %s failed: %s", self.config.name, tool_name,
-                           _redacted(repr(exc), secrets)[:MAX_ERROR_CHARS])  # fmt: skip
-            raise ToolCallError(
-                "tool_failed", f"MCP server {self.config.name} failed ({type(exc).__name__})"
-            ) from None
+        except MCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                raise TimeoutError from None
+            self._log_failure(tool_name, exc, secrets)
+            raise ToolCallError("tool_failed", _failed(self.config.name, exc)) from None
+        except (ToolCallError, TimeoutError):
+            raise
+        except Exception as exc:  # the transport's: its text may quote the URL or a header
+            self._log_failure(tool_name, exc, secrets)
+            raise ToolCallError("tool_failed", _failed(self.config.name, exc)) from None
+        return _payload(result, secrets)
 
-    def _secrets(self) -> list[str]:
-        """The configured env and header values (and their words: `Bearer <token>`), longest
-        first; short ones (under 8 characters) are left, as they would match ordinary text."""
-        values = [v.get_secret_value() for v in (*self.config.env.values(),
-                                                  *self.config.headers.values())]  # fmt: skip
-        words = {w for value in values for w in (value, *value.split()) if len(w) >= 8}
-        return sorted(words, key=len, reverse=True)
+    def _log_failure(self, tool_name: str, exc: Exception, secrets: Sequence[str]) -> None:
+        text = _redacted(str(exc), secrets)[:MAX_ERROR_CHARS]
+        logger.warning("MCP server %s: %s failed: %s: %s", self.config.name, tool_name,
+                       type(exc).__name__, text)  # fmt: skip
 
     def external_tools(self, tools: Sequence[Tool]) -> list[ExternalTool]:
         """The server's tools as registry entries, under this server's policy."""
@@ -203,8 +208,10 @@ class McpSource:
             try:
                 await server.start()
                 self.tools += server.external_tools(await server.list_tools())
-            except Exception:
-                logger.exception("MCP server %s left out", server.config.name)
+            except Exception as exc:  # its text may quote the configuration: no traceback
+                text = _redacted(str(exc), secrets_of(server.config))[:MAX_ERROR_CHARS]
+                logger.error("MCP server %s left out: %s: %s", server.config.name,
+                             type(exc).__name__, text)  # fmt: skip
                 self.failed.append(server.config.name)
                 await server.stop()
         return self.tools
@@ -220,6 +227,27 @@ class McpSource:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASS|AUTH|CREDENTIAL|COOKIE|SESSION", re.IGNORECASE)
+"""Names of env variables, headers and URL parameters whose values are secrets."""
+
+
+def secrets_of(config: McpServerConfig) -> list[str]:
+    """The values in a server's configuration that are secrets — of env variables, headers and
+    URL parameters named like one (`SECRET_NAME`), and a header value's words too (`Bearer
+    <token>`) — longest first. Values under 8 characters are left: they would match ordinary
+    text (and other values are not secrets: a path or a host is the server's to repeat)."""
+    named = [*config.env.items(), *config.headers.items()]
+    values = [v.get_secret_value() for k, v in named if SECRET_NAME.search(k)]
+    if config.url:
+        values += [v for k, v in parse_qsl(urlsplit(config.url).query) if SECRET_NAME.search(k)]
+    words = {w for value in values for w in (value, *value.split()) if len(w) >= 8}
+    return sorted(words, key=lambda word: (-len(word), word))
+
+
+def _failed(server: str, exc: Exception) -> str:
+    return f"MCP server {server} failed ({type(exc).__name__}); it may or may not have acted"
 
 
 def admitted(tools: Sequence[ExternalTool], *, taken: Collection[str]) -> list[ExternalTool]:
@@ -253,8 +281,9 @@ def registered_name(config: McpServerConfig, tool_name: str) -> str:
     return name
 
 
-def _payload(result: CallToolResult) -> JsonObject:
-    texts = [block.text for block in result.content if block.type == "text"]
+def _payload(result: CallToolResult, secrets: Sequence[str] = ()) -> JsonObject:
+    """A result as the model gets it, `secrets` cut out (before anything is shortened)."""
+    texts = [_redacted(block.text, secrets) for block in result.content if block.type == "text"]
     if result.is_error:
         message = storable("\n".join(texts)) or "the MCP tool reported an error"
         if len(message) > MAX_ERROR_CHARS:
@@ -263,7 +292,7 @@ def _payload(result: CallToolResult) -> JsonObject:
         raise ToolCallError("tool_failed", message)
     payload: dict[str, Any] = {}
     if result.structured_content is not None:  # its text blocks only repeat it as JSON
-        payload["result"] = result.structured_content
+        payload["result"] = _redacted(result.structured_content, secrets)
     elif texts:
         payload["text"] = "\n".join(texts)
     skipped = Counter(block.type for block in result.content if block.type != "text")
@@ -288,7 +317,8 @@ def _storable(value: Any) -> Any:
 
 
 def _redacted(value: Any, secrets: Sequence[str]) -> Any:
-    """`value` (JSON or text) with each of `secrets` in its strings replaced by `REDACTED`."""
+    """`value` (JSON or text) with each of `secrets` in its string values replaced by
+    `REDACTED` (keys are left: two keys made one would lose an entry)."""
     if not secrets:
         return value
     if isinstance(value, str):
@@ -296,7 +326,7 @@ def _redacted(value: Any, secrets: Sequence[str]) -> Any:
             value = value.replace(secret, REDACTED)
         return value
     if isinstance(value, dict):
-        return {_redacted(str(k), secrets): _redacted(v, secrets) for k, v in value.items()}
+        return {k: _redacted(v, secrets) for k, v in value.items()}
     if isinstance(value, list):
         return [_redacted(item, secrets) for item in value]
     return value

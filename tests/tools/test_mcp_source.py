@@ -19,7 +19,14 @@ from shared.settings import McpServerConfig, load_settings
 from shared.tools import ToolExecutor, ToolRegistry, TurnCache, builtin_registry, offered_tools
 from shared.tools.calls import ToolCall
 from shared.tools.executor import RESENT_NOTE
-from shared.tools.mcp_source import MAX_OFFERED_CHARS, REDACTED, REPLACED_NOTE, McpSource, admitted
+from shared.tools.mcp_source import (
+    MAX_OFFERED_CHARS,
+    REDACTED,
+    REPLACED_NOTE,
+    McpSource,
+    admitted,
+    secrets_of,
+)
 from shared.tools.registry import ExternalTool
 from shared.tools.results import ToolCallError, ToolResult
 from shared.tools.schema import JsonObject
@@ -213,15 +220,25 @@ def test_a_servers_tools_that_would_clash_or_crowd_the_prompt_are_left_out(
 
 async def test_the_servers_configured_secrets_are_cut_out_of_what_it_answers() -> None:
     """A server may echo its environment or headers: its answers and errors go to the model,
-    the events and the logs, so the configured values are cut out of them."""
+    the events and the logs, so values named like secrets are cut out of them — before an
+    error is shortened, so no part of one is left — and other values are not."""
     secret = "sk-SUPERSECRET-123"
-    async with McpSource([echo_config(env={"PARLEY_TOKEN": secret})]) as source:
+    env = {"PARLEY_TOKEN": secret, "DATA_DIR": "/srv/parley-data"}
+    async with McpSource([echo_config(env=env)]) as source:
         tools = {t.name: t for t in source.tools}
-        echoed = await tools["echo_echo"].call({"text": f"token={secret}"})
+        echoed = await tools["echo_echo"].call({"text": f"token={secret} in /srv/parley-data"})
         with pytest.raises(ToolCallError) as refused:
-            await tools["echo_refuse"].call({"reason": secret})
-    assert echoed == {"result": {"result": f"token={REDACTED}"}}
-    assert secret not in refused.value.message and REDACTED in refused.value.message
+            await tools["echo_refuse"].call({"reason": "x" * 950 + secret})  # cut at 1,000
+    assert echoed == {"result": {"result": f"token={REDACTED} in /srv/parley-data"}}
+    assert "sk-SUP" not in refused.value.message and REDACTED in refused.value.message
+
+
+def test_secrets_are_the_values_named_like_secrets_and_a_headers_words() -> None:
+    config = McpServerConfig.model_validate({
+        "name": "remote", "url": "https://mcp.example.com/mcp?api_key=k-1234567890&lang=en-GB",
+        "headers": {"Authorization": "Bearer tok-abcdefgh", "Accept": "application/json"},
+    })  # fmt: skip
+    assert secrets_of(config) == ["Bearer tok-abcdefgh", "k-1234567890", "tok-abcdefgh"]
 
 
 async def test_a_server_whose_tools_clash_is_left_out_and_the_turns_go_on(
