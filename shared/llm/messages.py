@@ -26,8 +26,7 @@ call is in every later prompt of the turn, and a megabyte of it would crowd out 
 def parse_arguments(arguments_json: str) -> dict[str, Any] | str:
     """Tool-call arguments from the model's raw JSON text (empty means `{}`): the object, or
     why it cannot be used."""
-    if len(arguments_json) > MAX_ARGUMENT_CHARS:
-        size = len(arguments_json)
+    if (size := len(arguments_json)) > MAX_ARGUMENT_CHARS:
         return f"arguments are {size} characters long; at most {MAX_ARGUMENT_CHARS} are taken"
     try:
         value = json.loads(arguments_json.strip() or "{}")

@@ -64,6 +64,8 @@ class McpServer:
 
     def __init__(self, config: McpServerConfig) -> None:
         self.config = config
+        self.secrets = secrets_of(config)
+        """What is cut out of the server's answers and of what is logged about it."""
         self._client: Client | None = None
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
@@ -93,9 +95,8 @@ class McpServer:
                 await self._closing.wait()
         except Exception as exc:  # reported by start(); after that, calls fail on their own
             self._error = exc
-            text = _redacted(str(exc), secrets_of(self.config))[:MAX_ERROR_CHARS]
-            logger.warning("MCP server %s: connection ended: %s: %s", self.config.name,
-                           type(exc).__name__, text)  # fmt: skip
+            logger.warning("MCP server %s: connection ended: %s", self.config.name,
+                           self.described(exc))  # fmt: skip
         finally:
             self._client = None
             self._ready.set()
@@ -142,29 +143,25 @@ class McpServer:
     async def call(self, tool_name: str, arguments: JsonObject) -> JsonObject:
         """Call `tool_name`; an error result becomes `ToolCallError("tool_failed")`, the
         server's own timeout a `TimeoutError` (as the executor's). The configuration's secrets
-        (`secrets_of`) are cut out of whatever the server answers: it may echo its environment
+        (`self.secrets`) are cut out of whatever the server answers: it may echo its environment
         or headers, and the answer goes to the model, the events and the logs."""
-        secrets = secrets_of(self.config)
         try:
             result = await self._connected().call_tool(
                 tool_name, dict(arguments), read_timeout_seconds=self.config.timeout_seconds
             )
-        except MCPError as exc:
-            if exc.code == REQUEST_TIMEOUT:
-                raise TimeoutError from None
-            self._log_failure(tool_name, exc, secrets)
-            raise ToolCallError("tool_failed", _failed(self.config.name, exc)) from None
         except (ToolCallError, TimeoutError):
             raise
-        except Exception as exc:  # the transport's: its text may quote the URL or a header
-            self._log_failure(tool_name, exc, secrets)
+        except Exception as exc:  # the protocol's or the transport's: its text may quote secrets
+            if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:
+                raise TimeoutError from None
+            logger.warning("MCP server %s: %s failed: %s", self.config.name, tool_name,
+                           self.described(exc))  # fmt: skip
             raise ToolCallError("tool_failed", _failed(self.config.name, exc)) from None
-        return _payload(result, secrets)
+        return _payload(result, self.secrets)
 
-    def _log_failure(self, tool_name: str, exc: Exception, secrets: Sequence[str]) -> None:
-        text = _redacted(str(exc), secrets)[:MAX_ERROR_CHARS]
-        logger.warning("MCP server %s: %s failed: %s: %s", self.config.name, tool_name,
-                       type(exc).__name__, text)  # fmt: skip
+    def described(self, exc: BaseException) -> str:
+        """`exc` as it may be logged: its type and its text, secrets cut out, shortened."""
+        return f"{type(exc).__name__}: {_redacted(str(exc), self.secrets)[:MAX_ERROR_CHARS]}"
 
     def external_tools(self, tools: Sequence[Tool]) -> list[ExternalTool]:
         """The server's tools as registry entries, under this server's policy."""
@@ -209,9 +206,8 @@ class McpSource:
                 await server.start()
                 self.tools += server.external_tools(await server.list_tools())
             except Exception as exc:  # its text may quote the configuration: no traceback
-                text = _redacted(str(exc), secrets_of(server.config))[:MAX_ERROR_CHARS]
-                logger.error("MCP server %s left out: %s: %s", server.config.name,
-                             type(exc).__name__, text)  # fmt: skip
+                logger.error("MCP server %s left out: %s", server.config.name,
+                             server.described(exc))  # fmt: skip
                 self.failed.append(server.config.name)
                 await server.stop()
         return self.tools
