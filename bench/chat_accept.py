@@ -37,9 +37,9 @@ from uuid import UUID, uuid4
 import boto3
 import httpx
 
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import DeepSeekTokenizer
 from shared.db import Database
-from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.services import Services
 from shared.settings import Settings
 from tests import databases

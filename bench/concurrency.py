@@ -62,7 +62,7 @@ def free_port() -> int:
 MODEL = """
 import sys, threading
 from shared.agents import DeepSeekTokenizer
-from shared.llm.fake_server import FakeModelServer
+from local.deepseek import FakeModelServer
 from tests.models import SERVED
 from tests.turn_kinds import script_turns
 fake = FakeModelServer(models=SERVED, tokenizer=DeepSeekTokenizer(), port=int(sys.argv[1]))

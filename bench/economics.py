@@ -38,6 +38,7 @@ from uuid import uuid4
 from bench import account as seeded
 from bench.replies import ONE_AGENT, BenchScript
 from bench.requests import Request, requests
+from local.deepseek import Exchange, FakeModelServer
 from shared.agents import prompts, run_turn
 from shared.agents.model_calls import tool_schemas
 from shared.db import Database, agents, chats, users
@@ -55,7 +56,6 @@ from shared.llm import (
     UserMessage,
     load_registry,
 )
-from shared.llm.fake_server import Exchange, FakeModelServer
 from shared.llm.tokens import DeepSeekTokenizer, count_tools
 from shared.services import Services
 from shared.settings import Settings

@@ -25,8 +25,8 @@ from dataclasses import replace
 from typing import Any
 
 from bench.requests import Request
+from local.deepseek import RecordedRequest, Reply, ScriptItem, error, reply, tool_call
 from shared.agents import prompts
-from shared.llm.fake_server import RecordedRequest, Reply, ScriptItem, error, reply, tool_call
 
 ONE_AGENT = """You are a capable assistant for the user's projects, tasks, notes, brain dumps \
 and calendar. Reply in the user's language, briefly and concretely. Use the tools to look \

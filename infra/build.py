@@ -29,7 +29,7 @@ PLATFORMS = {
     "arm64": "aarch64-manylinux_2_28",
     "x86_64": "x86_64-manylinux_2_28",
 }  # AL2023: glibc 2.34
-SKIP = ("__pycache__", "*.pyc", "fake_server")  # the offline demo model is not deployed
+SKIP = ("__pycache__", "*.pyc")
 NOT_DEPLOYED = ("huggingface-hub", "hf-xet", "fsspec", "filelock", "tqdm")
 """The Hugging Face Hub client and what only it needs: pulled in by `tokenizers` for
 `Tokenizer.from_pretrained` (downloads from the Hub), which Parley never calls: it loads

@@ -32,15 +32,15 @@ from functions.agent_planner.app import create_app as planner_app
 from functions.chat.app import create_app as chat_app
 from local import demo, migrate
 from local.console import ConsoleSettings, console_routes
+from local.deepseek import DEMO_MODEL, FakeModelServer
 from local.postgres import start_embedded, with_database
 from local.realtime import RealtimeConfig, RealtimeServer
 from local.seed import DEMO_EMAIL, DEMO_USER_ID, SeedSummary, seed_demo
+from local.serving import BackgroundServer
 from shared.auth import mint_token
 from shared.db import Database
 from shared.errors import ConfigurationError
-from shared.llm.fake_server import DEMO_MODEL, FakeModelServer
 from shared.services import Services, get_services
-from shared.serving import BackgroundServer
 from shared.settings import LOCAL_JWT_SECRET, Settings, load_settings
 from shared.sweeper import sweep
 

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
+from local.deepseek import FakeModelServer, RecordedRequest, Reply, reply, tool_call
 from shared import sending
 from shared.agents import DeepSeekTokenizer
 from shared.auth import User
 from shared.db import Database
-from shared.llm.fake_server import FakeModelServer, RecordedRequest, Reply, reply, tool_call
 from shared.models.turns import ChatTurnReply, ChatTurnRequest
 from shared.services import Services
 from shared.settings import Settings

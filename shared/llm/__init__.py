@@ -33,7 +33,7 @@ Build a client once per cold start and pass typed messages:
 - Keyless servers: with no key and an `LLM_BASE_URL` on this machine or a private network
   (Ollama, vLLM, the demo model), a placeholder key is sent; public endpoints need a key.
 - `openai` is imported on the first request, not by importing this package (~1 s saved).
-- Offline: `shared.llm.fake_server` is an OpenAI-compatible fake (tests, the demo model).
+- Offline: `local.deepseek` is an OpenAI-compatible fake (tests, the demo model).
 """
 
 from typing import TYPE_CHECKING

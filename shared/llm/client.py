@@ -1,7 +1,7 @@
 """The LLM seam: the `LLMClient` Protocol and the values that cross it.
 
 `OpenAIClient` (shared.llm.openai_client) implements it over any OpenAI-compatible endpoint;
-tests and the offline demo run it against the fake server (shared.llm.fake_server).
+tests and the offline demo run it against the fake server (local.deepseek).
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from local.deepseek import FakeModelServer
 from shared.agents import ApprovalGate, DeepSeekTokenizer
 from shared.db import Database
 from shared.llm import OpenAIClient, RetryPolicy, load_registry
-from shared.llm.fake_server import FakeModelServer
 from shared.services import Services
 from shared.settings import Settings
 from tests import databases

@@ -7,9 +7,9 @@ import threading
 from typing import Any
 from uuid import UUID, uuid4
 
+from local.deepseek import FakeModelServer, RecordedRequest, Reply
 from shared.auth import User
 from shared.db import Database
-from shared.llm.fake_server import FakeModelServer, RecordedRequest, Reply
 
 
 class Hold:

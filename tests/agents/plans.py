@@ -7,7 +7,7 @@ import re
 import threading
 from typing import Any
 
-from shared.llm.fake_server import FakeModelServer, RecordedRequest, Reply, reply, tool_call
+from local.deepseek import FakeModelServer, RecordedRequest, Reply, reply, tool_call
 from tests.agents.scripting import Script, delegation, kind_of, tool_results
 
 TASKS_STEP = "List the user's open tasks"

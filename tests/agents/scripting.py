@@ -14,8 +14,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from local.deepseek import FakeModelServer, RecordedRequest, ScriptItem, error
 from shared.agents import prompts
-from shared.llm.fake_server import FakeModelServer, RecordedRequest, ScriptItem, error
 
 Replier = ScriptItem | Callable[[RecordedRequest], ScriptItem]
 

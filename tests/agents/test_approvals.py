@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import (
     ALLOW,
     WAIT,
@@ -16,7 +17,6 @@ from shared.agents import (
 )
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from tests.agents.builders import stored, types
 from tests.agents.conftest import MakeServices
 from tests.agents.plans import plan_call, synthesis

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from local.deepseek import FakeModelServer, RecordedRequest, reply, tool_call
 from shared.agents import DeepSeekTokenizer, count_prompt, prompts, run_turn
 from shared.db import Database, chats
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, RecordedRequest, reply, tool_call
 from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices
 from tests.agents.plans import complete_with_results, plan_call, synthesis

@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from local.deepseek import FakeModelServer, ScriptedCall, reply, tool_call
 from shared.agents import InProcessInvoker, run_turn
 from shared.approvals import decide_approval, list_approvals
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, ScriptedCall, reply, tool_call
 from shared.services import Services
 from tests.agents.builders import stored
 from tests.agents.holds import as_user

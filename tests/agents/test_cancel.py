@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from local.deepseek import FakeModelServer, RecordedRequest, Reply, reply, tool_call
 from shared.agents import InProcessInvoker, request_cancel, start_turn
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, RecordedRequest, Reply, reply, tool_call
 from shared.services import Services
 from tests.agents.builders import of_type, stored
 from tests.agents.plans import plan_call, synthesis

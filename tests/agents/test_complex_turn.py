@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from local.deepseek import FakeModelServer
 from shared.agents import run_turn
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer
 from shared.services import Services
 from tests.agents.builders import data, of_type, stored, types
 from tests.agents.plans import TASKS_STEP, week_script

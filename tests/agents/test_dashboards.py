@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import run_turn
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.services import Services
 from tests import databases
 from tests.agents.plans import plan_call, synthesis, week_script

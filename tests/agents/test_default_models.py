@@ -7,10 +7,10 @@ from decimal import Decimal
 
 from pydantic import SecretStr
 
+from local.deepseek import FakeModelServer, RecordedRequest, Reply, reply, tool_call
 from shared.agents import DeepSeekTokenizer, run_turn
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, RecordedRequest, Reply, reply, tool_call
 from shared.services import Services
 from shared.settings import Settings
 from tests.agents.builders import stored

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from local.deepseek import NOTICE, FakeModelServer
 from shared.agents import InProcessInvoker, run_turn
 from shared.approvals import decide_approval, list_approvals
 from shared.auth import User
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import NOTICE, FakeModelServer
 from tests.agents.builders import stored, types
 from tests.agents.conftest import MakeServices
 from tests.factories import make_user

@@ -9,6 +9,7 @@ from uuid import UUID
 
 import pytest
 
+from local.deepseek import FakeModelServer, RecordedRequest, reply, tool_call
 from shared.agents import (
     InProcessInvoker,
     TurnStarted,
@@ -20,7 +21,6 @@ from shared.agents import (
 from shared.db import Database
 from shared.errors import Conflict
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, RecordedRequest, reply, tool_call
 from shared.services import Services
 from tests.agents.holds import Hold, scalar, set_plan_lease
 from tests.agents.scripting import Script

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from local.deepseek import FakeModelServer, error
 from shared.agents import run_turn
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, error
 from shared.services import Services
 from shared.settings import Settings
 from tests.agents.builders import of_type, stored, types

@@ -11,13 +11,13 @@ from uuid import UUID
 
 import pytest
 
+from local.deepseek import FakeModelServer, RecordedRequest, Reply, reply, tool_call
 from shared.agents import InProcessInvoker, TurnOutcome, request_cancel, run_turn
 from shared.agents.approvals import DatabaseApprovals, Escalation, Verdict
 from shared.approvals import decide_approval, list_approvals
 from shared.db import Database
 from shared.errors import Conflict, InvalidInput, NotFound
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, RecordedRequest, Reply, reply, tool_call
 from shared.services import Services
 from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices

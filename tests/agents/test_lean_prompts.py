@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import prompts, run_turn
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.services import Services
 from shared.tools import builtin_registry
 from tests.agents.builders import stored

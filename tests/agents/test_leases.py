@@ -9,6 +9,7 @@ from uuid import UUID
 
 import pytest
 
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import (
     InProcessInvoker,
     StepOutcome,
@@ -18,7 +19,6 @@ from shared.agents import (
 )
 from shared.db import Database
 from shared.events import EventEmitter, InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.services import Services
 from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices

@@ -5,10 +5,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import InProcessInvoker, run_turn, start_turn
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.services import Services
 from tests.agents.builders import of_type, stored, types
 from tests.agents.conftest import MakeServices

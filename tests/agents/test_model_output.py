@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from mcp.types import CallToolResult, TextContent
 
+from local.deepseek import FakeModelServer, error, raw_tool_call, reply, tool_call
 from shared.agents import InProcessInvoker, run_turn
 from shared.agents.planner import ANSWER_CUT, ANSWER_FILTERED, NO_ANSWER
 from shared.db import Database
 from shared.events import Event, InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, error, raw_tool_call, reply, tool_call
 from shared.services import Services
 from shared.tools.mcp_source import REPLACED_NOTE
 from shared.tools.mcp_source import _payload as mcp_payload

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from mcp.types import CallToolResult, ImageContent, TextContent
 
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import DeepSeekTokenizer, InProcessInvoker, prompts, run_turn
 from shared.agents.plan_checks import MAX_PROBLEMS, read_plan
 from shared.db import Database, chats
 from shared.db.records import ChatMessage
 from shared.events import Event, InMemoryPublisher
 from shared.llm import ToolCall
-from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.tools import builtin_registry
 from shared.tools.mcp_source import MAX_ERROR_CHARS, OMITTED_NOTE, _payload
 from shared.tools.mcp_source import _payload as mcp_payload

@@ -13,6 +13,7 @@ from uuid import UUID
 
 import pytest
 
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import (
     InProcessInvoker,
     StepOutcome,
@@ -24,7 +25,6 @@ from shared.agents import (
 from shared.db import Database
 from shared.errors import InvalidInput
 from shared.events import Event, EventEmitter, InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.services import Services
 from tests.agents.builders import of_type, stored
 from tests.agents.plans import complete_with_results, plan_call, synthesis

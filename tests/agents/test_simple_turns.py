@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import TurnStillRunning, request_cancel, run_turn, start_turn
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.services import Services
 from tests.agents.builders import of_type, stored, streamed_text, types
 from tests.agents.scripting import Script, tool_results

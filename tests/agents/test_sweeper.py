@@ -11,11 +11,11 @@ from uuid import UUID
 import psycopg
 import pytest
 
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import run_turn
 from shared.approvals import decide_approval, list_approvals
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.services import Services
 from shared.sweeper import sweep
 from tests.agents.builders import of_type, stored

@@ -12,11 +12,11 @@ from decimal import Decimal
 
 import pytest
 
+from local.deepseek import FakeModelServer, reply
 from shared.agents import DeepSeekTokenizer, run_turn
 from shared.db import Database
 from shared.events import InMemoryPublisher
 from shared.llm import OpenAIClient, RetryPolicy, load_registry
-from shared.llm.fake_server import FakeModelServer, reply
 from shared.services import Services
 from shared.settings import Settings
 from tests import databases

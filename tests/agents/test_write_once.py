@@ -12,10 +12,10 @@ from uuid import UUID
 import psycopg
 import pytest
 
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import InProcessInvoker, run_turn
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.services import Services
 from tests.agents.builders import stored
 from tests.agents.holds import scalar

@@ -11,9 +11,9 @@ from uuid import uuid4
 
 import pytest
 
+from local.deepseek import FakeModelServer
 from shared.agents import DeepSeekTokenizer
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer
 from shared.services import Services
 from shared.settings import Settings
 from tests.agents.scripting import Script

@@ -22,9 +22,9 @@ from uuid import UUID
 
 import pytest
 
+from local.deepseek import FakeModelServer, reply
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, reply
 from tests.agents.builders import stored
 from tests.agents.holds import plan_row, scalar, set_plan_lease
 from tests.agents.plans import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_script

@@ -14,9 +14,9 @@ from uuid import UUID
 
 import pytest
 
+from local.deepseek import FakeModelServer
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer
 from tests.agents.holds import scalar, set_plan_lease
 from tests.agents.scripting import Script
 from tests.aws.cloud import Cloud, Delivery, Function

@@ -35,11 +35,11 @@ import pytest
 from psycopg.types.json import Jsonb
 from realtime import AsyncRealtimeClient
 
+from local.deepseek import FakeModelServer
 from local.realtime import RealtimeServer
 from shared.db import Database
 from shared.events import InMemoryPublisher
 from shared.events.realtime import session_topic
-from shared.llm.fake_server import FakeModelServer
 from tests.agents.scripting import Script
 from tests.aws.cloud import Cloud
 from tests.aws.test_kill_anywhere import (

@@ -21,10 +21,10 @@ from uuid import UUID
 
 import pytest
 
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import DeepSeekTokenizer
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from shared.services import Services
 from shared.settings import Settings
 from tests.agents.builders import of_type, stored

@@ -13,9 +13,9 @@ import json
 from typing import Any
 from uuid import UUID, uuid4
 
+from local.deepseek import FakeModelServer, reply
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, reply
 from shared.queues.dead_letters import PLAN_DEAD, STEP_DEAD
 from tests.agents.builders import of_type, stored
 from tests.agents.holds import plan_row, scalar, set_plan_lease

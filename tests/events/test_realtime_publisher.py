@@ -14,10 +14,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from local.serving import BackgroundServer
 from shared.events import Event
 from shared.events.realtime import SupabaseRealtimePublisher, session_topic
 from shared.events.sse import SSEPublisher
-from shared.serving import BackgroundServer
 
 SESSION = uuid4()
 

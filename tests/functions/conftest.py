@@ -9,11 +9,11 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from local.deepseek import FakeModelServer
+from local.serving import BackgroundServer
 from shared.agents import DeepSeekTokenizer
 from shared.auth import mint_token
-from shared.llm.fake_server import FakeModelServer
 from shared.services import Services, get_services
-from shared.serving import BackgroundServer
 from shared.settings import load_settings
 from tests.agents.scripting import Script
 from tests.models import SERVED

@@ -12,11 +12,11 @@ from starlette.types import Receive, Scope, Send
 from functions.agent_executor.app import create_app as executor_app
 from functions.agent_planner.app import create_app as planner_app
 from functions.chat.app import create_app as chat_app
+from local.deepseek import FakeModelServer
+from local.serving import BackgroundServer
 from shared.agents import DeepSeekTokenizer
 from shared.events import Publisher
-from shared.llm.fake_server import FakeModelServer
 from shared.services import Services, get_services
-from shared.serving import BackgroundServer
 from shared.settings import Settings
 from tests.functions.conftest import SECRET
 from tests.models import EXECUTOR_MODEL, PLANNER_MODEL

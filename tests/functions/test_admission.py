@@ -12,9 +12,9 @@ from uuid import UUID
 import httpx
 import pytest
 
+from local.deepseek import FakeModelServer, reply
 from shared.agents import DeepSeekTokenizer
 from shared.db import Database
-from shared.llm.fake_server import FakeModelServer, reply
 from tests.agents.holds import Hold
 from tests.agents.scripting import Script
 from tests.factories import make_user

@@ -14,9 +14,9 @@ from uuid import UUID
 import httpx
 import pytest
 
+from local.deepseek import FakeModelServer, RecordedRequest, reply, tool_call
 from shared.agents import DeepSeekTokenizer
 from shared.db import Database
-from shared.llm.fake_server import FakeModelServer, RecordedRequest, reply, tool_call
 from tests.agents.scripting import Script, tool_results
 from tests.factories import make_user
 from tests.functions.stack import Stack

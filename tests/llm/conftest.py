@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from local.deepseek import FakeModelServer
 from shared.llm import ModelRegistry, OpenAIClient, RetryPolicy, load_registry
-from shared.llm.fake_server import FakeModelServer
 from shared.llm.tokens import DeepSeekTokenizer
 
 TEST_MODELS = """

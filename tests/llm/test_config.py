@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from local.deepseek import FakeModelServer
 from shared.errors import ConfigurationError
 from shared.llm import ChatRequest, LLMNotConfigured, OpenAIClient, UserMessage
-from shared.llm.fake_server import FakeModelServer
 from shared.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +71,7 @@ async def test_settings_configure_the_client(
 
 def test_importing_shared_llm_does_not_import_openai() -> None:
     code = (
-        "import sys, shared.llm, shared.llm.openai_client, shared.llm.fake_server; "
+        "import sys, shared.llm, shared.llm.openai_client, local.deepseek; "
         "print('openai' in sys.modules)"
     )
     result = subprocess.run(

@@ -8,6 +8,7 @@ from email.utils import formatdate
 import openai
 import pytest
 
+from local.deepseek import FakeModelServer, error, rate_limited, reply
 from shared.llm import (
     ChatRequest,
     LLMAuthenticationFailed,
@@ -20,7 +21,6 @@ from shared.llm import (
     TextDelta,
     UserMessage,
 )
-from shared.llm.fake_server import FakeModelServer, error, rate_limited, reply
 from tests.llm.conftest import MakeClient, RecordedSleeps
 
 HELLO = ChatRequest("test-model", [UserMessage("Hello")])

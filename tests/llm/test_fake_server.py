@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 import httpx
 import pytest
 
-from shared.llm.fake_server import (
+from local.deepseek import (
     DEEPSEEK_MODELS,
     FakeModelServer,
     RecordedRequest,
@@ -16,7 +16,7 @@ from shared.llm.fake_server import (
     tool_call,
     usage,
 )
-from shared.llm.fake_server.cache import STORAGE_UNIT
+from local.deepseek.cache import STORAGE_UNIT
 from shared.llm.tokens import DeepSeekTokenizer, count_prompt
 
 BODY = {"model": "deepseek-v4-pro", "messages": [{"role": "user", "content": "hi"}],

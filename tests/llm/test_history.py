@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from local.deepseek import FakeModelServer, reply
 from shared.llm import (
     AssistantMessage,
     ChatRequest,
@@ -17,7 +18,6 @@ from shared.llm import (
     find_problems,
     repair_history,
 )
-from shared.llm.fake_server import FakeModelServer, reply
 from shared.llm.history import UNANSWERED_RESULT
 from tests.llm.conftest import MakeClient
 

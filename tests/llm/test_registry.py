@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from local.deepseek import FakeModelServer, reply, usage
 from shared.db.records import Usage
 from shared.llm import ChatRequest, LLMNotConfigured, Price, TokenCounts, UserMessage, load_registry
-from shared.llm.fake_server import FakeModelServer, reply, usage
 from shared.llm.retry import RetryPolicy, parse_retry_after
 from shared.llm.usage import parse_usage
 from tests.llm.conftest import MakeClient

@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 from pydantic import BaseModel
 
+from local.deepseek import FakeModelServer, raw_tool_call, reply, tool_call, usage
 from shared.db.records import Usage
 from shared.llm import (
     AssistantMessage,
@@ -27,7 +28,6 @@ from shared.llm import (
     UserMessage,
     call_tool,
 )
-from shared.llm.fake_server import FakeModelServer, raw_tool_call, reply, tool_call, usage
 from tests.llm.conftest import MakeClient
 
 SEARCH = ToolSchema(

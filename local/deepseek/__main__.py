@@ -1,4 +1,4 @@
-"""`python -m shared.llm.fake_server [--host H] [--port P]`: serve the offline demo model."""
+"""`python -m local.deepseek [--host H] [--port P]`: serve the offline demo model."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 
 import uvicorn
 
-from shared.llm.fake_server.app import FakeModel
+from local.deepseek.app import FakeModel
 
 
 def main(argv: list[str] | None = None) -> None:

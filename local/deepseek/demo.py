@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.llm.fake_server import demo_agents as agents
-from shared.llm.fake_server.script import RecordedRequest, Reply, ScriptedCall, reply
+from local.deepseek import demo_agents as agents
+from local.deepseek.script import RecordedRequest, Reply, ScriptedCall, reply
 
 DEMO_MODEL = "parley-demo"
 DEMO_MODELS = (DEMO_MODEL, "parley-demo-thinking")

@@ -13,13 +13,13 @@ lets the local stack run end to end without an API key, over the same client cod
         fake.reset()                               # between tests
 
 Routes: `POST /v1/chat/completions` (and `/chat/completions`, DeepSeek-style), `GET /v1/models`.
-Run it alone with `python -m shared.llm.fake_server --port 8081`.
+Run it alone with `python -m local.deepseek --port 8081`.
 """
 
-from shared.llm.fake_server.app import DEEPSEEK_MODELS, MODEL_NOT_EXIST, Exchange, FakeModel
-from shared.llm.fake_server.demo import DEMO_MODEL, DEMO_MODELS, NOTICE, demo_reply
-from shared.llm.fake_server.runner import FakeModelServer
-from shared.llm.fake_server.script import (
+from local.deepseek.app import DEEPSEEK_MODELS, MODEL_NOT_EXIST, Exchange, FakeModel
+from local.deepseek.demo import DEMO_MODEL, DEMO_MODELS, NOTICE, demo_reply
+from local.deepseek.runner import FakeModelServer
+from local.deepseek.script import (
     Cut,
     ErrorReply,
     RecordedRequest,

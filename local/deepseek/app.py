@@ -14,11 +14,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from shared.llm.fake_server import wire
-from shared.llm.fake_server.cache import PrefixCache
-from shared.llm.fake_server.demo import DEMO_MODELS, demo_reply
-from shared.llm.fake_server.rules import history_error
-from shared.llm.fake_server.script import (
+from local.deepseek import wire
+from local.deepseek.cache import PrefixCache
+from local.deepseek.demo import DEMO_MODELS, demo_reply
+from local.deepseek.rules import history_error
+from local.deepseek.script import (
     Cut,
     ErrorReply,
     RecordedRequest,

@@ -8,7 +8,7 @@ from itertools import zip_longest
 from typing import Any
 from uuid import uuid4
 
-from shared.llm.fake_server.script import RecordedRequest, Reply, ScriptedCall, ScriptedUsage
+from local.deepseek.script import RecordedRequest, Reply, ScriptedCall, ScriptedUsage
 
 FINGERPRINT = "fp_parley_fake"
 

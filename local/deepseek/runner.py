@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from types import TracebackType
 
-from shared.llm.fake_server.app import FakeModel
+from local.deepseek.app import FakeModel
+from local.serving import BackgroundServer
 from shared.llm.tokens import DeepSeekTokenizer
-from shared.serving import BackgroundServer
 
 
 class FakeModelServer(FakeModel):
