@@ -4,11 +4,13 @@
 Both need nothing but Python 3.11+. They create `.venv/` on first use, install the locked
 dependencies into it (with uv, itself installed into the venv; pip if uv is unavailable) and
 re-install only when `pyproject.toml` or `requirements.lock` change, so running them again is
-cheap and safe.
+cheap and safe. Every locked package is checked against the lock's SHA-256 hashes as it is
+installed (`--require-hashes`): a download that differs from what was locked stops the install.
 
     python3 dev.py run [args]    the local stack and Parley Console (`python3 dev.py run --help`)
     python3 dev.py test [args]   ruff, mypy, then pytest (extra args go to pytest)
-    python3 dev.py lock          re-resolve requirements.lock from pyproject.toml
+    python3 dev.py lock          re-resolve requirements.lock (with hashes) from pyproject.toml,
+                                 and infra/scan.lock (the template scanners) from infra/scan.in
 
 `run` serves the console's committed files; when `web/package-lock.json` has changed since
 they were vendored and Node is installed, it re-vendors them first (`web/build.py`).
@@ -88,8 +90,8 @@ def ensure_venv() -> None:
         ]
     else:
         install = [str(PYTHON), "-m", "pip", "install", "--quiet"]
-    run([*install, "-r", str(ROOT / "requirements.lock")], check=True)
-    run([*install, "--no-deps", "-e", str(ROOT)], check=True)
+    run([*install, "--require-hashes", "-r", str(ROOT / "requirements.lock")], check=True)
+    run([*install, "--no-deps", "-e", str(ROOT)], check=True)  # this checkout: nothing to hash
     STAMP.write_text(digest)
 
 
@@ -119,13 +121,19 @@ def apt(args: list[str]) -> int:
 
 
 def lock() -> int:
+    """Both locks, universal (any platform, Python 3.11+), with every distribution's SHA-256.
+
+    The template scanners (`checkov`, `cfn-lint`: tests/infra/test_template_scan.py) have a
+    lock and a venv of their own: checkov pins dozens of packages (boto3 among them) to
+    versions the project's own environment should not be held to."""
     uv = BIN / "uv"
+    common = ["--universal", "--python-version", "3.11", "--generate-hashes", "--quiet"]
+    extras = [option for name in ("local", "dev", "aws", "mcp") for option in ("--extra", name)]
     return run(
-        [
-            str(uv), "pip", "compile", "pyproject.toml", "--extra", "local", "--extra", "dev",
-            "--extra", "aws", "--universal",
-            "--python-version", "3.11", "--quiet", "--output-file", "requirements.lock",
-        ]
+        [str(uv), "pip", "compile", "pyproject.toml", *extras, *common,
+         "--output-file", "requirements.lock"]
+    ) or run(
+        [str(uv), "pip", "compile", "infra/scan.in", *common, "--output-file", "infra/scan.lock"]
     )  # fmt: skip
 
 

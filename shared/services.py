@@ -19,7 +19,7 @@ from shared.errors import ConfigurationError
 from shared.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
     from fastapi import FastAPI
 
     from shared.admission import TurnSlots
@@ -71,11 +71,15 @@ class Services:
         )
 
     @cached_property
-    def http(self) -> httpx.AsyncClient:
-        """One HTTP client for calls to other functions and to Realtime (pooled connections)."""
-        import httpx
+    def http(self) -> httpx2.AsyncClient:
+        """One HTTP client for calls to other functions and to Realtime (pooled connections):
+        httpx2, the model client's library, with its TLS settings (loaded once for both)."""
+        import httpx2
 
-        return httpx.AsyncClient(timeout=httpx.Timeout(900.0, connect=10.0))
+        from shared.tls import http_client_tls_context
+
+        timeout = httpx2.Timeout(900.0, connect=10.0)
+        return httpx2.AsyncClient(timeout=timeout, verify=http_client_tls_context())
 
     @cached_property
     def queue_sender(self) -> QueueSender:
