@@ -10,6 +10,7 @@ calls a model starts without those settings. Tests and the local stack pass read
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Sequence
 from functools import cached_property, lru_cache
@@ -32,6 +33,11 @@ if TYPE_CHECKING:
     from shared.queues.senders import QueueSender
     from shared.tools import ToolExecutor, ToolRegistry
 
+log = logging.getLogger(__name__)
+MCP_MISSING = (
+    "MCP_SERVERS names %d server(s), but the MCP SDK is not installed (install parley[mcp]; "
+    "for Lambda, build the bundle with `infra/build.py --extra mcp`): their tools are left out"
+)
 
 class Services:
     """Settings plus the clients built from them (each built on first use unless given)."""
@@ -172,8 +178,11 @@ class Services:
     async def load_mcp_tools(self) -> None:
         """Connect the `MCP_SERVERS` once per process and add their tools to `tools`.
 
-        Called before agents run (the connection lives in this process's event loop). A server
-        that cannot be reached is logged and left out; the built-in tools work regardless.
+        Called where agents run, just before (the connection lives in this process's event
+        loop): never by the chat function's sends, which offer no tool. The MCP SDK is the
+        optional `parley[mcp]`, imported here and nowhere else. A server that cannot be
+        reached is logged and left out, and so are all of them when the SDK is not installed
+        (logged once): the built-in tools work regardless.
         """
         if not self.settings.mcp_servers or "_mcp" in self.__dict__:
             return
@@ -181,8 +190,15 @@ class Services:
             if "_mcp" in self.__dict__:
                 return
             from shared.agents.control_tools import CONTROL_NAMES
-            from shared.tools.mcp_source import McpSource, admitted
 
+            try:
+                from shared.tools.mcp_source import McpSource, admitted
+            except ModuleNotFoundError as exc:
+                if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types"):
+                    raise
+                log.error(MCP_MISSING, len(self.settings.mcp_servers))
+                self.__dict__["_mcp"] = None
+                return
             source = McpSource(self.settings.mcp_servers)
             taken = {tool.name for tool in self.tools} | CONTROL_NAMES
             for tool in admitted(await source.open(), taken=taken):
@@ -219,7 +235,7 @@ class Services:
                  if name in self.__dict__ and name not in self._given}  # fmt: skip
         if (sender := self.__dict__.pop("queue_sender", None)) is not None:
             sender.close()
-        if "_mcp" in built:
+        if built.get("_mcp") is not None:
             self.__dict__.pop("tools", None)  # its MCP tools belonged to the closed connection
             await built["_mcp"].close()
         for name in ("db", "http", "llm"):
