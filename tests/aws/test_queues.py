@@ -24,7 +24,6 @@ import pytest
 from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import DeepSeekTokenizer
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from shared.settings import Settings
 from tests.agents.builders import of_type, stored
@@ -32,6 +31,7 @@ from tests.agents.holds import plan_row, scalar
 from tests.agents.plans import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_script
 from tests.agents.scripting import Script, requests_of
 from tests.aws.cloud import Cloud, Function, body_of, lambda_event
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.functions.conftest import SECRET
 from tests.functions.test_handlers import load_event
