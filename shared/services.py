@@ -91,16 +91,17 @@ class Services:
     @cached_property
     def queue_sender(self) -> QueueSender:
         """What `SqsInvoker` puts messages on the queues with (`INVOKER_TRANSPORT=sqs`): SQS's
-        JSON API over `http.client`, signed here, when the environment holds an access key, its
-        secret and a region — as a Lambda function's does (not under SnapStart, which serves
-        credentials another way) — so that no send imports boto3 (the chat function's first
-        `202`). Requests go to `AWS_ENDPOINT_URL_SQS` (or `AWS_ENDPOINT_URL`) when set, as
-        boto3's would. Else, or behind an HTTPS proxy, boto3's client (`sqs`): it finds
-        credentials every other way (instance profiles, SSO, config files) and honours proxies."""
-        from shared.queues.sigv4 import Credentials
+        JSON API over `http.client`, signed here, when the environment leads to credentials
+        and names a region — a Lambda function's always does: its keys, or under SnapStart its
+        credentials endpoint (`shared.aws.credentials`) — so that no send imports boto3 (the
+        chat function's first `202`). Requests go to `AWS_ENDPOINT_URL_SQS` (or
+        `AWS_ENDPOINT_URL`) when set, as boto3's would. Else, or behind an HTTPS proxy,
+        boto3's client (`sqs`): it finds credentials every other way (instance profiles, SSO,
+        config files) and honours proxies."""
+        from shared.aws.credentials import from_environment
 
         environ = os.environ
-        credentials = Credentials.from_environment(environ)
+        credentials = from_environment(environ)
         if credentials is not None and not (
             environ.get("HTTPS_PROXY") or environ.get("https_proxy")
         ):
