@@ -84,6 +84,8 @@ async def n(n: int) -> dict[str, int]:
     return {"n": n}
 print(time.perf_counter() - started, time.process_time() - cpu)
 """
+VERSUS = "import functions.chat.handler, versus"
+"""The `--versus` checkout's chat handler, imported in the same rounds."""
 CPU = " (CPU)"
 """Suffix of an import's CPU time (`process_time`): an import is CPU work, and its CPU time
 moves far less than its wall time with the load of a shared machine."""
@@ -177,9 +179,9 @@ print(time.perf_counter() - started)
 """
 
 
-def child(code: str, env: dict[str, str], *args: str) -> str:
+def child(code: str, env: dict[str, str], *args: str, cwd: Path = ROOT) -> str:
     done = subprocess.run(
-        [sys.executable, "-c", code, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+        [sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True, text=True,
         check=False,
     )  # fmt: skip
     if done.returncode != 0:
@@ -187,12 +189,13 @@ def child(code: str, env: dict[str, str], *args: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def compile_code() -> None:
+def compile_code(*roots: Path) -> None:
     """Bytecode for Parley's modules, as the bundle ships it (a checkout may have none:
     `PYTHONDONTWRITEBYTECODE` is set in many environments) — checked against the source's hash,
     so a later edit is never hidden by a stale `.pyc` (the bundle's are unchecked: it never
     changes)."""
-    folders = [str(ROOT / name) for name in ("shared", "functions") if (ROOT / name).is_dir()]
+    folders = [str(root / name) for root in (ROOT, *roots) for name in ("shared", "functions")
+               if (root / name).is_dir()]  # fmt: skip
     subprocess.run(
         [sys.executable, "-m", "compileall", "-q", "--invalidation-mode", "checked-hash",
          *folders], check=True,
@@ -326,6 +329,12 @@ def min_ms(values: list[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--versus", type=Path, metavar="CHECKOUT",
+        help="also import the chat handler of another checkout (e.g. the commit before a "
+        "change) in every round, beside this one's: on a shared machine only figures taken "
+        "side by side compare",
+    )  # fmt: skip
     args = parser.parse_args()
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's server: no request log
@@ -334,7 +343,7 @@ def main() -> None:
         queued_env = queued_environment(env, endpoint, realtime)
         secret_env, secret = with_secret(queued_env, endpoint)
         event = event_for(asyncio.run(h.user()))
-        compile_code()
+        compile_code(*([args.versus] if args.versus else []))
         figures: dict[str, list[float]] = {}
         seen: dict[str, set[str]] = {"aws_sdk": set(), "mcp": set()}
         broadcasts: list[int] = []
@@ -342,6 +351,9 @@ def main() -> None:
             for module in ("openai", "fastapi", *(f"functions.{n}.handler" for n in HANDLERS)):
                 timed(figures, f"import {module}", child(IMPORT.format(module=module), env))
             timed(figures, LIBRARIES_LINE, child(LIBRARIES, env))
+            if args.versus:
+                code = IMPORT.format(module="functions.chat.handler")
+                timed(figures, VERSUS, child(code, env, cwd=args.versus.resolve()))
             turns = json.loads(child(TURNS, env, event, uuid4().hex))  # new turns
             for key, value in turns.items():
                 figures.setdefault(f"chat in_process: {key}", []).append(value)
@@ -398,6 +410,15 @@ def report(
     import_ratios(medians, minimums, deployed="chat sqs (deployed): import", cpu="")
     print("import ratios, CPU time: of medians (and of minimums)")
     import_ratios(medians, minimums, deployed=None, cpu=CPU)
+    if VERSUS in figures:
+        for cpu in ("", CPU):
+            share = [(f[VERSUS + cpu] - f[LIBRARIES_LINE + cpu]) / f[f"import openai{cpu}"]
+                     for f in (medians, minimums)]  # fmt: skip
+            kind = "CPU" if cpu else "wall"
+            print(
+                f"  --versus checkout's own share ÷ openai ({kind}){'':<11} {share[0]:.2f}  "
+                f"(min {share[1]:.2f})"
+            )
     modes = [
         "chat in_process",
         *(f"chat sqs (deployed{m})" for m in MODES),
