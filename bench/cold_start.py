@@ -414,11 +414,8 @@ def report(
         for cpu in ("", CPU):
             share = [(f[VERSUS + cpu] - f[LIBRARIES_LINE + cpu]) / f[f"import openai{cpu}"]
                      for f in (medians, minimums)]  # fmt: skip
-            kind = "CPU" if cpu else "wall"
-            print(
-                f"  --versus checkout's own share ÷ openai ({kind}){'':<11} {share[0]:.2f}  "
-                f"(min {share[1]:.2f})"
-            )
+            label = f"  --versus checkout's own share ({'CPU' if cpu else 'wall'})"
+            print(f"{label:<50} {share[0]:.2f}  (min {share[1]:.2f})")
     modes = [
         "chat in_process",
         *(f"chat sqs (deployed{m})" for m in MODES),
