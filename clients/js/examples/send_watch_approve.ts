@@ -1,0 +1,27 @@
+import { createClient } from '@supabase/supabase-js';
+import { ParleyClient, watchSession } from '@parley/client';
+
+declare const SUPABASE_URL: string, SUPABASE_ANON_KEY: string, CHAT_URL: string, PLANNER_URL: string;
+
+// A supabase-js client whose user signed in (Supabase Auth): its token goes to both.
+const supabase = createClient(SUPABASE_URL, SUPABASE_ANON_KEY);
+const accessToken = async () => (await supabase.auth.getSession()).data.session?.access_token ?? null;
+const parley = new ParleyClient({ chat: CHAT_URL, planner: PLANNER_URL, accessToken });
+
+const session = await parley.chat.createSession({ title: 'My week' });
+const watch = watchSession({
+  client: parley, supabase, sessionId: session.id,
+  onEvent: (event) => console.log(event.seq, event.type),
+});
+await watch.ready;
+
+const { plan_id } = await parley.send({ session_id: session.id, message: 'Delete my first calendar event' });
+let end = await watch.turnEnd(plan_id);
+while (end.status === 'awaiting_approval') {
+  for (const approval of end.plan.approvals.filter((a) => a.status === 'pending')) {
+    await parley.planner.decideApproval(plan_id, approval.id, { decision: 'approve' });
+  }
+  end = await watch.turnEnd(plan_id, end.seq);
+}
+console.log(end.status, end.done?.data.answer);
+watch.close();
