@@ -30,7 +30,8 @@ class TimelineEntry:
     kind: str
     sender_role: str
     agent_id: UUID | None
-    agent_session_id: UUID | None
+    thread_id: UUID | None
+    """The agent thread (`agent_chat_sessions` row) of an agent message."""
     plan_id: UUID | None
     content: str
     tool_name: str | None
@@ -148,8 +149,8 @@ async def timeline(
             conn,
             TimelineEntry,
             """SELECT session_id, seq, source, message_id, kind, sender_role, agent_id,
-                      agent_session_id, plan_id, content, tool_name, model, prompt_tokens,
-                      completion_tokens, cost_usd, user_id, created_at
+                      agent_session_id AS thread_id, plan_id, content, tool_name, model,
+                      prompt_tokens, completion_tokens, cost_usd, user_id, created_at
                  FROM session_timeline
                 WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s""",
             (session_id, after_seq, limit),
