@@ -130,10 +130,14 @@ async def _close(
 ) -> PlanOutcome:
     async with emitter.unit() as (conn, outbox):
         ended, closed = await close_plan_rows(conn, plan.id, status, error)
-        announce_closed(outbox, ended, closed)
-        outcome = _outcome(ended, None)
-        outbox.add("done", _done(outcome, ended), plan_id=plan.id)
-    return outcome
+        announce_ended(outbox, ended, closed)
+    return _outcome(ended, None)
+
+
+def announce_ended(outbox: Outbox, plan: Plan, closed: list[PlanStep]) -> None:
+    """The events of a plan ended `failed` or `cancelled` (`close_plan_rows`), `done` last."""
+    announce_closed(outbox, plan, closed)
+    outbox.add("done", _done(_outcome(plan, None), plan), plan_id=plan.id)
 
 
 def announce_closed(outbox: Outbox, plan: Plan, closed: list[PlanStep]) -> None:
