@@ -11,15 +11,17 @@ import logging
 from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Annotated, Any
+from uuid import UUID
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from shared.auth import Identity, User
+from shared.db.records import PlanStatus
 from shared.errors import (
     AppError,
     ConfigurationError,
@@ -61,6 +63,38 @@ class Problem(BaseModel):
     status: int
     detail: str
     errors: list[dict[str, Any]] | None = None
+
+
+class TurnStillRunningProblem(Problem):
+    """409 for a message sent while a turn of the session runs: the turn it waits for."""
+
+    plan_id: UUID = Field(description="The running turn's plan: wait for it, decide, or cancel.")
+    plan_status: PlanStatus = Field(
+        description="`awaiting_approval`: it waits for the user's decision; else it is working."
+    )
+
+
+SERVER_SENT_EVENT: dict[str, Any] = {
+    "type": "object",
+    "title": "ServerSentEvent",
+    "description": "One message of a `text/event-stream` response (each response is a "
+    "sequence of them, as OpenAPI 3.2's `itemSchema` would say): `id` is the event's `seq` "
+    "(so `Last-Event-ID` means after this seq), `event` its type, `data` the event as JSON.",
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9]+$"},
+        "event": {"type": "string"},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"$ref": "#/components/schemas/Event"},
+        },
+    },
+    "required": ["id", "event", "data"],
+}
+EVENT_STREAM: dict[str, Any] = {
+    "text/event-stream": {"schema": {"$ref": "#/components/schemas/ServerSentEvent"}}
+}
+"""The content of a response that streams events (`components/schemas/ServerSentEvent`)."""
 
 
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -199,7 +233,9 @@ def create_base_app(*, title: str, description: str, routers: Sequence[APIRouter
 
 
 def _document_problems(app: FastAPI) -> None:
-    """Add `Problem` to the OpenAPI document's schemas, which `problems()` refer to."""
+    """Complete the OpenAPI document with the schemas routes refer to by name: `Problem`
+    (`problems()`) and its 409 for a running turn, and the events (`Event`, `ServerSentEvent`:
+    `EVENT_STREAM`)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -208,6 +244,12 @@ def _document_problems(app: FastAPI) -> None:
         document = build()  # FastAPI's, which it keeps in `app.openapi_schema`
         schemas = document.setdefault("components", {}).setdefault("schemas", {})
         schemas["Problem"] = Problem.model_json_schema()
+        schemas["TurnStillRunningProblem"] = TurnStillRunningProblem.model_json_schema()
+        from shared.events.schema import openapi_components  # the event models: only here
+
+        for name, schema in openapi_components().items():
+            schemas.setdefault(name, schema)
+        schemas["ServerSentEvent"] = SERVER_SENT_EVENT
         return document
 
     app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way

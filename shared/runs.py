@@ -159,7 +159,8 @@ async def resume_plan(services: Services, *, plan_id: UUID) -> PlanOutcome:
     """Take a plan up again after the user decided an approval: in this invocation, or — with
     `sqs` — by queueing it (the outcome then says where it stands, `handed_off`)."""
     if services.settings.invoker_transport != "sqs":
-        return await run_plan_here(services, plan_id=plan_id)
+        # A plan that ended meanwhile (cancelled, its session deleted) is only reported.
+        return await run_plan_here(services, plan_id=plan_id, replay_ended=False)
     from shared.agents.finishing import handed_off
 
     await start_plan(services, plan_id=plan_id)

@@ -1,8 +1,9 @@
 """Use cases over a user's chat sessions: CRUD, fork, messages, timeline, plan transcript.
 
 Reads run as the user (`db.as_user`), so RLS decides what exists: another user's session is
-simply not found. Writes the user may not make directly (copying messages for a fork) run as
-the service, after ownership was established under RLS.
+simply not found. Writes the user may not make directly run as the service: copying messages
+for a fork, after ownership was established under RLS; deleting a session, which stops its
+turns, in one statement that checks the owner.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from shared.auth import User
@@ -17,6 +19,9 @@ from shared.db import Database, chats
 from shared.db._rows import fetch_all
 from shared.db.records import ChatMessage, ChatSession, SessionStatus
 from shared.errors import InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from shared.services import Services
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +35,8 @@ class TimelineEntry:
     kind: str
     sender_role: str
     agent_id: UUID | None
-    agent_session_id: UUID | None
+    thread_id: UUID | None
+    """The agent thread (`agent_chat_sessions` row) of an agent message."""
     plan_id: UUID | None
     content: str
     tool_name: str | None
@@ -86,9 +92,17 @@ async def update_session(
     return updated
 
 
-async def delete_session(db: Database, user: User, session_id: UUID) -> None:
-    """Delete a session: it disappears from every listing and lookup."""
-    await update_session(db, user, session_id, status="deleted")
+async def delete_session(services: Services, user: User, session_id: UUID) -> None:
+    """Delete a session: it disappears from every listing and lookup (its plans and approvals
+    too), and its turns stop — one waiting for the user (or not started) is closed
+    `cancelled` at once with its approvals, a running one before its next model or tool call.
+    One service transaction, the session's row checked to be the user's and locked first."""
+    from shared.agents.turns import stop_turns  # the agent core, only to stop turns
+
+    async with services.db.service() as conn:
+        if not await chats.delete_session(conn, session_id=session_id, user_id=user.id):
+            raise NotFound(f"Chat session {session_id} not found")
+        await stop_turns(services, conn, session_id=session_id)
 
 
 async def fork_session(
@@ -148,8 +162,8 @@ async def timeline(
             conn,
             TimelineEntry,
             """SELECT session_id, seq, source, message_id, kind, sender_role, agent_id,
-                      agent_session_id, plan_id, content, tool_name, model, prompt_tokens,
-                      completion_tokens, cost_usd, user_id, created_at
+                      agent_session_id AS thread_id, plan_id, content, tool_name, model,
+                      prompt_tokens, completion_tokens, cost_usd, user_id, created_at
                  FROM session_timeline
                 WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s""",
             (session_id, after_seq, limit),

@@ -9,7 +9,7 @@ from fastapi.responses import StreamingResponse
 
 from shared import approvals
 from shared.agents import request_cancel
-from shared.http import CurrentUser, ServiceCaller, ServicesDep, problems
+from shared.http import EVENT_STREAM, CurrentUser, ServiceCaller, ServicesDep, problems
 from shared.models.turns import (
     ApprovalList,
     ApprovalOut,
@@ -23,13 +23,12 @@ from shared.plan_views import plan_detail
 from shared.runs import resume_plan, run_plan_here, stream_plan_here
 
 router = APIRouter(tags=["plans"])
-STREAM = {"text/event-stream": {"schema": {"type": "string", "description": "SSE of events"}}}
 
 
 @router.post(
     "/plans/{plan_id}/run",
     response_model=PlanOutcomeOut,
-    responses={200: {"content": STREAM}, **problems(403, 404)},
+    responses={200: {"content": EVENT_STREAM}, **problems(403, 404)},
 )
 async def run_plan(
     plan_id: UUID, _: ServiceCaller, services: ServicesDep, stream: bool = False

@@ -72,8 +72,10 @@ async def update_session(
     "/sessions/{session_id}", status_code=status.HTTP_204_NO_CONTENT, responses=NOT_FOUND
 )
 async def delete_session(session_id: UUID, user: CurrentUser, services: ServicesDep) -> Response:
-    """Delete a session; it disappears from every listing and lookup."""
-    await sessions.delete_session(services.db, user, session_id)
+    """Delete a session; it disappears from every listing and lookup, its plans and approvals
+    too (404), and its turns stop: one waiting for an approval is cancelled at once, a running
+    one before its next model or tool call."""
+    await sessions.delete_session(services, user, session_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

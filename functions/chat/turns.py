@@ -3,29 +3,62 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from shared import sending
-from shared.http import CurrentUser, ServicesDep, problems
+from shared.http import EVENT_STREAM, PROBLEM_JSON, CurrentUser, ServicesDep, problems
 from shared.models.turns import ChatTurnAccepted, ChatTurnReply, ChatTurnRequest
 
 router = APIRouter(tags=["chat"])
 
-STREAM = {"text/event-stream": {"schema": {"type": "string", "description": "SSE of events"}}}
+
+def _uuid_header(description: str) -> dict[str, Any]:
+    return {"description": description, "schema": {"type": "string", "format": "uuid"}}
+
+
+ANSWERED = {
+    "description": "JSON: the turn has ended or paused (`stream: false`). Server-sent events: "
+    "the turn's events while it runs (`stream: true`), ending with `done`.",
+    "content": EVENT_STREAM,
+    "headers": {
+        "X-Parley-Session-Id": _uuid_header("The session (server-sent events only)."),
+        "X-Parley-Plan-Id": _uuid_header("The turn's plan (server-sent events only)."),
+        "X-Parley-Message-Id": _uuid_header("The stored message (server-sent events only)."),
+    },
+}
 ACCEPTED = {
     "model": ChatTurnAccepted,
     "description": "The message is stored and the turn handed to the planner; it runs on. "
-    "`Location` is the plan (GET /plans/{id} on the agent_planner function).",
+    "Also the answer to a resend of a turn still running elsewhere, whatever was asked.",
+    "headers": {
+        "Location": {
+            "description": "The plan: `GET /plans/{id}` on the agent_planner function "
+            "(`watch.plan`).",
+            "required": True,
+            "schema": {"type": "string", "format": "uri-reference"},
+        },
+        "Preference-Applied": {
+            "description": "`respond-async` when `Prefer: respond-async` was honoured.",
+            "schema": {"type": "string", "enum": ["respond-async"]},
+        },
+    },
 }
+RUNNING: dict[int | str, dict[str, Any]] = {
+    409: {
+        "description": "A turn of the session is still running, or waits for the user.",
+        "content": {PROBLEM_JSON: {
+            "schema": {"$ref": "#/components/schemas/TurnStillRunningProblem"}}},
+    }
+}  # fmt: skip
 
 
 @router.post(
     "/chat",
     response_model=ChatTurnReply,
-    responses={200: {"content": STREAM}, 202: ACCEPTED, **problems(404, 409, 502, 503)},
+    responses={200: ANSWERED, 202: ACCEPTED, **problems(404, 502, 503), **RUNNING},
 )
 async def post_chat(
     body: ChatTurnRequest,

@@ -40,7 +40,7 @@ from shared.agents.errors import (
     PlanCancelled,
     StepsHandedOff,
 )
-from shared.agents.events import approval_data, done_data, step_completed_data
+from shared.agents.events import approval_data, done_data, error_data, step_completed_data
 from shared.agents.executor import readable
 from shared.agents.outcomes import PlanOutcome
 from shared.db import approvals, chats, dialogue, executions, plans
@@ -130,10 +130,14 @@ async def _close(
 ) -> PlanOutcome:
     async with emitter.unit() as (conn, outbox):
         ended, closed = await close_plan_rows(conn, plan.id, status, error)
-        announce_closed(outbox, ended, closed)
-        outcome = _outcome(ended, None)
-        outbox.add("done", _done(outcome, ended), plan_id=plan.id)
-    return outcome
+        announce_ended(outbox, ended, closed)
+    return _outcome(ended, None)
+
+
+def announce_ended(outbox: Outbox, plan: Plan, closed: list[PlanStep]) -> None:
+    """The events of a plan ended `failed` or `cancelled` (`close_plan_rows`), `done` last."""
+    announce_closed(outbox, plan, closed)
+    outbox.add("done", _done(_outcome(plan, None), plan), plan_id=plan.id)
 
 
 def announce_closed(outbox: Outbox, plan: Plan, closed: list[PlanStep]) -> None:
@@ -141,7 +145,7 @@ def announce_closed(outbox: Outbox, plan: Plan, closed: list[PlanStep]) -> None:
     for step in closed:
         outbox.add("step_completed", step_completed_data(step, "abandoned"), plan_id=plan.id)
     if plan.status == "failed":
-        outbox.add("error", {"message": plan.error}, plan_id=plan.id)
+        outbox.add("error", error_data(plan.error or ""), plan_id=plan.id)
     else:
         outbox.add("status_update", {"status": "cancelled"}, plan_id=plan.id)
 
@@ -196,8 +200,8 @@ async def _not_configured(plan: Plan, emitter: EventEmitter, exc: LLMNotConfigur
             content=notice, plan_id=plan.id, metadata={"kind": "configuration"},
         )  # fmt: skip
         ended = await plans.update_plan(conn, plan_id=plan.id, status="failed", error=notice)
-        outbox.add("error", {"message": notice, "code": "llm_not_configured",
-                             "message_id": str(message.id)}, plan_id=plan.id)  # fmt: skip
+        outbox.add("error", error_data(notice, code="llm_not_configured", message_id=message.id),
+                   plan_id=plan.id)  # fmt: skip
         outcome = _outcome(ended, message)
         outbox.add("done", _done(outcome, ended), plan_id=plan.id)
     return outcome

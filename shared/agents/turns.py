@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from shared.agents.errors import TurnStillRunning
+from shared.agents.events import session_outbox
 from shared.agents.outcomes import TurnOutcome, TurnStarted
 from shared.agents.prompts import PLANNER
 from shared.db import chats, leases, plans
@@ -32,6 +33,7 @@ from shared.db.database import Connection
 from shared.db.records import ChatSession, Plan
 from shared.errors import InvalidInput, NotFound
 from shared.events import Publisher
+from shared.events.emitter import Outbox, send_outbox
 
 if TYPE_CHECKING:
     from shared.services import Services
@@ -125,19 +127,50 @@ async def request_cancel(services: Services, *, plan_id: UUID, user_id: UUID | N
     """Ask the agents working on the plan to stop; they do before their next model or tool
     call, and the plan ends `cancelled`. A plan nobody is running (no live lease: waiting for
     the user, not started yet, or its runner died) is closed `cancelled` at once, undecided
-    approvals with it. Cancelling a finished plan changes nothing."""
-    from shared.agents.finishing import TERMINAL, close_plan_rows  # with the agent core
-
+    approvals with it, and announced (`status_update{cancelled}`, `done`). Cancelling a
+    finished plan changes nothing. With `user_id`: `NotFound` unless the plan is that user's
+    and its session was not deleted."""
     async with services.db.service() as conn:
-        plan = await plans.get_plan(conn, plan_id=plan_id, user_id=user_id, lock=True)
-        if plan is None:
+        if user_id is None:
+            found = await plans.get_plan(conn, plan_id=plan_id)
+        else:
+            found = await plans.get_user_plan(conn, plan_id=plan_id, user_id=user_id)
+        if found is None:
             raise NotFound(f"Plan {plan_id} not found")
-        if plan.status in TERMINAL:
-            return plan
-        flagged = await plans.request_cancel(conn, plan_id=plan_id)
-        assert flagged is not None
-        idle = not await leases.lease_is_live(conn, table="agent_plans", row_id=plan_id)
-        if idle:
-            closed, _ = await close_plan_rows(conn, plan_id, "cancelled", None)
-            return closed
-    return flagged
+        await _lock_session(conn, found.session_id)
+        plan = await plans.get_plan(conn, plan_id=plan_id, lock=True)
+        assert plan is not None  # plans are never deleted
+        outbox = session_outbox(services, plan.session_id)
+        stopped = await _stop(conn, plan, outbox)
+        await send_outbox(conn, outbox)
+    return stopped
+
+
+async def stop_turns(services: Services, conn: Connection, *, session_id: UUID) -> None:
+    """Stop every turn of the session that has not ended, in `conn`'s transaction (the
+    session's row locked by the caller), as `request_cancel` stops one."""
+    outbox = session_outbox(services, session_id)
+    for plan in await plans.list_open_plans(conn, session_id=session_id):
+        await _stop(conn, plan, outbox)
+    await send_outbox(conn, outbox)
+
+
+async def _lock_session(conn: Connection, session_id: UUID) -> None:
+    # The session's row before the plan's: the order every statement that writes a session's
+    # rows and its plan takes the two locks in (announcing takes the session's seq).
+    await conn.execute("SELECT 1 FROM chat_sessions WHERE id = %s FOR UPDATE", (session_id,))
+
+
+async def _stop(conn: Connection, plan: Plan, outbox: Outbox) -> Plan:
+    """Flag the (locked) plan for cancelling; close it at once if nobody runs it."""
+    from shared.agents.finishing import TERMINAL, announce_ended, close_plan_rows
+
+    if plan.status in TERMINAL:
+        return plan
+    flagged = await plans.request_cancel(conn, plan_id=plan.id)
+    assert flagged is not None
+    if await leases.lease_is_live(conn, table="agent_plans", row_id=plan.id):
+        return flagged  # its run stops before its next model or tool call, and announces it
+    closed, steps = await close_plan_rows(conn, plan.id, "cancelled", None)
+    announce_ended(outbox, closed, steps)
+    return closed

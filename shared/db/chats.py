@@ -146,6 +146,17 @@ async def update_session(
     )
 
 
+async def delete_session(conn: Connection, *, session_id: UUID, user_id: UUID) -> bool:
+    """Mark the user's session deleted (its row locked until the transaction ends); False if
+    it does not exist, is someone else's or was deleted already."""
+    cur = await conn.execute(
+        """UPDATE chat_sessions SET status = 'deleted'
+            WHERE id = %s AND user_id = %s AND status <> 'deleted' RETURNING id""",
+        (session_id, user_id),
+    )
+    return await cur.fetchone() is not None
+
+
 async def add_message(
     conn: Connection,
     *,

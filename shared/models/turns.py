@@ -7,8 +7,17 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from shared.db.records import (
+    AgentRole,
+    ApprovalStatus,
+    ExecutionStatus,
+    PlanStatus,
+    PlanStrategy,
+    StepStatus,
+    ThreadStatus,
+)
 from shared.models.sessions import _Out
 from shared.models.text import StoredText
 
@@ -46,8 +55,8 @@ class ChatTurnReply(BaseModel):
     message_id: UUID = Field(description="The stored user message.")
     plan_id: UUID
     created: bool = Field(description="False when `client_message_id` matched an earlier send.")
-    status: str = Field(description="The plan's status: completed, failed, cancelled, …")
-    strategy: str | None
+    status: PlanStatus = Field(description="The plan's status: completed, failed, cancelled, …")
+    strategy: PlanStrategy | None
     answer: str | None
     answer_message_id: UUID | None
     error: str | None
@@ -85,8 +94,8 @@ class ChatTurnAccepted(BaseModel):
     message_id: UUID = Field(description="The stored user message.")
     plan_id: UUID
     created: bool = Field(description="False when `client_message_id` matched an earlier send.")
-    status: str = Field(description="The plan's status now: pending, executing, … (or how a "
-                        "resent turn ended).")  # fmt: skip
+    status: PlanStatus = Field(description="The plan's status now: pending, executing, … (or "
+                               "how a resent turn ended).")  # fmt: skip
     watch: TurnWatch
 
 
@@ -95,8 +104,8 @@ class PlanOutcomeOut(_Out):
 
     plan_id: UUID
     session_id: UUID
-    status: str
-    strategy: str | None
+    status: PlanStatus
+    strategy: PlanStrategy | None
     answer: str | None
     message_id: UUID | None
     error: str | None
@@ -128,7 +137,7 @@ class StepOutcomeOut(_Out):
 
     step_id: UUID
     step_number: int
-    status: str
+    status: StepStatus
     result: str | None
     error: str | None
     running_elsewhere: bool = False
@@ -142,7 +151,7 @@ class StepOut(_Out):
     depends_on: list[int]
     tools: list[str]
     assigned_agent_id: UUID | None
-    status: str
+    status: StepStatus
     result: str | None
     error: str | None
     started_at: datetime | None
@@ -156,7 +165,7 @@ class ThreadOut(_Out):
     step_id: UUID | None
     parent_agent_id: UUID
     child_agent_id: UUID
-    status: str
+    status: ThreadStatus
     turn_count: int
     max_turns: int
     result: str | None
@@ -171,11 +180,14 @@ class ExecutionOut(_Out):
     id: UUID
     step_id: UUID | None
     agent_id: UUID
-    agent_session_id: UUID | None
-    agent_role: str
+    thread_id: UUID | None = Field(
+        validation_alias=AliasChoices("thread_id", "agent_session_id"),
+        description="The step's thread (`threads[].id`; the `agent_chat_sessions` row).",
+    )
+    agent_role: AgentRole
     model: str
     attempt: int
-    status: str
+    status: ExecutionStatus
     llm_calls: int
     prompt_tokens: int
     completion_tokens: int
@@ -195,8 +207,8 @@ class PlanDetail(_Out):
     id: UUID
     session_id: UUID
     user_message_id: UUID
-    strategy: str | None
-    status: str
+    strategy: PlanStrategy | None
+    status: PlanStatus
     goal: str | None
     error: str | None
     prompt_tokens: int
@@ -234,7 +246,7 @@ class ApprovalOut(_Out):
     tool_name: str | None
     tool_args: dict[str, Any] | None
     reason: str | None
-    status: str
+    status: ApprovalStatus
     response: str | None
     decided_at: datetime | None
     created_at: datetime
@@ -264,5 +276,5 @@ class DecisionReply(BaseModel):
 
 class CancelReply(BaseModel):
     plan_id: UUID
-    status: str
+    status: PlanStatus
     cancel_requested: Literal[True] = True

@@ -1,4 +1,5 @@
-"""The three functions served over HTTP, wired to the test database and the fake model."""
+"""The three functions served over HTTP, wired to the test database and the fake model; every
+event they publish is held against the events' schema when the stack stops."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from functions.chat.app import create_app as chat_app
 from local.deepseek import FakeModelServer
 from local.serving import BackgroundServer
 from shared.agents import DeepSeekTokenizer
-from shared.events import Publisher
+from shared.events import InMemoryPublisher, Publisher
 from shared.services import Services, get_services
 from shared.settings import Settings
+from tests.event_check import assert_valid
 from tests.functions.conftest import SECRET
 from tests.models import EXECUTOR_MODEL, PLANNER_MODEL
 
@@ -69,7 +71,10 @@ class Stack:
             "invoker_retry_delay_seconds": 0,
             **settings,
         }
-        self._tokenizer, self._sinks = tokenizer, sinks
+        self.heard = InMemoryPublisher()
+        """Every event the stack's functions published (token batches too): held against
+        the events' schema when the stack stops."""
+        self._tokenizer, self._sinks = tokenizer, [*sinks, self.heard]
         self.services: dict[str, Services] = {}
         self.servers: dict[str, BackgroundServer] = {}
         self.executor_faults = FaultInjector(executor_app())
@@ -85,6 +90,7 @@ class Stack:
     def stop(self) -> None:
         for server in reversed(list(self.servers.values())):
             server.stop()
+        assert_valid(event.wire() for event in self.heard.events)
 
     def url(self, function: str) -> str:
         return self.servers[function].url

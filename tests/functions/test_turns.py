@@ -27,6 +27,7 @@ from tests.agents.plans import (
     week_script,
 )
 from tests.agents.scripting import Script, delegation, requests_of
+from tests.event_check import assert_valid
 from tests.factories import make_user
 from tests.functions.stack import SERVICE_KEY, Stack
 from tests.functions.test_chat_sessions import problem
@@ -149,6 +150,8 @@ async def test_sse_of_a_complex_turn_matches_what_the_publishers_saw(
     assert types.count("done") == 1 and types[-1] == "done"
     assert {"plan_created", "step_started", "agent_message", "step_completed"} <= set(types)
     assert streamed[-1]["data"]["status"] == "completed"
+    assert "token" in types
+    assert_valid(streamed)  # as GET /schemas/events.json describes them, token batches too
 
 
 async def test_functions_reach_each_other_over_http(
