@@ -16,6 +16,7 @@ import pytest
 from local.seed import DEMO_USER_ID
 from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack
 from shared.auth import mint_token
+from shared.dashboards import OPERATOR, OPERATOR_CLAIM
 from shared.db import Database
 from tests.clients.node import PACKAGE, package_copy
 from tests.factories import make_user
@@ -23,6 +24,8 @@ from tests.factories import make_user
 UNIT = sorted(path.name for path in (PACKAGE / "test").glob("*.test.js"))
 STACK = sorted(path.name for path in (PACKAGE / "test" / "stack").glob("*.test.js"))
 TIMEOUT = 240.0
+NODE_TEST_TIMEOUT = 60_000
+"""Milliseconds a node test may take before node reports it (a hang is a failure, with output)."""
 
 
 def generator() -> ModuleType:
@@ -66,7 +69,7 @@ async def test_the_declarations_and_the_typescript_examples_type_check(package: 
 
 @pytest.mark.parametrize("name", UNIT)
 async def test_unit(name: str, package: Path) -> None:
-    await node(package, "node", "--test", f"test/{name}")
+    await node(package, "node", "--test", f"--test-timeout={NODE_TEST_TIMEOUT}", f"test/{name}")
 
 
 @pytest.mark.parametrize("name", STACK)
@@ -83,11 +86,14 @@ async def test_against_the_local_stack(
     users = {
         "demo": {"id": str(DEMO_USER_ID), "token": mint_token(stack.jwt_secret, sub=DEMO_USER_ID)},
         "other": {"id": str(other), "token": mint_token(stack.jwt_secret, sub=other)},
-    }
+        "operator": {"id": str(DEMO_USER_ID), "token": mint_token(
+            stack.jwt_secret, sub=DEMO_USER_ID, extra={"app_metadata": {OPERATOR_CLAIM: OPERATOR}}
+        )},
+    }  # fmt: skip
     settings = {
         "chat": f"{stack.url}/chat", "planner": f"{stack.url}/agent_planner",
         "executor": f"{stack.url}/agent_executor", "supabaseUrl": stack.realtime.url,
         "anonKey": stack.anon_key, "users": users, "demoMessage": CONSOLE_DEMO_MESSAGE,
     }  # fmt: skip
-    await node(package, "node", "--test", f"test/stack/{name}",
-               env={"PARLEY_STACK": json.dumps(settings)})  # fmt: skip
+    await node(package, "node", "--test", f"--test-timeout={NODE_TEST_TIMEOUT}",
+               f"test/stack/{name}", env={"PARLEY_STACK": json.dumps(settings)})  # fmt: skip

@@ -11,7 +11,7 @@ const parley = new ParleyClient({ chat: CHAT_URL, planner: PLANNER_URL, accessTo
 const session = await parley.chat.createSession({ title: 'My week' });
 const watch = watchSession({
   client: parley, supabase, sessionId: session.id,
-  onEvent: (event) => console.log(event.seq, event.type),
+  onEvent: (event) => { if (event.type === 'token') process.stdout.write(event.data.text); },
 });
 await watch.ready;
 

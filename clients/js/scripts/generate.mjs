@@ -85,9 +85,11 @@ function tsType(ns, operation, schema, at) {
 function replyType(ns, operation) {
   const types = [];
   for (const [status, response] of operation.success) {
-    const json = response.content?.['application/json'];
-    if (json) types.push(tsType(ns, operation, json.schema, `['responses'][${status}]['content']['application/json']`));
+    const type = Object.keys(response.content || {}).find((t) => /^application\/([\w.-]+\+)?json$/.test(t));
+    const json = type && response.content[type];
+    if (json) types.push(tsType(ns, operation, json.schema, `['responses'][${status}]['content'][${JSON.stringify(type)}]`));
     else if (!response.content) types.push('null');
+    else if (Object.keys(response.content).some((t) => t.startsWith('text/') && t !== 'text/event-stream')) types.push('string');
   }
   if (operation.stream) types.push('EventStream');
   return [...new Set(types)].join(' | ') || 'unknown';
@@ -155,9 +157,27 @@ async function openapiFiles(files) {
     calls.join('\n');
 }
 
+/**
+ * The schema without the titles pydantic gives every property (`"title": "Plan Id"`), which
+ * json-schema-to-typescript would turn into an alias each (`PlanId1`, `Status2`, …); the named
+ * definitions keep theirs and become the types.
+ */
+export function untitled(node, named = true) {
+  if (Array.isArray(node)) return node.map((item) => untitled(item, false));
+  if (!node || typeof node !== 'object') return node;
+  const copy = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key === 'title' && !named) continue;
+    if (key === '$defs') copy[key] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, untitled(v, true)]));
+    else if (key === 'properties') copy[key] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, untitled(v, false)]));
+    else copy[key] = untitled(value, false);
+  }
+  return copy;
+}
+
 async function eventFiles(files) {
-  const schema = await read('events.json');
-  const ts = await compile(schema, 'ParleyEvent', {
+  const schema = untitled(await read('events.json'));
+  const ts = await compile(schema, 'Event', {
     bannerComment: BANNER('contract/events.json').trimEnd(),
     additionalProperties: false,
     unreachableDefinitions: true,

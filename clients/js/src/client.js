@@ -82,7 +82,8 @@ export class ParleyClient {
   }
 
   /**
-   * One request to a function: JSON in and out; an SSE answer becomes an `EventStream`.
+   * One request to a function: JSON in and out; an SSE answer becomes an `EventStream`, other
+   * text a string.
    * @param {'chat' | 'planner' | 'executor'} fn
    * @param {string} method
    * @param {string} path
@@ -113,10 +114,10 @@ export class ParleyClient {
       if (error?.name === 'AbortError') throw error;
       throw new NetworkError(`Could not reach the ${fn} function (${error.message})`, { cause: error });
     }
-    if (response.ok && (response.headers.get('content-type') || '').startsWith('text/event-stream')) {
-      return readEventStream(response);
-    }
+    const type = (response.headers.get('content-type') || '').split(';')[0].trim();
+    if (response.ok && type === 'text/event-stream') return readEventStream(response);
     if (response.status === 204) return null;
+    if (response.ok && type.startsWith('text/')) return response.text(); // a transcript's markdown
     const data = await response.json().catch(() => null);
     if (!response.ok) {
       const error = new ApiError(response.status, data);

@@ -30,5 +30,12 @@ export type ChatTurnAccepted = ChatSchemas['ChatTurnAccepted'];
 export type PlanDetail = PlannerSchemas['PlanDetail'];
 export type Approval = PlannerSchemas['ApprovalOut'];
 
-/** One event of a session (docs/events.md), as its JSON Schema says. */
+/** One event of a session (docs/events.md), as its JSON Schema says: narrow it by `type`. */
 export type ParleyEvent = Events.Event;
+/** The event of one type: `EventOf<'done'>`. */
+export type EventOf<T extends ParleyEvent['type']> = Extract<ParleyEvent, { type: T }>;
+export type {
+  AgentMessageEvent, DoneEvent, ErrorEvent, PermissionDeniedEvent, PlanCreatedEvent,
+  StatusUpdateEvent, StepCompletedEvent, StepStartedEvent, TokenEvent, ToolCallEvent,
+  ToolResultEvent, UsageEvent,
+} from './generated/events.js';

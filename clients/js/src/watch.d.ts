@@ -1,5 +1,5 @@
 import type { ParleyClient } from './client.js';
-import type { ParleyEvent, PlanDetail, Session, TimelineEntry } from './index.js';
+import type { EventOf, ParleyEvent, PlanDetail, Session, TimelineEntry } from './index.js';
 
 /** The part of a supabase-js client `watchSession` uses (pass your `SupabaseClient`). */
 export interface RealtimeHost {
@@ -30,7 +30,7 @@ export interface TurnEnd {
   plan: PlanDetail;
   /** The `done` delivered for this end (its `data.answer`), or null when the end was read from
    * the tables only (the watch was not listening when it ended). */
-  done: ParleyEvent | null;
+  done: EventOf<'done'> | null;
 }
 
 export interface WatchOptions {

@@ -84,7 +84,9 @@ export interface paths {
         post?: never;
         /**
          * Delete Session
-         * @description Delete a session; it disappears from every listing and lookup.
+         * @description Delete a session; it disappears from every listing and lookup, its plans and approvals
+         *     too (404), and its turns stop: one waiting for an approval is cancelled at once, a running
+         *     one before its next model or tool call.
          */
         delete: operations["delete_session_sessions__session_id__delete"];
         options?: never;
@@ -220,6 +222,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/schemas/events.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Events Schema
+         * @description The JSON Schema (2020-12) of the events Realtime and server-sent events carry: `oneOf`
+         *     the twelve types by `type`, each with its `data` (docs/events.md explains them). The same
+         *     schemas are in every function's OpenAPI document, as `components/schemas/Event`. No
+         *     token needed.
+         */
+        get: operations["get_events_schema_schemas_events_json_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -262,8 +287,11 @@ export interface components {
             } | null;
             /** Reason */
             reason: string | null;
-            /** Status */
-            status: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "pending" | "approved" | "rejected" | "answered" | "cancelled";
             /** Response */
             response: string | null;
             /** Decided At */
@@ -303,8 +331,9 @@ export interface components {
             /**
              * Status
              * @description The plan's status now: pending, executing, … (or how a resent turn ended).
+             * @enum {string}
              */
-            status: string;
+            status: "pending" | "executing" | "awaiting_approval" | "completed" | "failed" | "cancelled";
             watch: components["schemas"]["TurnWatch"];
         };
         /**
@@ -336,10 +365,11 @@ export interface components {
             /**
              * Status
              * @description The plan's status: completed, failed, cancelled, …
+             * @enum {string}
              */
-            status: string;
+            status: "pending" | "executing" | "awaiting_approval" | "completed" | "failed" | "cancelled";
             /** Strategy */
-            strategy: string | null;
+            strategy: ("direct" | "tool" | "complex") | null;
             /** Answer */
             answer: string | null;
             /** Answer Message Id */
@@ -456,16 +486,25 @@ export interface components {
              * Format: uuid
              */
             agent_id: string;
-            /** Agent Session Id */
-            agent_session_id: string | null;
-            /** Agent Role */
-            agent_role: string;
+            /**
+             * Thread Id
+             * @description The step's thread (`threads[].id`; the `agent_chat_sessions` row).
+             */
+            thread_id: string | null;
+            /**
+             * Agent Role
+             * @enum {string}
+             */
+            agent_role: "planner" | "executor";
             /** Model */
             model: string;
             /** Attempt */
             attempt: number;
-            /** Status */
-            status: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "pending" | "running" | "completed" | "failed" | "timeout" | "cancelled";
             /** Llm Calls */
             llm_calls: number;
             /** Prompt Tokens */
@@ -529,8 +568,11 @@ export interface components {
             session_id: string;
             /** Seq */
             seq: number;
-            /** Role */
-            role: string;
+            /**
+             * Role
+             * @enum {string}
+             */
+            role: "user" | "assistant" | "system" | "status" | "tool";
             /** Content */
             content: string;
             /** Tool Calls */
@@ -621,9 +663,12 @@ export interface components {
              */
             user_message_id: string;
             /** Strategy */
-            strategy: string | null;
-            /** Status */
-            status: string;
+            strategy: ("direct" | "tool" | "complex") | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "pending" | "executing" | "awaiting_approval" | "completed" | "failed" | "cancelled";
             /** Goal */
             goal: string | null;
             /** Error */
@@ -692,8 +737,11 @@ export interface components {
             id: string;
             /** Title */
             title: string;
-            /** Status */
-            status: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "active" | "archived";
             /** Forked From Session Id */
             forked_from_session_id: string | null;
             /** Forked At Message Id */
@@ -750,8 +798,11 @@ export interface components {
             tools: string[];
             /** Assigned Agent Id */
             assigned_agent_id: string | null;
-            /** Status */
-            status: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "pending" | "running" | "awaiting_approval" | "completed" | "failed" | "skipped" | "cancelled";
             /** Result */
             result: string | null;
             /** Error */
@@ -783,8 +834,11 @@ export interface components {
              * Format: uuid
              */
             child_agent_id: string;
-            /** Status */
-            status: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "active" | "completed" | "failed" | "abandoned" | "timeout";
             /** Turn Count */
             turn_count: number;
             /** Max Turns */
@@ -827,15 +881,21 @@ export interface components {
             message_id: string;
             /**
              * Kind
-             * @description Chat role, or the agent message type.
+             * @description Chat role (`source: chat`), or the agent message type (`agent`).
              */
-            kind: string;
-            /** Sender Role */
-            sender_role: string;
+            kind: ("user" | "assistant" | "system" | "status" | "tool") | ("delegation" | "question" | "answer" | "status" | "completion" | "error" | "escalation" | "tool_call" | "tool_result" | "permission_denied");
+            /**
+             * Sender Role
+             * @description The chat role, or the sending agent's role (`system`: no agent).
+             */
+            sender_role: ("user" | "assistant" | "system" | "status" | "tool") | ("planner" | "executor");
             /** Agent Id */
             agent_id: string | null;
-            /** Agent Session Id */
-            agent_session_id: string | null;
+            /**
+             * Thread Id
+             * @description The agent thread (`GET /plans/{id}`'s `threads[].id`) of an agent message.
+             */
+            thread_id: string | null;
             /** Plan Id */
             plan_id: string | null;
             /** Content */
@@ -906,6 +966,869 @@ export interface components {
                 [key: string]: unknown;
             }[] | null;
         };
+        /**
+         * TurnStillRunningProblem
+         * @description 409 for a message sent while a turn of the session runs: the turn it waits for.
+         */
+        TurnStillRunningProblem: {
+            /**
+             * Type
+             * @default about:blank
+             */
+            type: string;
+            /** Title */
+            title: string;
+            /** Status */
+            status: number;
+            /** Detail */
+            detail: string;
+            /**
+             * Errors
+             * @default null
+             */
+            errors: {
+                [key: string]: unknown;
+            }[] | null;
+            /**
+             * Plan Id
+             * Format: uuid
+             * @description The running turn's plan: wait for it, decide, or cancel.
+             */
+            plan_id: string;
+            /**
+             * Plan Status
+             * @description `awaiting_approval`: it waits for the user's decision; else it is working.
+             * @enum {string}
+             */
+            plan_status: "pending" | "executing" | "awaiting_approval" | "completed" | "failed" | "cancelled";
+        };
+        /**
+         * AgentMessageData
+         * @description One row of the agent dialogue (`seq` is the row's).
+         */
+        AgentMessageData: {
+            /**
+             * Message Id
+             * Format: uuid
+             */
+            message_id: string;
+            /** Thread Id */
+            thread_id: string | null;
+            /** Step Id */
+            step_id: string | null;
+            /**
+             * Message Type
+             * @enum {string}
+             */
+            message_type: "delegation" | "question" | "answer" | "status" | "completion" | "error" | "escalation" | "tool_call" | "tool_result" | "permission_denied";
+            /** Sender Agent Id */
+            sender_agent_id: string | null;
+            /** Receiver Agent Id */
+            receiver_agent_id: string | null;
+            /**
+             * Content
+             * @description Clipped to 4000 characters.
+             */
+            content: string | null;
+            /** Tool Name */
+            tool_name: string | null;
+            /** Tool Call Id */
+            tool_call_id: string | null;
+            /** Tool Args */
+            tool_args: {
+                [key: string]: components["schemas"]["JsonValue"];
+            } | null;
+            /**
+             * Model
+             * @description Set on the row that carries a model call's usage.
+             */
+            model: string | null;
+        };
+        /**
+         * AgentMessageEvent
+         * @description One message of the agents' dialogue.
+         */
+        AgentMessageEvent: {
+            /**
+             * Session Id
+             * Format: uuid
+             */
+            session_id: string;
+            /** Plan Id */
+            plan_id: string | null;
+            /**
+             * Agent Id
+             * @description The agent the event is about, or null.
+             */
+            agent_id: string | null;
+            /**
+             * Seq
+             * @description Monotonic per session, shared with the stored rows.
+             */
+            seq: number;
+            /**
+             * Ts
+             * Format: date-time
+             */
+            ts: string;
+            /**
+             * Id
+             * @description Only on events delivered by Realtime from the database: the `realtime.messages` row (`realtime.send()` adds it).
+             * @default null
+             */
+            id: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "agent_message";
+            data: components["schemas"]["AgentMessageData"];
+        };
+        /**
+         * AwaitingApprovalData
+         * @description The plan waits for the user: decide its pending approvals with
+         *     `POST /plans/{plan_id}/approvals/{id}` (the agent_planner function).
+         */
+        AwaitingApprovalData: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            status: "awaiting_approval";
+            /**
+             * Message
+             * @description What the user is asked.
+             */
+            message: string;
+            /**
+             * Approvals
+             * @description The plan's pending approvals, as `GET /plans/{id}/approvals` lists them.
+             */
+            approvals: components["schemas"]["ApprovalOut"][];
+        };
+        /**
+         * DoneData
+         * @description The end of a plan, or its pause for approval: the last event of the turn.
+         */
+        DoneData: {
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "pending" | "executing" | "awaiting_approval" | "completed" | "failed" | "cancelled";
+            /** Strategy */
+            strategy: ("direct" | "tool" | "complex") | null;
+            /**
+             * Answer
+             * @description The final answer (clipped to 4000 characters).
+             */
+            answer: string | null;
+            /**
+             * Message Id
+             * @description The answer's `chat_messages` row.
+             */
+            message_id: string | null;
+            /** Error */
+            error: string | null;
+            /** @description The plan's totals. */
+            usage: components["schemas"]["UsageTotals"] | null;
+        };
+        /**
+         * DoneEvent
+         * @description The turn ended, or paused for approval.
+         */
+        DoneEvent: {
+            /**
+             * Session Id
+             * Format: uuid
+             */
+            session_id: string;
+            /** Plan Id */
+            plan_id: string | null;
+            /**
+             * Agent Id
+             * @description The agent the event is about, or null.
+             */
+            agent_id: string | null;
+            /**
+             * Seq
+             * @description Monotonic per session, shared with the stored rows.
+             */
+            seq: number;
+            /**
+             * Ts
+             * Format: date-time
+             */
+            ts: string;
+            /**
+             * Id
+             * @description Only on events delivered by Realtime from the database: the `realtime.messages` row (`realtime.send()` adds it).
+             * @default null
+             */
+            id: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "done";
+            data: components["schemas"]["DoneData"];
+        };
+        /**
+         * ErrorData
+         * @description The plan failed; always followed by `done`.
+         */
+        ErrorData: {
+            /**
+             * Message
+             * @description Safe to show: no stack traces, no secrets.
+             */
+            message: string;
+            /** Code */
+            code: "llm_not_configured" | null;
+            /**
+             * Message Id
+             * @description The stored notice (`llm_not_configured`).
+             */
+            message_id: string | null;
+        };
+        /**
+         * ErrorEvent
+         * @description The plan failed.
+         */
+        ErrorEvent: {
+            /**
+             * Session Id
+             * Format: uuid
+             */
+            session_id: string;
+            /** Plan Id */
+            plan_id: string | null;
+            /**
+             * Agent Id
+             * @description The agent the event is about, or null.
+             */
+            agent_id: string | null;
+            /**
+             * Seq
+             * @description Monotonic per session, shared with the stored rows.
+             */
+            seq: number;
+            /**
+             * Ts
+             * Format: date-time
+             */
+            ts: string;
+            /**
+             * Id
+             * @description Only on events delivered by Realtime from the database: the `realtime.messages` row (`realtime.send()` adds it).
+             * @default null
+             */
+            id: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "error";
+            data: components["schemas"]["ErrorData"];
+        };
+        JsonValue: unknown;
+        /**
+         * PermissionDeniedData
+         * @description A tool call refused at call time, or a destructive call the user did not approve; the
+         *     tool did not run.
+         */
+        PermissionDeniedData: {
+            /** Tool Name */
+            tool_name: string;
+            /** Tool Call Id */
+            tool_call_id: string;
+            /** Reason */
+            reason: string;
+            /**
+             * Message Id
+             * Format: uuid
+             * @description The `permission_denied` dialogue row.
+             */
+            message_id: string;
+            /**
+             * Step Id
+             * @description Null in the planner's own loop.
+             */
+            step_id: string | null;
+        };
+        /**
+         * PermissionDeniedEvent
+         * @description A tool call was refused, or a destructive call not approved.
+         */
+        PermissionDeniedEvent: {
+            /**
+             * Session Id
+             * Format: uuid
+             */
+            session_id: string;
+            /** Plan Id */
+            plan_id: string | null;
+            /**
+             * Agent Id
+             * @description The agent the event is about, or null.
+             */
+            agent_id: string | null;
+            /**
+             * Seq
+             * @description Monotonic per session, shared with the stored rows.
+             */
+            seq: number;
+            /**
+             * Ts
+             * Format: date-time
+             */
+            ts: string;
+            /**
+             * Id
+             * @description Only on events delivered by Realtime from the database: the `realtime.messages` row (`realtime.send()` adds it).
+             * @default null
+             */
+            id: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "permission_denied";
+            data: components["schemas"]["PermissionDeniedData"];
+        };
+        /**
+         * PlanCreatedData
+         * @description The planner's plan was valid and its steps are stored.
+         */
+        PlanCreatedData: {
+            /** Goal */
+            goal: string | null;
+            /** Steps */
+            steps: components["schemas"]["PlannedStep"][];
+        };
+        /**
+         * PlanCreatedEvent
+         * @description The planner wrote a plan.
+         */
+        PlanCreatedEvent: {
+            /**
+             * Session Id
+             * Format: uuid
+             */
+            session_id: string;
+            /** Plan Id */
+            plan_id: string | null;
+            /**
+             * Agent Id
+             * @description The agent the event is about, or null.
+             */
+            agent_id: string | null;
+            /**
+             * Seq
+             * @description Monotonic per session, shared with the stored rows.
+             */
+            seq: number;
+            /**
+             * Ts
+             * Format: date-time
+             */
+            ts: string;
+            /**
+             * Id
+             * @description Only on events delivered by Realtime from the database: the `realtime.messages` row (`realtime.send()` adds it).
+             * @default null
+             */
+            id: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "plan_created";
+            data: components["schemas"]["PlanCreatedData"];
+        };
+        /**
+         * PlannedStep
+         * @description One step of a plan as it was written.
+         */
+        PlannedStep: {
+            /**
+             * Step Id
+             * Format: uuid
+             */
+            step_id: string;
+            /** Step Number */
+            step_number: number;
+            /** Description */
+            description: string;
+            /**
+             * Assignee
+             * @enum {string}
+             */
+            assignee: "executor" | "planner";
+            /**
+             * Depends On
+             * @description Numbers of the steps this one waits for.
+             */
+            depends_on: number[];
+            /** Tools */
+            tools: string[];
+        };
+        /**
+         * StatusChangedData
+         * @description The plan's phase: `thinking` (the planner started on the message), `executing` (a plan's
+         *     steps are about to run), `cancelled`.
+         */
+        StatusChangedData: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            status: "cancelled" | "executing" | "thinking";
+        };
+        /**
+         * StatusUpdateEvent
+         * @description The plan's phase changed.
+         */
+        StatusUpdateEvent: {
+            /**
+             * Session Id
+             * Format: uuid
+             */
+            session_id: string;
+            /** Plan Id */
+            plan_id: string | null;
+            /**
+             * Agent Id
+             * @description The agent the event is about, or null.
+             */
+            agent_id: string | null;
+            /**
+             * Seq
+             * @description Monotonic per session, shared with the stored rows.
+             */
+            seq: number;
+            /**
+             * Ts
+             * Format: date-time
+             */
+            ts: string;
+            /**
+             * Id
+             * @description Only on events delivered by Realtime from the database: the `realtime.messages` row (`realtime.send()` adds it).
+             * @default null
+             */
+            id: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "status_update";
+            /** Data */
+            data: components["schemas"]["StatusChangedData"] | components["schemas"]["AwaitingApprovalData"];
+        };
+        /**
+         * StepCompletedData
+         * @description A step ended.
+         */
+        StepCompletedData: {
+            /**
+             * Step Id
+             * Format: uuid
+             */
+            step_id: string;
+            /** Step Number */
+            step_number: number;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "pending" | "running" | "awaiting_approval" | "completed" | "failed" | "skipped" | "cancelled";
+            /** Result */
+            result: string | null;
+            /** Error */
+            error: string | null;
+            /**
+             * Thread Status
+             * @description Null for a step that never ran.
+             */
+            thread_status: ("active" | "completed" | "failed" | "abandoned" | "timeout") | null;
+        };
+        /**
+         * StepCompletedEvent
+         * @description A plan step ended.
+         */
+        StepCompletedEvent: {
+            /**
+             * Session Id
+             * Format: uuid
+             */
+            session_id: string;
+            /** Plan Id */
+            plan_id: string | null;
+            /**
+             * Agent Id
+             * @description The agent the event is about, or null.
+             */
+            agent_id: string | null;
+            /**
+             * Seq
+             * @description Monotonic per session, shared with the stored rows.
+             */
+            seq: number;
+            /**
+             * Ts
+             * Format: date-time
+             */
+            ts: string;
+            /**
+             * Id
+             * @description Only on events delivered by Realtime from the database: the `realtime.messages` row (`realtime.send()` adds it).
+             * @default null
+             */
+            id: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "step_completed";
+            data: components["schemas"]["StepCompletedData"];
+        };
+        /**
+         * StepStartedData
+         * @description A step got its agent, thread and execution.
+         */
+        StepStartedData: {
+            /**
+             * Step Id
+             * Format: uuid
+             */
+            step_id: string;
+            /** Step Number */
+            step_number: number;
+            /** Description */
+            description: string;
+            /**
+             * Assignee
+             * @enum {string}
+             */
+            assignee: "executor" | "planner";
+            /**
+             * Thread Id
+             * Format: uuid
+             * @description Its thread: `threads[].id` of `GET /plans/{id}`.
+             */
+            thread_id: string;
+            /**
+             * Execution Id
+             * Format: uuid
+             */
+            execution_id: string;
+            /** Attempt */
+            attempt: number;
+            /** Model */
+            model: string;
+        };
+        /**
+         * StepStartedEvent
+         * @description A plan step started.
+         */
+        StepStartedEvent: {
+            /**
+             * Session Id
+             * Format: uuid
+             */
+            session_id: string;
+            /** Plan Id */
+            plan_id: string | null;
+            /**
+             * Agent Id
+             * @description The agent the event is about, or null.
+             */
+            agent_id: string | null;
+            /**
+             * Seq
+             * @description Monotonic per session, shared with the stored rows.
+             */
+            seq: number;
+            /**
+             * Ts
+             * Format: date-time
+             */
+            ts: string;
+            /**
+             * Id
+             * @description Only on events delivered by Realtime from the database: the `realtime.messages` row (`realtime.send()` adds it).
+             * @default null
+             */
+            id: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "step_started";
+            data: components["schemas"]["StepStartedData"];
+        };
+        /**
+         * TokenData
+         * @description A batch of the planner's streamed reply (never stored, never replayed).
+         */
+        TokenData: {
+            /** Text */
+            text: string;
+        };
+        /**
+         * TokenEvent
+         * @description Streamed text of the planner's reply.
+         */
+        TokenEvent: {
+            /**
+             * Session Id
+             * Format: uuid
+             */
+            session_id: string;
+            /** Plan Id */
+            plan_id: string | null;
+            /**
+             * Agent Id
+             * @description The agent the event is about, or null.
+             */
+            agent_id: string | null;
+            /**
+             * Seq
+             * @description Monotonic per session, shared with the stored rows.
+             */
+            seq: number;
+            /**
+             * Ts
+             * Format: date-time
+             */
+            ts: string;
+            /**
+             * Id
+             * @description Only on events delivered by Realtime from the database: the `realtime.messages` row (`realtime.send()` adds it).
+             * @default null
+             */
+            id: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "token";
+            data: components["schemas"]["TokenData"];
+        };
+        /**
+         * ToolCallData
+         * @description A call the planner made in its own loop.
+         */
+        ToolCallData: {
+            /**
+             * Message Id
+             * Format: uuid
+             * @description The assistant `chat_messages` row holding the calls.
+             */
+            message_id: string;
+            /** Tool Call Id */
+            tool_call_id: string;
+            /** Tool Name */
+            tool_name: string;
+            /**
+             * Tool Args
+             * @description The parsed arguments; `{"unparsed": "…"}` when they were not JSON.
+             */
+            tool_args: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+        };
+        /**
+         * ToolCallEvent
+         * @description The planner called one of its tools in its own loop.
+         */
+        ToolCallEvent: {
+            /**
+             * Session Id
+             * Format: uuid
+             */
+            session_id: string;
+            /** Plan Id */
+            plan_id: string | null;
+            /**
+             * Agent Id
+             * @description The agent the event is about, or null.
+             */
+            agent_id: string | null;
+            /**
+             * Seq
+             * @description Monotonic per session, shared with the stored rows.
+             */
+            seq: number;
+            /**
+             * Ts
+             * Format: date-time
+             */
+            ts: string;
+            /**
+             * Id
+             * @description Only on events delivered by Realtime from the database: the `realtime.messages` row (`realtime.send()` adds it).
+             * @default null
+             */
+            id: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "tool_call";
+            data: components["schemas"]["ToolCallData"];
+        };
+        /**
+         * ToolResultData
+         * @description The result of one of the planner's calls (`seq` is its `tool` row's).
+         */
+        ToolResultData: {
+            /**
+             * Message Id
+             * Format: uuid
+             * @description The `tool` row.
+             */
+            message_id: string;
+            /** Tool Call Id */
+            tool_call_id: string;
+            /** Tool Name */
+            tool_name: string;
+            /** Ok */
+            ok: boolean;
+            /** Error */
+            error: ("invalid_arguments" | "unknown_tool" | "permission_denied" | "not_found" | "conflict" | "tool_failed") | null;
+            /**
+             * Content
+             * @description The JSON text the model sees (clipped).
+             */
+            content: string;
+        };
+        /**
+         * ToolResultEvent
+         * @description The result of one of the planner's calls.
+         */
+        ToolResultEvent: {
+            /**
+             * Session Id
+             * Format: uuid
+             */
+            session_id: string;
+            /** Plan Id */
+            plan_id: string | null;
+            /**
+             * Agent Id
+             * @description The agent the event is about, or null.
+             */
+            agent_id: string | null;
+            /**
+             * Seq
+             * @description Monotonic per session, shared with the stored rows.
+             */
+            seq: number;
+            /**
+             * Ts
+             * Format: date-time
+             */
+            ts: string;
+            /**
+             * Id
+             * @description Only on events delivered by Realtime from the database: the `realtime.messages` row (`realtime.send()` adds it).
+             * @default null
+             */
+            id: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "tool_result";
+            data: components["schemas"]["ToolResultData"];
+        };
+        /**
+         * UsageData
+         * @description After every model call.
+         */
+        UsageData: {
+            /** Model */
+            model: string;
+            call: components["schemas"]["UsageTotals"];
+            /** @description The plan's running totals after the call. */
+            plan: components["schemas"]["UsageTotals"] | null;
+        };
+        /**
+         * UsageEvent
+         * @description A model call's tokens and cost.
+         */
+        UsageEvent: {
+            /**
+             * Session Id
+             * Format: uuid
+             */
+            session_id: string;
+            /** Plan Id */
+            plan_id: string | null;
+            /**
+             * Agent Id
+             * @description The agent the event is about, or null.
+             */
+            agent_id: string | null;
+            /**
+             * Seq
+             * @description Monotonic per session, shared with the stored rows.
+             */
+            seq: number;
+            /**
+             * Ts
+             * Format: date-time
+             */
+            ts: string;
+            /**
+             * Id
+             * @description Only on events delivered by Realtime from the database: the `realtime.messages` row (`realtime.send()` adds it).
+             * @default null
+             */
+            id: string | null;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "usage";
+            data: components["schemas"]["UsageData"];
+        };
+        /**
+         * UsageTotals
+         * @description Tokens and cost of one model call, or a plan's running totals.
+         */
+        UsageTotals: {
+            /** Prompt Tokens */
+            prompt_tokens: number;
+            /** Completion Tokens */
+            completion_tokens: number;
+            /**
+             * Cache Hit Tokens
+             * @description Prompt tokens served from the cache.
+             */
+            cache_hit_tokens: number;
+            /**
+             * Cost Usd
+             * @description US dollars, a decimal string: exact.
+             */
+            cost_usd: string;
+        };
+        /**
+         * Event
+         * @description One event of a Parley chat session, as Realtime broadcasts it on `session:<session_id>` and as server-sent events carry it (`data:`). `data` depends on `type`; docs/events.md explains each. Every key of a `data` listed here is always present (null where it does not apply); keys may be added, so ignore those you do not know.
+         */
+        Event: components["schemas"]["StatusUpdateEvent"] | components["schemas"]["TokenEvent"] | components["schemas"]["ToolCallEvent"] | components["schemas"]["ToolResultEvent"] | components["schemas"]["PermissionDeniedEvent"] | components["schemas"]["PlanCreatedEvent"] | components["schemas"]["StepStartedEvent"] | components["schemas"]["StepCompletedEvent"] | components["schemas"]["AgentMessageEvent"] | components["schemas"]["UsageEvent"] | components["schemas"]["DoneEvent"] | components["schemas"]["ErrorEvent"];
+        /**
+         * ServerSentEvent
+         * @description One message of a `text/event-stream` response (each response is a sequence of them, as OpenAPI 3.2's `itemSchema` would say): `id` is the event's `seq` (so `Last-Event-ID` means after this seq), `event` its type, `data` the event as JSON.
+         */
+        ServerSentEvent: {
+            id: string;
+            event: string;
+            data: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -953,19 +1876,29 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Successful Response */
+            /** @description JSON: the turn has ended or paused (`stream: false`). Server-sent events: the turn's events while it runs (`stream: true`), ending with `done`. */
             200: {
                 headers: {
+                    /** @description The session (server-sent events only). */
+                    "X-Parley-Session-Id"?: string;
+                    /** @description The turn's plan (server-sent events only). */
+                    "X-Parley-Plan-Id"?: string;
+                    /** @description The stored message (server-sent events only). */
+                    "X-Parley-Message-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ChatTurnReply"];
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["ServerSentEvent"];
                 };
             };
-            /** @description The message is stored and the turn handed to the planner; it runs on. `Location` is the plan (GET /plans/{id} on the agent_planner function). */
+            /** @description The message is stored and the turn handed to the planner; it runs on. Also the answer to a resend of a turn still running elsewhere, whatever was asked. */
             202: {
                 headers: {
+                    /** @description The plan: `GET /plans/{id}` on the agent_planner function (`watch.plan`). */
+                    Location: string;
+                    /** @description `respond-async` when `Prefer: respond-async` was honoured. */
+                    "Preference-Applied"?: "respond-async";
                     [name: string]: unknown;
                 };
                 content: {
@@ -990,13 +1923,13 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict */
+            /** @description A turn of the session is still running, or waits for the user. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["TurnStillRunningProblem"];
                 };
             };
             /** @description Unprocessable Entity */
@@ -1738,6 +2671,63 @@ export interface operations {
             };
             /** @description Forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_events_schema_schemas_events_json_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A JSON Schema (draft 2020-12) document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                    "application/schema+json": Record<string, never>;
+                };
+            };
+            /** @description Unauthorized */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -14,7 +14,7 @@ export interface ChatCalls {
   /**
    * GET /health — Liveness probe
    */
-  health(init?: CallInit): Promise<Chat.operations["health_health_get"]['responses'][200]['content']['application/json']>;
+  health(init?: CallInit): Promise<Chat.operations["health_health_get"]['responses'][200]['content']["application/json"]>;
   /**
    * POST /chat — Post Chat
    *
@@ -48,7 +48,9 @@ export interface ChatCalls {
   /**
    * DELETE /sessions/{session_id} — Delete Session
    *
-   * Delete a session; it disappears from every listing and lookup.
+   * Delete a session; it disappears from every listing and lookup, its plans and approvals
+   * too (404), and its turns stop: one waiting for an approval is cancelled at once, a running
+   * one before its next model or tool call.
    */
   deleteSession(session_id: string, init?: CallInit): Promise<null>;
   /**
@@ -88,7 +90,7 @@ export interface ChatCalls {
    *
    * The plan as Markdown: request, steps, every agent-to-agent message, the answer.
    */
-  planTranscript(plan_id: string, init?: CallInit): Promise<unknown>;
+  planTranscript(plan_id: string, init?: CallInit): Promise<string>;
   /**
    * GET /dashboards/daily — Get Daily Dashboards
    *
@@ -97,6 +99,15 @@ export interface ChatCalls {
    * (`app_metadata.parley_role = "operator"`).
    */
   getDailyDashboards(query?: NonNullable<Chat.operations["get_daily_dashboards_dashboards_daily_get"]['parameters']['query']>, init?: CallInit): Promise<Chat.components['schemas']["Dashboards"]>;
+  /**
+   * GET /schemas/events.json — Get Events Schema
+   *
+   * The JSON Schema (2020-12) of the events Realtime and server-sent events carry: `oneOf`
+   * the twelve types by `type`, each with its `data` (docs/events.md explains them). The same
+   * schemas are in every function's OpenAPI document, as `components/schemas/Event`. No
+   * token needed.
+   */
+  getEventsSchema(init?: CallInit): Promise<Chat.operations["get_events_schema_schemas_events_json_get"]['responses'][200]['content']["application/json"]>;
 }
 
 /** The agent_planner function: The planner agent: runs and resumes plans, delegates steps, approvals. */
@@ -104,7 +115,7 @@ export interface PlannerCalls {
   /**
    * GET /health — Liveness probe
    */
-  health(init?: CallInit): Promise<Planner.operations["health_health_get"]['responses'][200]['content']['application/json']>;
+  health(init?: CallInit): Promise<Planner.operations["health_health_get"]['responses'][200]['content']["application/json"]>;
   /**
    * POST /plans/{plan_id}/run — Run Plan
    *
@@ -148,7 +159,7 @@ export interface ExecutorCalls {
   /**
    * GET /health — Liveness probe
    */
-  health(init?: CallInit): Promise<Executor.operations["health_health_get"]['responses'][200]['content']['application/json']>;
+  health(init?: CallInit): Promise<Executor.operations["health_health_get"]['responses'][200]['content']["application/json"]>;
   /**
    * POST /steps/{step_id}/run — Run Step
    *

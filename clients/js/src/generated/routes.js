@@ -18,6 +18,7 @@ export const routes = {
     listPlans: {method: "GET", path: "/sessions/{session_id}/plans", params: ["session_id"], query: ["after_seq","limit"]},
     planTranscript: {method: "GET", path: "/plans/{plan_id}/transcript", params: ["plan_id"]},
     getDailyDashboards: {method: "GET", path: "/dashboards/daily", query: ["days"]},
+    getEventsSchema: {method: "GET", path: "/schemas/events.json"},
   },
   planner: {
     health: {method: "GET", path: "/health"},
