@@ -8,6 +8,7 @@ import asyncio
 import importlib.util
 import json
 import os
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -18,7 +19,7 @@ from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack
 from shared.auth import mint_token
 from shared.dashboards import OPERATOR, OPERATOR_CLAIM
 from shared.db import Database
-from tests.clients.node import PACKAGE, package_copy
+from tests.clients.node import PACKAGE, ROOT, package_copy
 from tests.factories import make_user
 
 UNIT = sorted(path.name for path in (PACKAGE / "test").glob("*.test.js"))
@@ -97,3 +98,22 @@ async def test_against_the_local_stack(
     }  # fmt: skip
     await node(package, "node", "--test", f"--test-timeout={NODE_TEST_TIMEOUT}",
                f"test/stack/{name}", env={"PARLEY_STACK": json.dumps(settings)})  # fmt: skip
+
+
+@pytest.mark.parametrize("doc", ["README.md", "web/README.md", "clients/js/README.md"])
+def test_the_typescript_example_in_the_docs_is_the_one_type_checked(doc: str) -> None:
+    """The doc's send-watch-approve example (a TypeScript block starting with its imports) is
+    the one the tests type-check, line by line."""
+    example = [line.strip() for line in (PACKAGE / "examples/send_watch_approve.ts").read_text()
+               .splitlines()]  # fmt: skip
+    found = re.findall(r"```ts\n(?:// clients/js/examples/\S+\n)?(import .*?)```",
+                       (ROOT / doc).read_text(), re.DOTALL)  # fmt: skip
+    blocks = [block for block in found if "watchSession" in block]
+    assert blocks, f"{doc} shows no TypeScript example"
+    for block in blocks:
+        at = 0
+        for line in filter(None, (line.strip() for line in block.splitlines())):
+            if line.startswith("// clients/js/examples/"):
+                continue
+            assert line in example[at:], f"{doc}: {line!r} is not in the example (in this order)"
+            at = example.index(line, at) + 1
