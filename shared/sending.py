@@ -34,9 +34,8 @@ if TYPE_CHECKING:
 
 Answer = Literal["wait", "stream", "accept"]
 QUEUED_ONLY = (
-    "This deployment runs turns through queues (INVOKER_TRANSPORT=sqs), so it cannot {what}: "
-    "send with `wait: false` (the default here) and follow the turn on the session's Realtime "
-    "channel."
+    "This deployment runs turns through queues, so it cannot {what}: send with `wait: false` "
+    "(the default here) and follow the turn on the session's Realtime channel."
 )
 
 

@@ -33,9 +33,14 @@ invocation to resume; any other unexpected error ends it `failed`."""
 
 
 class AgentStopped(AppError):
-    """An agent cannot go on; `str(error)` is the readable reason."""
+    """An agent cannot go on; `str(error)` is the readable reason, shown to the user — never
+    naming a server setting: `for_operators()` adds those, for the log."""
 
     title = "Agent stopped"
+
+    def for_operators(self) -> str:
+        """The reason as the log gives it (with the settings an operator may change)."""
+        return str(self)
 
 
 class PlanCancelled(AgentStopped):
@@ -55,10 +60,13 @@ class CostCapReached(AgentStopped):
     def __init__(self, *, spent: Decimal, cap: Decimal) -> None:
         super().__init__(
             f"Stopped: this request has used ${spent:.4f} of model calls, reaching its cap of "
-            f"${cap:.4f} (PLAN_MAX_COST_USD). Ask a narrower question or raise the cap."
+            f"${cap:.4f}. Ask a narrower question."
         )
         self.spent = spent
         self.cap = cap
+
+    def for_operators(self) -> str:
+        return f"{self} (the cap is PLAN_MAX_COST_USD)"
 
 
 class PromptTooLarge(AgentStopped):
@@ -68,12 +76,15 @@ class PromptTooLarge(AgentStopped):
 
     def __init__(self, *, needed: int, budget: int) -> None:
         super().__init__(
-            f"The prompt needs {needed} tokens even after leaving out history and shortening "
-            f"tool results, but this agent's budget is {budget} tokens. Send a shorter message "
-            "or raise the budget (PLANNER_TOKEN_BUDGET / EXECUTOR_TOKEN_BUDGET)."
+            f"This request needs {needed} tokens of context even with earlier messages left "
+            f"out and tool results shortened, more than the agent can take ({budget} tokens). "
+            "Ask about less at once."
         )
         self.needed = needed
         self.budget = budget
+
+    def for_operators(self) -> str:
+        return f"{self} (the budgets are PLANNER_TOKEN_BUDGET and EXECUTOR_TOKEN_BUDGET)"
 
 
 class PlanNotWritten(AgentStopped):

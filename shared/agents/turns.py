@@ -63,6 +63,7 @@ async def start_turn(
         raise InvalidInput("The message is empty.")
     if len(text) > MAX_MESSAGE_CHARS:
         raise InvalidInput(f"The message is longer than {MAX_MESSAGE_CHARS} characters.")
+    check_message_tokens(services, text)
     settings = services.settings
     async with services.db.service() as conn:
         session = await _locked_session(conn, user_id, session_id, text, client_message_id)
@@ -78,6 +79,29 @@ async def start_turn(
     assert stored.planner_id is not None and stored.plan_status is not None
     return TurnStarted(session.id, stored.message.id, stored.plan_id, stored.planner_id,
                        stored.created, stored.plan_status)  # fmt: skip
+
+
+def message_token_limit(services: Services) -> int:
+    """The most tokens a message may have: half the planner's budget. The other half holds
+    its system prompt and tool schemas (about 1,100 tokens for routing, 4,300 in a write
+    step, with the built-in tools; MCP tools add at most 24,000 characters) and the turn's
+    own calls, while history and tool results give way; so the planner can always serve it."""
+    return services.planner_budget // 2
+
+
+def check_message_tokens(services: Services, text: str) -> None:
+    """`InvalidInput` for a message the planner could not serve (`message_token_limit`). A
+    byte-level BPE never makes more tokens than the text has UTF-8 bytes, so most messages
+    are let through without loading the tokenizer."""
+    limit = message_token_limit(services)
+    if len(text.encode("utf-8")) <= limit:
+        return
+    tokens = services.tokens.count(text)
+    if tokens > limit:
+        raise InvalidInput(
+            f"The message is too long: {tokens} tokens, and at most {limit} are taken. "
+            "Shorten it, or send it in parts."
+        )
 
 
 async def _locked_session(

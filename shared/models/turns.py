@@ -28,7 +28,12 @@ class ChatTurnRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     session_id: UUID | None = Field(default=None, description="Omit to start a new session.")
-    message: StoredText = Field(min_length=1, max_length=32_000)
+    message: StoredText = Field(
+        min_length=1,
+        max_length=32_000,
+        description="At most 32,000 characters, and at most half the planner's token budget "
+        "(12,000 tokens by default): a longer message is refused with 422, nothing stored.",
+    )
     client_message_id: StoredText | None = Field(
         default=None,
         min_length=1,
