@@ -9,6 +9,8 @@ AppError
     └── AwaitingApproval      an approval gate holds a call or escalation for the user
 Conflict
 └── TurnStillRunning          a new message while the session's last turn is still running
+InvalidInput
+└── ClientMessageIdReused     a `client_message_id` sent again with another message
 
 StepsHandedOff (not an error) the plan's steps run elsewhere; this invocation ends here
 """
@@ -21,7 +23,7 @@ from uuid import UUID
 
 from psycopg import OperationalError
 
-from shared.errors import AppError, Conflict, UpstreamUnavailable
+from shared.errors import AppError, Conflict, InvalidInput, UpstreamUnavailable
 
 if TYPE_CHECKING:
     from shared.db.records import Plan
@@ -134,3 +136,25 @@ class TurnStillRunning(Conflict):
 
     def problem_fields(self) -> dict[str, Any]:
         return {"plan_id": str(self.plan_id), "plan_status": self.status}
+
+
+class ClientMessageIdReused(InvalidInput):
+    """A send whose `client_message_id` the session has already stored with another message
+    (HTTP 422, as the IETF's Idempotency-Key draft answers a key reused with another payload):
+    a resend must repeat the message; a new message needs a new id."""
+
+    title = "client_message_id already used"
+
+    def __init__(self, client_message_id: str, *, message_id: UUID, plan_id: UUID) -> None:
+        super().__init__(
+            f"client_message_id {client_message_id!r} was already sent in this session with a "
+            f"different message (message {message_id}). Resend that message unchanged to get "
+            "its turn, or send this one with a new client_message_id."
+        )
+        self.client_message_id = client_message_id
+        self.message_id = message_id
+        self.plan_id = plan_id
+
+    def problem_fields(self) -> dict[str, Any]:
+        return {"client_message_id": self.client_message_id, "message_id": str(self.message_id),
+                "plan_id": str(self.plan_id)}  # fmt: skip

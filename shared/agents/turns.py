@@ -5,7 +5,8 @@ locks (the session's row is locked for the whole transaction that stores a messa
 
 * a resend with a `client_message_id` already used in the session returns the original
   message and plan (`created=False`) — also while that turn is still running, and also when
-  both sends arrive at once;
+  both sends arrive at once; the same id with another message is `ClientMessageIdReused`
+  (422), never silently the original turn;
 * a message sent without `session_id` creates one session per (user, `client_message_id`), so
   its resend lands in the same session (clients must then use ids unique per user, e.g. UUIDs);
 * a new message while a turn of the session is still running → `TurnStillRunning` (409).
@@ -24,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from shared.agents.errors import TurnStillRunning
+from shared.agents.errors import ClientMessageIdReused, TurnStillRunning
 from shared.agents.events import session_outbox
 from shared.agents.outcomes import TurnOutcome, TurnStarted
 from shared.agents.prompts import PLANNER
@@ -76,6 +77,11 @@ async def start_turn(
         if stored.running is not None:
             raise TurnStillRunning(stored.running)
     assert stored.message is not None and stored.plan_id is not None
+    if not stored.created and stored.message.content != text:
+        assert client_message_id is not None  # only its id finds an earlier message
+        raise ClientMessageIdReused(
+            client_message_id, message_id=stored.message.id, plan_id=stored.plan_id
+        )
     assert stored.planner_id is not None and stored.plan_status is not None
     return TurnStarted(session.id, stored.message.id, stored.plan_id, stored.planner_id,
                        stored.created, stored.plan_status)  # fmt: skip

@@ -38,8 +38,9 @@ class ChatTurnRequest(BaseModel):
         default=None,
         min_length=1,
         max_length=200,
-        description="Your id for this send: a retry with the same id returns the original turn "
-        "instead of storing the message twice.",
+        description="Your id for this send: a retry with the same id and message returns the "
+        "original turn instead of storing the message twice (and runs or announces nothing "
+        "again); the same id with another message is a 422.",
     )
     stream: bool = Field(
         default=False, description="Answer with server-sent events instead of one JSON body."
@@ -87,8 +88,8 @@ class TurnWatch(BaseModel):
         "threads and executions; its `status` ends completed, failed or cancelled."
     )
     messages: str = Field(
-        description="GET this (the chat function) for the session's messages after the "
-        "user's: the answer once the turn ends."
+        description="GET this (the chat function, as absolute as the URL the send reached) "
+        "for the session's messages: the answer once the turn ends."
     )
 
 
