@@ -264,7 +264,8 @@ async def test_a_decision_queues_the_plan_instead_of_running_it_in_the_request(
         request(user, "POST", path, {"decision": "approve"})
     )
 
-    assert decided["statusCode"] == 200
+    assert decided["statusCode"] == 202  # recorded, and the plan queued: accepted
+    assert decided["headers"]["location"].endswith(f"/plans/{plan_id}")
     plan = body_of(decided)["plan"]
     assert (plan["status"], plan["handed_off"]) == ("awaiting_approval", True)
     assert cloud.bodies("planner") == [{"type": "run_plan", "plan_id": str(plan_id)}]

@@ -127,6 +127,26 @@ async def test_a_direct_turn_answers_in_json(
     assert roles == [("user", "Hi"), ("assistant", "Hello! How can I help?")]
 
 
+async def test_messages_hide_the_planners_internal_rows_unless_asked(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script
+) -> None:
+    """Issue 21, defect 7: `GET …/messages` is the conversation — the user's messages and the
+    answers; the planner's tool rounds and tool results (e.g. "The plan has finished. Write
+    the final answer…") only with `?include=internal`."""
+    user = as_user(await make_user(db))
+    script.planner(reply(tool_call("create_task", title="Buy milk")), reply("Added it."))
+    sent = (await http.post(f"{stack.url('chat')}/chat", json={"message": "Add milk"},
+                            headers=user)).json()  # fmt: skip
+    url = f"{stack.url('chat')}/sessions/{sent['session_id']}/messages"
+    shown = (await http.get(url, headers=user)).json()
+    assert [(m["role"], m["content"]) for m in shown["messages"]] == [
+        ("user", "Add milk"), ("assistant", "Added it.")]  # fmt: skip
+    everything = (await http.get(f"{url}?include=internal", headers=user)).json()
+    assert [m["role"] for m in everything["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert shown["last_seq"] == everything["last_seq"]  # the answer is the last row
+    problem(await http.get(f"{url}?include=everything", headers=user), 422)
+
+
 async def test_sse_of_a_complex_turn_matches_what_the_publishers_saw(
     stack: Stack,
     http: httpx.AsyncClient,
