@@ -139,9 +139,17 @@ def problem(
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
+NOT_CONFIGURED = "This function is not configured; an operator finds the cause in its log."
+
+
 def error_problem(error: AppError) -> JSONResponse:
-    """The problem+json response for an application error."""
-    return problem(status_of(error), str(error), title=error.title, headers=error.headers(),
+    """The problem+json response for an application error. A configuration error names the
+    settings to fix: those go to the log, never to the caller."""
+    detail = str(error)
+    if isinstance(error, ConfigurationError):
+        log.error("%s: %s", type(error).__name__, detail)
+        detail = NOT_CONFIGURED
+    return problem(status_of(error), detail, title=error.title, headers=error.headers(),
                    **error.problem_fields())  # fmt: skip
 
 

@@ -142,13 +142,20 @@ async def fork_session(
 
 
 async def list_messages(
-    db: Database, user: User, session_id: UUID, *, after_seq: int = 0, limit: int = 200
+    db: Database,
+    user: User,
+    session_id: UUID,
+    *,
+    after_seq: int = 0,
+    limit: int = 200,
+    internal: bool = False,
 ) -> list[ChatMessage]:
-    """The session's messages after `after_seq`, in order (catch-up for realtime clients)."""
+    """The session's messages after `after_seq`, in order (catch-up for realtime clients);
+    the planner's tool rounds and results only if `internal`."""
     await get_session(db, user, session_id)
     async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
         return await chats.list_messages(
-            conn, session_id=session_id, after_seq=after_seq, limit=limit
+            conn, session_id=session_id, after_seq=after_seq, limit=limit, internal=internal
         )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 from uuid import UUID
 
 from fastapi import APIRouter, Query, Response, status
@@ -27,6 +27,10 @@ router = APIRouter(tags=["sessions"])
 AfterSeq = Annotated[int, Query(ge=0, description="Only entries with a larger `seq`.")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many entries.")]
 PlanLimit = Annotated[int, Query(ge=1, le=200, description="At most this many plans.")]
+Include = Annotated[
+    Literal["internal"] | None,
+    Query(description="`internal`: the planner's tool rounds and tool results too."),
+]
 NOT_FOUND = problems(404)
 
 
@@ -99,11 +103,15 @@ async def list_messages(
     services: ServicesDep,
     after_seq: AfterSeq = 0,
     limit: Limit = 200,
+    include: Include = None,
 ) -> MessageList:
-    """Messages in order; `after_seq` catches a realtime client up after a gap."""
+    """The conversation in order — the user's messages and the answers; `after_seq` catches a
+    realtime client up after a gap. `include=internal` adds the planner's own rows: its tool
+    rounds (assistant messages with `tool_calls`) and their results (`tool`)."""
     found = await sessions.list_messages(
-        services.db, user, session_id, after_seq=after_seq, limit=limit
-    )
+        services.db, user, session_id, after_seq=after_seq, limit=limit,
+        internal=include == "internal",
+    )  # fmt: skip
     last = found[-1].seq if found else after_seq
     return MessageList(messages=[MessageOut.model_validate(m) for m in found], last_seq=last)
 

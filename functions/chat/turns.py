@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from shared import sending
@@ -62,6 +62,7 @@ RUNNING: dict[int | str, dict[str, Any]] = {
 )
 async def post_chat(
     body: ChatTurnRequest,
+    request: Request,
     user: CurrentUser,
     services: ServicesDep,
     prefer: Annotated[str | None, Header(description="`respond-async` asks for 202")] = None,
@@ -73,17 +74,26 @@ async def post_chat(
     is the event's `seq`, `event` its type); or **202 Accepted** at once, with the ids and
     where to watch. Every event also goes to the session's Realtime channel
     `session:<session_id>`. With `INVOKER_TRANSPORT=sqs` (AWS) the turn is always accepted.
+
+    A resend (the same `client_message_id` and message) never runs or announces again what
+    happened: a turn that ended or waits for the user is answered as it stands (JSON, or 202
+    when asked for); one still running elsewhere is answered 202 with where to watch it, also
+    when `stream` was asked. The same id with another message is a 422.
     """
     answer = sending.how_to_answer(services, body, prefer)
+    here = str(request.base_url).rstrip("/")  # the chat function, as the caller reached it
     if answer == "wait":
         return await sending.send(services, user, body)
     if answer == "accept":
-        accepted = await sending.accept(services, user, body)
-        headers = {"Location": accepted.watch.plan}
-        if body.wait is None and sending.respond_async(prefer):
-            headers["Preference-Applied"] = "respond-async"
-        return JSONResponse(accepted.model_dump(mode="json"), status_code=202, headers=headers)
-    started, events = await sending.send_streaming(services, user, body)
+        accepted = await sending.accept(services, user, body, chat_url=here)
+        asked = body.wait is None and sending.respond_async(prefer)
+        return _accepted(accepted, preference_applied=asked)
+    streamed = await sending.send_streaming(services, user, body, chat_url=here)
+    if isinstance(streamed, ChatTurnReply):
+        return streamed
+    if isinstance(streamed, ChatTurnAccepted):
+        return _accepted(streamed, preference_applied=False)
+    started = streamed.started
     headers = {
         "Cache-Control": "no-cache",
         "X-Accel-Buffering": "no",
@@ -91,4 +101,11 @@ async def post_chat(
         "X-Parley-Plan-Id": str(started.plan_id),
         "X-Parley-Message-Id": str(started.message_id),
     }
-    return StreamingResponse(events, media_type="text/event-stream", headers=headers)
+    return StreamingResponse(streamed.events, media_type="text/event-stream", headers=headers)
+
+
+def _accepted(accepted: ChatTurnAccepted, *, preference_applied: bool) -> JSONResponse:
+    headers = {"Location": accepted.watch.plan}
+    if preference_applied:
+        headers["Preference-Applied"] = "respond-async"
+    return JSONResponse(accepted.model_dump(mode="json"), status_code=202, headers=headers)

@@ -26,7 +26,7 @@ from shared.agents.step_setup import OpenedStep, StepBusy, open_step
 from shared.db import plans
 from shared.db.records import PlanStep
 from shared.events import EventEmitter, Publisher
-from shared.llm import LLMError
+from shared.llm import LLMAuthenticationFailed, LLMError, LLMNotConfigured
 from shared.models.text import storable
 from shared.tools import offered_tools
 
@@ -87,6 +87,7 @@ async def _work(services: Services, opened: OpenedStep, emitter: EventEmitter) -
             step = await plans.update_step(conn, step_id=opened.step.id, status="awaiting_approval")
         return StepOutcome.of(step)
     except (AgentStopped, LLMError) as exc:
+        logger.warning("step %s failed: %s", opened.step.id, for_operators(exc))
         ending = Ending("fail", readable(exc))
     except RESUMABLE:
         raise
@@ -120,12 +121,25 @@ def _worker(services: Services, opened: OpenedStep, emitter: EventEmitter) -> St
 
 
 def readable(exc: Exception) -> str:
-    """An error as the user and the planner should read it (no stack, no secrets)."""
+    """An error as the user and the planner should read it: no stack, no secrets, no server
+    settings (`for_operators` gives those, for the log)."""
     if isinstance(exc, AgentStopped):
         return str(exc)
+    if isinstance(exc, LLMNotConfigured | LLMAuthenticationFailed):
+        return (
+            f"The language model call failed ({exc.title.lower()}): Parley's access to the "
+            "model is not set up right; the cause is in the server's log. Your message is saved."
+        )
     if isinstance(exc, LLMError):
         return (
             f"The language model call failed ({exc.title.lower()}): {storable(str(exc))}. "
             "Your message is saved; try again in a moment."
         )
     return "An unexpected error stopped this work (it is logged); your message is saved."
+
+
+def for_operators(exc: Exception) -> str:
+    """What the log says of an error that stopped an agent: its cause, settings included."""
+    if isinstance(exc, AgentStopped):
+        return exc.for_operators()
+    return f"{type(exc).__name__}: {exc}"

@@ -41,7 +41,7 @@ from shared.agents.errors import (
     StepsHandedOff,
 )
 from shared.agents.events import approval_data, done_data, error_data, step_completed_data
-from shared.agents.executor import readable
+from shared.agents.executor import for_operators, readable
 from shared.agents.outcomes import PlanOutcome
 from shared.db import approvals, chats, dialogue, executions, plans
 from shared.db.database import Connection
@@ -63,7 +63,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 TERMINAL: frozenset[PlanStatus] = frozenset({"completed", "failed", "cancelled"})
-NOT_CONFIGURED = "Parley cannot answer yet: no language model is configured. "
+NOT_CONFIGURED = (
+    "Parley cannot answer yet: no language model is configured. An operator finds what to set "
+    "in the server's log; your message is saved."
+)
 Work = Callable[[], Awaitable[PlanOutcome]]
 
 
@@ -98,6 +101,7 @@ async def finish_plan(
                 return waiting
             decisions = await _decisions(services, plan.id)
         except (AgentStopped, LLMError) as exc:
+            logger.warning("plan %s failed: %s", plan.id, for_operators(exc))
             return await _close(plan, emitter, "failed", readable(exc))
         except RESUMABLE:
             raise
@@ -193,7 +197,8 @@ async def _awaiting(plan: Plan, emitter: EventEmitter, why: str, seen: int) -> P
 
 
 async def _not_configured(plan: Plan, emitter: EventEmitter, exc: LLMNotConfigured) -> PlanOutcome:
-    notice = NOT_CONFIGURED + str(exc)
+    logger.warning("plan %s cannot be answered: %s", plan.id, exc)  # names what to set
+    notice = NOT_CONFIGURED
     async with emitter.unit() as (conn, outbox):
         message = await chats.add_message(
             conn, session_id=plan.session_id, user_id=plan.user_id, role="assistant",

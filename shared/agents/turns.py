@@ -5,7 +5,8 @@ locks (the session's row is locked for the whole transaction that stores a messa
 
 * a resend with a `client_message_id` already used in the session returns the original
   message and plan (`created=False`) — also while that turn is still running, and also when
-  both sends arrive at once;
+  both sends arrive at once; the same id with another message is `ClientMessageIdReused`
+  (422), never silently the original turn;
 * a message sent without `session_id` creates one session per (user, `client_message_id`), so
   its resend lands in the same session (clients must then use ids unique per user, e.g. UUIDs);
 * a new message while a turn of the session is still running → `TurnStillRunning` (409).
@@ -24,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from shared.agents.errors import TurnStillRunning
+from shared.agents.errors import ClientMessageIdReused, TurnStillRunning
 from shared.agents.events import session_outbox
 from shared.agents.outcomes import TurnOutcome, TurnStarted
 from shared.agents.prompts import PLANNER
@@ -63,6 +64,7 @@ async def start_turn(
         raise InvalidInput("The message is empty.")
     if len(text) > MAX_MESSAGE_CHARS:
         raise InvalidInput(f"The message is longer than {MAX_MESSAGE_CHARS} characters.")
+    check_message_tokens(services, text)
     settings = services.settings
     async with services.db.service() as conn:
         session = await _locked_session(conn, user_id, session_id, text, client_message_id)
@@ -75,9 +77,37 @@ async def start_turn(
         if stored.running is not None:
             raise TurnStillRunning(stored.running)
     assert stored.message is not None and stored.plan_id is not None
+    if not stored.created and stored.message.content != text:
+        assert client_message_id is not None  # only its id finds an earlier message
+        raise ClientMessageIdReused(
+            client_message_id, message_id=stored.message.id, plan_id=stored.plan_id
+        )
     assert stored.planner_id is not None and stored.plan_status is not None
     return TurnStarted(session.id, stored.message.id, stored.plan_id, stored.planner_id,
                        stored.created, stored.plan_status)  # fmt: skip
+
+
+def message_token_limit(services: Services) -> int:
+    """The most tokens a message may have: half the planner's budget. The other half holds
+    its system prompt and tool schemas (about 1,100 tokens for routing, 4,300 in a write
+    step, with the built-in tools; MCP tools add at most 24,000 characters) and the turn's
+    own calls, while history and tool results give way; so the planner can always serve it."""
+    return services.planner_budget // 2
+
+
+def check_message_tokens(services: Services, text: str) -> None:
+    """`InvalidInput` for a message the planner could not serve (`message_token_limit`). A
+    byte-level BPE never makes more tokens than the text has UTF-8 bytes, so most messages
+    are let through without loading the tokenizer."""
+    limit = message_token_limit(services)
+    if len(text.encode("utf-8")) <= limit:
+        return
+    tokens = services.tokens.count(text)
+    if tokens > limit:
+        raise InvalidInput(
+            f"The message is too long: {tokens} tokens, and at most {limit} are taken. "
+            "Shorten it, or send it in parts."
+        )
 
 
 async def _locked_session(

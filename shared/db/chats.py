@@ -235,15 +235,24 @@ async def get_message(conn: Connection, *, message_id: UUID) -> ChatMessage | No
 
 
 async def list_messages(
-    conn: Connection, *, session_id: UUID, after_seq: int = 0, limit: int = 500
+    conn: Connection,
+    *,
+    session_id: UUID,
+    after_seq: int = 0,
+    limit: int = 500,
+    internal: bool = False,
 ) -> list[ChatMessage]:
-    """Messages of a session in order, those after `after_seq` only (catch-up after a gap)."""
+    """Messages of a session in order, those after `after_seq` only (catch-up after a gap):
+    the conversation — the user's messages and the answers — and, if `internal`, the
+    planner's own rows too (its tool rounds and their results)."""
     return await fetch_all(
         conn,
         ChatMessage,
         f"""SELECT {MESSAGE} FROM chat_messages
-            WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s""",
-        (session_id, after_seq, limit),
+            WHERE session_id = %s AND seq > %s
+              AND (%s OR NOT (role = 'tool' OR (role = 'assistant' AND tool_calls IS NOT NULL)))
+            ORDER BY seq LIMIT %s""",
+        (session_id, after_seq, internal, limit),
     )
 
 

@@ -28,13 +28,19 @@ class ChatTurnRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     session_id: UUID | None = Field(default=None, description="Omit to start a new session.")
-    message: StoredText = Field(min_length=1, max_length=32_000)
+    message: StoredText = Field(
+        min_length=1,
+        max_length=32_000,
+        description="At most 32,000 characters, and at most half the planner's token budget "
+        "(12,000 tokens by default): a longer message is refused with 422, nothing stored.",
+    )
     client_message_id: StoredText | None = Field(
         default=None,
         min_length=1,
         max_length=200,
-        description="Your id for this send: a retry with the same id returns the original turn "
-        "instead of storing the message twice.",
+        description="Your id for this send: a retry with the same id and message returns the "
+        "original turn instead of storing the message twice (and runs or announces nothing "
+        "again); the same id with another message is a 422.",
     )
     stream: bool = Field(
         default=False, description="Answer with server-sent events instead of one JSON body."
@@ -82,8 +88,8 @@ class TurnWatch(BaseModel):
         "threads and executions; its `status` ends completed, failed or cancelled."
     )
     messages: str = Field(
-        description="GET this (the chat function) for the session's messages after the "
-        "user's: the answer once the turn ends."
+        description="GET this (the chat function, as absolute as the URL the send reached) "
+        "for the session's messages: the answer once the turn ends."
     )
 
 

@@ -3,6 +3,8 @@ event they publish is held against the events' schema when the stack stops."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from functions.chat.app import create_app as chat_app
 from local.deepseek import FakeModelServer
 from local.serving import BackgroundServer
 from shared.agents import DeepSeekTokenizer
-from shared.events import InMemoryPublisher, Publisher
+from shared.events import Event, Publisher
 from shared.services import Services, get_services
 from shared.settings import Settings
 from tests.event_check import assert_valid
@@ -40,6 +42,32 @@ class FaultInjector:
             await send({"type": "http.response.body", "body": b"injected fault"})
             return
         await self.app(scope, receive, send)
+
+
+class Heard:
+    """Every event the stack's functions publish — each server publishes from its own thread
+    and loop, so a thread-safe list, and waits that block a worker thread, not the loop."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self._changed = threading.Condition()
+
+    async def publish(self, events: Sequence[Event]) -> None:
+        with self._changed:
+            self.events.extend(events)
+            self._changed.notify_all()
+
+    async def aclose(self) -> None:
+        return None
+
+    async def wait_for(self, predicate: Callable[[list[Event]], bool], timeout: float = 15) -> None:
+        """Until `predicate(events)` holds (an AssertionError after `timeout` seconds)."""
+
+        def wait() -> bool:
+            with self._changed:
+                return self._changed.wait_for(lambda: predicate(self.events), timeout=timeout)
+
+        assert await asyncio.to_thread(wait), "the awaited events never came"
 
 
 class Stack:
@@ -71,7 +99,7 @@ class Stack:
             "invoker_retry_delay_seconds": 0,
             **settings,
         }
-        self.heard = InMemoryPublisher()
+        self.heard = Heard()
         """Every event the stack's functions published (token batches too): held against
         the events' schema when the stack stops."""
         self._tokenizer, self._sinks = tokenizer, [*sinks, self.heard]

@@ -238,3 +238,28 @@ async def test_deleting_a_session_stops_its_running_turn_before_its_next_call(
             (UUID(ended["plan_id"]),),
         )
         assert await cur.fetchone() == {"n": 0}
+
+
+async def test_a_decision_with_prefer_respond_async_is_accepted_at_once(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script
+) -> None:
+    """Issue 21, defect 7: `Prefer: respond-async` on a decision answers 202 before the plan
+    resumes, as it does on `POST /chat`."""
+    user, event, turn = await ask_to_delete(stack, http, db, as_user, script)
+    planner, plan = stack.url("agent_planner"), turn["plan_id"]
+    (waiting,) = (await http.get(f"{planner}/plans/{plan}/approvals",
+                                 headers=user)).json()["approvals"]  # fmt: skip
+    decided = await http.post(
+        f"{planner}/plans/{plan}/approvals/{waiting['id']}", json={"decision": "approve"},
+        headers={**user, "Prefer": "respond-async"},
+    )  # fmt: skip
+    assert decided.status_code == 202, decided.text
+    assert decided.headers["preference-applied"] == "respond-async"
+    assert decided.headers["location"] == f"{planner}/plans/{plan}"
+    body = decided.json()
+    assert body["approval"]["status"] == "approved" and body["plan"]["handed_off"] is True
+    await stack.heard.wait_for(lambda events: any(  # the plan resumes after the answer
+        e.type == "done" and str(e.plan_id) == plan and e.data["status"] == "completed"
+        for e in events))  # fmt: skip
+    row = await fetch_row(db, "calendar_events", event)
+    assert row is not None and row["deleted_at"] is not None

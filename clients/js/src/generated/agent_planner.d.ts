@@ -93,8 +93,9 @@ export interface paths {
         /**
          * Decide Approval
          * @description Approve or reject a destructive call, or answer or reject an escalation — then resume
-         *     the plan and answer where it got to (its events stream as usual). With
-         *     `INVOKER_TRANSPORT=sqs` the plan is queued instead (`plan.handed_off`: watch Realtime).
+         *     the plan and answer where it got to (its events stream as usual). With `Prefer:
+         *     respond-async`, or `INVOKER_TRANSPORT=sqs` (the plan is queued), it answers **202** once
+         *     the decision is recorded and the plan handed on (`plan.handed_off`: watch Realtime).
          */
         post: operations["decide_approval_plans__plan_id__approvals__approval_id__post"];
         delete?: never;
@@ -1596,7 +1597,10 @@ export interface operations {
     decide_approval_plans__plan_id__approvals__approval_id__post: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `respond-async` asks for 202 */
+                prefer?: string | null;
+            };
             path: {
                 plan_id: string;
                 approval_id: string;
@@ -1612,6 +1616,19 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DecisionReply"];
+                };
+            };
+            /** @description The decision is recorded and the plan handed on to resume (`Prefer: respond-async`, or a deployment with queues): `plan.handed_off` is true and its status as it stands; watch Realtime or `Location`. */
+            202: {
+                headers: {
+                    /** @description The plan (`GET /plans/{id}`). */
+                    Location: string;
+                    /** @description `respond-async` when it was asked for. */
+                    "Preference-Applied"?: "respond-async";
                     [name: string]: unknown;
                 };
                 content: {

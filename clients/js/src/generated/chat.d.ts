@@ -36,6 +36,11 @@ export interface paths {
          *     is the event's `seq`, `event` its type); or **202 Accepted** at once, with the ids and
          *     where to watch. Every event also goes to the session's Realtime channel
          *     `session:<session_id>`. With `INVOKER_TRANSPORT=sqs` (AWS) the turn is always accepted.
+         *
+         *     A resend (the same `client_message_id` and message) never runs or announces again what
+         *     happened: a turn that ended or waits for the user is answered as it stands (JSON, or 202
+         *     when asked for); one still running elsewhere is answered 202 with where to watch it, also
+         *     when `stream` was asked. The same id with another message is a 422.
          */
         post: operations["post_chat_chat_post"];
         delete?: never;
@@ -127,7 +132,9 @@ export interface paths {
         };
         /**
          * List Messages
-         * @description Messages in order; `after_seq` catches a realtime client up after a gap.
+         * @description The conversation in order — the user's messages and the answers; `after_seq` catches a
+         *     realtime client up after a gap. `include=internal` adds the planner's own rows: its tool
+         *     rounds (assistant messages with `tool_calls`) and their results (`tool`).
          */
         get: operations["list_messages_sessions__session_id__messages_get"];
         put?: never;
@@ -393,11 +400,14 @@ export interface components {
              * @description Omit to start a new session.
              */
             session_id?: string | null;
-            /** Message */
+            /**
+             * Message
+             * @description At most 32,000 characters, and at most half the planner's token budget (12,000 tokens by default): a longer message is refused with 422, nothing stored.
+             */
             message: string;
             /**
              * Client Message Id
-             * @description Your id for this send: a retry with the same id returns the original turn instead of storing the message twice.
+             * @description Your id for this send: a retry with the same id and message returns the original turn instead of storing the message twice (and runs or announces nothing again); the same id with another message is a 422.
              */
             client_message_id?: string | null;
             /**
@@ -938,7 +948,7 @@ export interface components {
             plan: string;
             /**
              * Messages
-             * @description GET this (the chat function) for the session's messages after the user's: the answer once the turn ends.
+             * @description GET this (the chat function, as absolute as the URL the send reached) for the session's messages: the answer once the turn ends.
              */
             messages: string;
         };
@@ -2362,6 +2372,8 @@ export interface operations {
                 after_seq?: number;
                 /** @description At most this many entries. */
                 limit?: number;
+                /** @description `internal`: the planner's tool rounds and tool results too. */
+                include?: "internal" | null;
             };
             header?: never;
             path: {

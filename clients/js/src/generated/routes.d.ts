@@ -25,6 +25,11 @@ export interface ChatCalls {
    * is the event's `seq`, `event` its type); or **202 Accepted** at once, with the ids and
    * where to watch. Every event also goes to the session's Realtime channel
    * `session:<session_id>`. With `INVOKER_TRANSPORT=sqs` (AWS) the turn is always accepted.
+   *
+   * A resend (the same `client_message_id` and message) never runs or announces again what
+   * happened: a turn that ended or waits for the user is answered as it stands (JSON, or 202
+   * when asked for); one still running elsewhere is answered 202 with where to watch it, also
+   * when `stream` was asked. The same id with another message is a 422.
    */
   postChat(body: Chat.components['schemas']["ChatTurnRequest"], init?: CallInit): Promise<Chat.components['schemas']["ChatTurnReply"] | Chat.components['schemas']["ChatTurnAccepted"] | EventStream>;
   /**
@@ -68,7 +73,9 @@ export interface ChatCalls {
   /**
    * GET /sessions/{session_id}/messages — List Messages
    *
-   * Messages in order; `after_seq` catches a realtime client up after a gap.
+   * The conversation in order — the user's messages and the answers; `after_seq` catches a
+   * realtime client up after a gap. `include=internal` adds the planner's own rows: its tool
+   * rounds (assistant messages with `tool_calls`) and their results (`tool`).
    */
   listMessages(session_id: string, query?: NonNullable<Chat.operations["list_messages_sessions__session_id__messages_get"]['parameters']['query']>, init?: CallInit): Promise<Chat.components['schemas']["MessageList"]>;
   /**
@@ -141,8 +148,9 @@ export interface PlannerCalls {
    * POST /plans/{plan_id}/approvals/{approval_id} — Decide Approval
    *
    * Approve or reject a destructive call, or answer or reject an escalation — then resume
-   * the plan and answer where it got to (its events stream as usual). With
-   * `INVOKER_TRANSPORT=sqs` the plan is queued instead (`plan.handed_off`: watch Realtime).
+   * the plan and answer where it got to (its events stream as usual). With `Prefer:
+   * respond-async`, or `INVOKER_TRANSPORT=sqs` (the plan is queued), it answers **202** once
+   * the decision is recorded and the plan handed on (`plan.handed_off`: watch Realtime).
    */
   decideApproval(plan_id: string, approval_id: string, body: Planner.components['schemas']["DecisionRequest"], init?: CallInit): Promise<Planner.components['schemas']["DecisionReply"]>;
   /**

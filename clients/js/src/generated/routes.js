@@ -13,7 +13,7 @@ export const routes = {
     deleteSession: {method: "DELETE", path: "/sessions/{session_id}", params: ["session_id"]},
     updateSession: {method: "PATCH", path: "/sessions/{session_id}", params: ["session_id"], body: true},
     forkSession: {method: "POST", path: "/sessions/{session_id}/fork", params: ["session_id"], body: true},
-    listMessages: {method: "GET", path: "/sessions/{session_id}/messages", params: ["session_id"], query: ["after_seq","limit"]},
+    listMessages: {method: "GET", path: "/sessions/{session_id}/messages", params: ["session_id"], query: ["after_seq","limit","include"]},
     getTimeline: {method: "GET", path: "/sessions/{session_id}/timeline", params: ["session_id"], query: ["after_seq","limit"]},
     listPlans: {method: "GET", path: "/sessions/{session_id}/plans", params: ["session_id"], query: ["after_seq","limit"]},
     planTranscript: {method: "GET", path: "/plans/{plan_id}/transcript", params: ["plan_id"]},
