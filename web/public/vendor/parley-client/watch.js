@@ -195,7 +195,7 @@ export class SessionWatch {
       }
     } finally {
       this.sequencer.release(snapshot);
-      if (snapshot) this.#ends(snapshot);
+      if (snapshot && !this.closed) this.#ends(snapshot);
       this.#changed();
     }
   }
