@@ -24,7 +24,7 @@ from shared.db.records import (
     Usage,
     columns,
 )
-from shared.errors import Unauthenticated
+from shared.errors import AccountGone
 
 SESSION = columns(ChatSession)
 MESSAGE = columns(ChatMessage)
@@ -63,9 +63,7 @@ def _owner_exists() -> Iterator[None]:
     except errors.ForeignKeyViolation as exc:
         if exc.diag.constraint_name != OWNER_KEY:
             raise
-        raise Unauthenticated(
-            "The account this token was issued for no longer exists: sign in again"
-        ) from None
+        raise AccountGone from None
 
 
 async def get_session(
@@ -240,11 +238,11 @@ async def list_messages(
     session_id: UUID,
     after_seq: int = 0,
     limit: int = 500,
-    internal: bool = False,
+    internal: bool = True,
 ) -> list[ChatMessage]:
-    """Messages of a session in order, those after `after_seq` only (catch-up after a gap):
-    the conversation — the user's messages and the answers — and, if `internal`, the
-    planner's own rows too (its tool rounds and their results)."""
+    """Messages of a session in order, those after `after_seq` only (catch-up after a gap);
+    not `internal`: the conversation alone — the user's messages and the answers, without the
+    planner's own rows (its tool rounds and their results)."""
     return await fetch_all(
         conn,
         ChatMessage,
