@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -110,17 +111,26 @@ async def session_for_first_message(
 
 
 async def list_sessions(
-    conn: Connection, *, user_id: UUID, include_archived: bool = False, limit: int = 50
+    conn: Connection,
+    *,
+    user_id: UUID,
+    include_archived: bool = False,
+    limit: int = 50,
+    before: tuple[datetime, UUID] | None = None,
 ) -> list[ChatSession]:
-    """The user's sessions, most recently active first; deleted ones are never listed."""
+    """The user's sessions, most recently active first (`updated_at`, then `id`, descending),
+    those after `before` (the last session of the previous page) only; deleted ones are never
+    listed."""
     statuses = ["active", "archived"] if include_archived else ["active"]
+    at, last = before if before is not None else (None, None)
     return await fetch_all(
         conn,
         ChatSession,
         f"""SELECT {SESSION} FROM chat_sessions
             WHERE user_id = %s AND status = ANY(%s) AND status <> 'deleted'
-            ORDER BY updated_at DESC LIMIT %s""",
-        (user_id, statuses, limit),
+              AND (%s::timestamptz IS NULL OR (updated_at, id) < (%s, %s))
+            ORDER BY updated_at DESC, id DESC LIMIT %s""",
+        (user_id, statuses, at, at, last, limit),
     )
 
 
