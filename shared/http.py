@@ -21,8 +21,10 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from shared.auth import Identity, User
+from shared.db import users
 from shared.db.records import PlanStatus
 from shared.errors import (
+    AccountGone,
     AppError,
     ConfigurationError,
     Conflict,
@@ -195,10 +197,17 @@ Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
 async def current_user(services: ServicesDep, credentials: Credentials) -> User:
-    """The signed-in user behind the request's Supabase access token."""
+    """The signed-in user behind the request's Supabase access token — still a user: Supabase
+    does not revoke the tokens of a user it deletes, and such a token answers 401 on every
+    route (its rows are gone with the user, so each route would otherwise answer differently:
+    an empty list, a 404, a 401 where it creates a session)."""
     if credentials is None:
         raise Unauthenticated("Missing bearer token: send 'Authorization: Bearer <access token>'")
-    return services.verifier.user(credentials.credentials)
+    user = services.verifier.user(credentials.credentials)
+    async with services.db.autocommit() as conn:
+        if not await users.user_exists(conn, user_id=user.id):
+            raise AccountGone
+    return user
 
 
 async def service_caller(services: ServicesDep, credentials: Credentials) -> Identity:

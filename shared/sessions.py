@@ -8,6 +8,7 @@ turns, in one statement that checks the owner.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -54,14 +55,51 @@ async def create_session(db: Database, user: User, *, title: str | None = None) 
         return await chats.create_session(conn, user_id=user.id, title=title or "New chat")
 
 
+@dataclass(frozen=True, slots=True)
+class SessionPage:
+    """A page of the user's sessions, and the cursor of the next one (None: the last)."""
+
+    sessions: list[ChatSession]
+    next_cursor: str | None
+
+
 async def list_sessions(
-    db: Database, user: User, *, include_archived: bool = False, limit: int = 50
-) -> list[ChatSession]:
-    """The user's sessions, most recently active first."""
+    db: Database,
+    user: User,
+    *,
+    include_archived: bool = False,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> SessionPage:
+    """The user's sessions, most recently active first, a page of `limit` after `cursor` (a
+    page's `next_cursor`). A session active while the pages are read moves to the front: it
+    may be seen twice, or not at all on the later pages."""
+    before = _read_cursor(cursor) if cursor is not None else None
     async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
-        return await chats.list_sessions(
-            conn, user_id=user.id, include_archived=include_archived, limit=limit
-        )
+        found = await chats.list_sessions(
+            conn, user_id=user.id, include_archived=include_archived, limit=limit + 1,
+            before=before,
+        )  # fmt: skip
+    page = found[:limit]
+    more = len(found) > limit
+    return SessionPage(page, _cursor(page[-1]) if more else None)
+
+
+def _cursor(last: ChatSession) -> str:
+    """An opaque cursor: where the next page starts (after `last`)."""
+    text = f"{last.updated_at.isoformat()}|{last.id}"
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def _read_cursor(cursor: str) -> tuple[datetime, UUID]:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        at, last = text.split("|")
+        return datetime.fromisoformat(at), UUID(last)
+    except ValueError:  # bad base64, text, timestamp or id: all ValueErrors
+        raise InvalidInput(
+            "cursor: not a cursor this list gave (use a page's next_cursor)"
+        ) from None
 
 
 async def get_session(db: Database, user: User, session_id: UUID) -> ChatSession:

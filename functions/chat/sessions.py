@@ -27,6 +27,10 @@ router = APIRouter(tags=["sessions"])
 AfterSeq = Annotated[int, Query(ge=0, description="Only entries with a larger `seq`.")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many entries.")]
 PlanLimit = Annotated[int, Query(ge=1, le=200, description="At most this many plans.")]
+Cursor = Annotated[
+    str | None,
+    Query(max_length=200, description="A page's `next_cursor`: the page after it."),
+]
 Include = Annotated[
     Literal["internal"] | None,
     Query(description="`internal`: the planner's tool rounds and tool results too."),
@@ -46,13 +50,21 @@ async def create_session(
 
 @router.get("/sessions")
 async def list_sessions(
-    user: CurrentUser, services: ServicesDep, include_archived: bool = False, limit: Limit = 50
+    user: CurrentUser,
+    services: ServicesDep,
+    include_archived: bool = False,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> SessionList:
-    """The user's sessions, most recently active first (archived ones on request)."""
-    found = await sessions.list_sessions(
-        services.db, user, include_archived=include_archived, limit=limit
+    """The user's sessions, most recently active first (archived ones on request), a page at a
+    time: pass a page's `next_cursor` as `cursor` for the next."""
+    page = await sessions.list_sessions(
+        services.db, user, include_archived=include_archived, limit=limit, cursor=cursor
     )
-    return SessionList(sessions=[SessionOut.model_validate(s) for s in found])
+    return SessionList(
+        sessions=[SessionOut.model_validate(s) for s in page.sessions],
+        next_cursor=page.next_cursor,
+    )
 
 
 @router.get("/sessions/{session_id}", responses=NOT_FOUND)

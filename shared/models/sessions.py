@@ -62,7 +62,12 @@ class SessionOut(_Out):
 
 
 class SessionList(BaseModel):
+    """A page of the user's sessions, most recently active first."""
+
     sessions: list[SessionOut]
+    next_cursor: str | None = Field(
+        description="Pass it as `cursor` for the next page; null: this is the last page."
+    )
 
 
 class MessageOut(_Out):

@@ -60,12 +60,12 @@ class Heard:
     async def aclose(self) -> None:
         return None
 
-    async def wait_for(self, predicate: Callable[[list[Event]], bool], timeout: float = 15) -> None:
-        """Until `predicate(events)` holds (an AssertionError after `timeout` seconds)."""
+    async def wait_for(self, predicate: Callable[[list[Event]], bool]) -> None:
+        """Until `predicate(events)` holds (an AssertionError after 15 seconds)."""
 
         def wait() -> bool:
             with self._changed:
-                return self._changed.wait_for(lambda: predicate(self.events), timeout=timeout)
+                return self._changed.wait_for(lambda: predicate(self.events), timeout=15)
 
         assert await asyncio.to_thread(wait), "the awaited events never came"
 
