@@ -55,8 +55,10 @@ export declare class ParleyClient {
    * progress comes over Realtime (`watchSession`). `client_message_id` defaults to a new UUID:
    * keep it to retry after a network error. */
   send(body: SendBody, init?: CallInit): Promise<ChatTurnAccepted | ChatTurnReply>;
-  /** Send a message and read the turn's events as the function streams them (SSE). */
-  sendStream(body: SendBody, init?: CallInit): Promise<EventStream>;
+  /** Send a message and read the turn's events as the function streams them (SSE). A resend
+   * (the same `client_message_id`) streams nothing: it answers JSON — the turn as it stands
+   * (200), or where to watch it while it runs (202). */
+  sendStream(body: SendBody, init?: CallInit): Promise<EventStream | ChatTurnReply | ChatTurnAccepted>;
   /** Every timeline entry after `afterSeq`, in `seq` order (page by page). */
   timeline(sessionId: string, afterSeq?: number, init?: CallInit): Promise<TimelineEntry[]>;
   /** Every plan of the session in full, oldest first (page by page). */

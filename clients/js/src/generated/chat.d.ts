@@ -58,7 +58,8 @@ export interface paths {
         };
         /**
          * List Sessions
-         * @description The user's sessions, most recently active first (archived ones on request).
+         * @description The user's sessions, most recently active first (archived ones on request), a page at a
+         *     time: pass a page's `next_cursor` as `cursor` for the next.
          */
         get: operations["list_sessions_sessions_get"];
         put?: never;
@@ -730,10 +731,18 @@ export interface components {
             /** Title */
             title?: string | null;
         };
-        /** SessionList */
+        /**
+         * SessionList
+         * @description A page of the user's sessions, most recently active first.
+         */
         SessionList: {
             /** Sessions */
             sessions: components["schemas"]["SessionOut"][];
+            /**
+             * Next Cursor
+             * @description Pass it as `cursor` for the next page; null: this is the last page.
+             */
+            next_cursor: string | null;
         };
         /**
          * SessionOut
@@ -1977,6 +1986,8 @@ export interface operations {
                 include_archived?: boolean;
                 /** @description At most this many entries. */
                 limit?: number;
+                /** @description A page's `next_cursor`: the page after it. */
+                cursor?: string | null;
             };
             header?: never;
             path?: never;

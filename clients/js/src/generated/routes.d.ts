@@ -35,7 +35,8 @@ export interface ChatCalls {
   /**
    * GET /sessions — List Sessions
    *
-   * The user's sessions, most recently active first (archived ones on request).
+   * The user's sessions, most recently active first (archived ones on request), a page at a
+   * time: pass a page's `next_cursor` as `cursor` for the next.
    */
   listSessions(query?: NonNullable<Chat.operations["list_sessions_sessions_get"]['parameters']['query']>, init?: CallInit): Promise<Chat.components['schemas']["SessionList"]>;
   /**

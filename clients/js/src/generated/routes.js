@@ -7,7 +7,7 @@ export const routes = {
   chat: {
     health: {method: "GET", path: "/health"},
     postChat: {method: "POST", path: "/chat", body: true},
-    listSessions: {method: "GET", path: "/sessions", query: ["include_archived","limit"]},
+    listSessions: {method: "GET", path: "/sessions", query: ["include_archived","limit","cursor"]},
     createSession: {method: "POST", path: "/sessions", body: true},
     getSession: {method: "GET", path: "/sessions/{session_id}", params: ["session_id"]},
     deleteSession: {method: "DELETE", path: "/sessions/{session_id}", params: ["session_id"]},

@@ -33,6 +33,12 @@ test('sessions: create, list, read, rename, archive, fork, delete', { skip }, as
   assert.equal((await demo.chat.getSession(session.id)).id, session.id);
   const listed = await demo.chat.listSessions({ include_archived: false, limit: 100 });
   assert.ok(listed.sessions.some((s) => s.id === session.id));
+  const newer = await demo.chat.createSession({ title: 'newer' });
+  const first = await demo.chat.listSessions({ limit: 1 });
+  assert.deepEqual(first.sessions.map((s) => s.id), [newer.id], 'most recently active first');
+  const next = await demo.chat.listSessions({ limit: 1, cursor: first.next_cursor });
+  assert.deepEqual(next.sessions.map((s) => s.id), [session.id]);
+  await demo.chat.deleteSession(newer.id);
   assert.equal((await demo.chat.updateSession(session.id, { title: 'renamed' })).title, 'renamed');
   assert.equal((await demo.chat.updateSession(session.id, { status: 'archived' })).status, 'archived');
   assert.ok(!(await demo.chat.listSessions()).sessions.some((s) => s.id === session.id));
@@ -84,6 +90,11 @@ test('a streamed send reads as the turn\'s events, in seq order, ending with don
   assert.equal(events.at(-1).type, 'done');
   assert.equal(events.at(-1).plan_id, stream.planId);
   assertIncreasing(assert, events.map((e) => e.seq));
+  // Sent again, the ended turn answers as it stands: nothing is streamed (or broadcast) twice.
+  const [user] = (await demo.chat.listMessages(session.id)).messages;
+  const again = await demo.sendStream({ session_id: session.id, message: 'hello', client_message_id: user.client_message_id });
+  assert.equal(again.plan_id, stream.planId);
+  assert.equal(again.created, false);
 });
 
 test('health, the events\' schema, dashboards, and the service routes a user may not call', { skip }, async () => {

@@ -143,7 +143,9 @@ export class ParleyClient {
 
   /**
    * Send a message and read the turn's events as they happen (server-sent events; a host that
-   * buffers responses, like a Lambda function URL, delivers them only at the end).
+   * buffers responses, like a Lambda function URL, delivers them only at the end). A resend
+   * (the same `client_message_id`) answers JSON instead: the turn as it stands (200), or where
+   * to watch it while it runs (202).
    * @param {{ session_id?: string | null, message: string, client_message_id?: string }} body
    * @param {{ signal?: AbortSignal }} [init]
    */
