@@ -61,14 +61,19 @@ def local_config(settings: ConsoleSettings) -> dict[str, Any]:
     }
 
 
+def demo_token(secret: str, user_id: UUID, email: str, *, expires_in: int) -> str:
+    """The demo user's access token: an operator, locally (the console's demo session and the
+    token `dev.py run` prints are the same kind)."""
+    return mint_token(
+        secret, sub=user_id, expires_in=expires_in,
+        extra={"email": email, "app_metadata": {OPERATOR_CLAIM: OPERATOR}},
+    )  # fmt: skip
+
+
 def demo_session(settings: ConsoleSettings) -> dict[str, Any]:
     """A session for the demo user, shaped like Supabase Auth's (an operator, locally)."""
-    token = mint_token(
-        settings.jwt_secret,
-        sub=settings.demo_user_id,
-        expires_in=DEMO_SESSION_SECONDS,
-        extra={"email": settings.demo_email, "app_metadata": {OPERATOR_CLAIM: OPERATOR}},
-    )
+    token = demo_token(settings.jwt_secret, settings.demo_user_id, settings.demo_email,
+                       expires_in=DEMO_SESSION_SECONDS)  # fmt: skip
     return {
         "access_token": token,
         "token_type": "bearer",

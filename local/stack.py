@@ -31,7 +31,7 @@ from functions.agent_executor.app import create_app as executor_app
 from functions.agent_planner.app import create_app as planner_app
 from functions.chat.app import create_app as chat_app
 from local import demo, migrate
-from local.console import ConsoleSettings, console_routes
+from local.console import ConsoleSettings, console_routes, demo_token
 from local.cors import cors
 from local.deepseek import DEMO_MODEL, FakeModelServer
 from local.postgres import start_embedded, with_database
@@ -272,7 +272,7 @@ def banner(running: RunningStack) -> None:
 
 async def _demo(running: RunningStack, message: str) -> str:
     """Play the demo turn; the id of its session."""
-    token = mint_token(running.jwt_secret, sub=DEMO_USER_ID, expires_in=24 * 3600)
+    token = demo_token(running.jwt_secret, DEMO_USER_ID, DEMO_EMAIL, expires_in=24 * 3600)
     print(f"\nDemo turn, as the demo user: {message!r}", flush=True)
     turn = await demo.play(
         functions_url=running.url, realtime_url=running.realtime.realtime_url,
