@@ -203,6 +203,13 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return problem(500, "An unexpected error occurred; it has been logged.")
 
 
+def function_url(request: Request) -> str:
+    """This function's URL as the caller reached it — behind a gateway's prefix too (the local
+    stack mounts each function at its own; `base_url` would give the gateway's root)."""
+    url = request.url
+    return f"{url.scheme}://{url.netloc}{request.scope.get('root_path', '')}".rstrip("/")
+
+
 _bearer = HTTPBearer(
     auto_error=False,
     description="A Supabase access token (user routes) or the service-role key (internal routes).",

@@ -9,7 +9,14 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from shared import sending
-from shared.http import EVENT_STREAM, PROBLEM_JSON, CurrentUser, ServicesDep, problems
+from shared.http import (
+    EVENT_STREAM,
+    PROBLEM_JSON,
+    CurrentUser,
+    ServicesDep,
+    function_url,
+    problems,
+)
 from shared.models.turns import ChatTurnAccepted, ChatTurnReply, ChatTurnRequest
 
 router = APIRouter(tags=["chat"])
@@ -85,7 +92,7 @@ async def post_chat(
     when `stream` was asked. The same id with another message is a 409.
     """
     answer = sending.how_to_answer(services, body, prefer)
-    here = str(request.base_url).rstrip("/")  # the chat function, as the caller reached it
+    here = function_url(request)
     if answer == "wait":
         return await sending.send(services, user, body)
     if answer == "accept":
