@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from local.deepseek import FakeModelServer, reply
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.llm import (
     AssistantMessage,
     ChatRequest,
@@ -151,3 +151,25 @@ async def test_repair_mode_sends_a_history_deepseek_accepts(
     assert [(m["tool_call_id"], m["content"]) for m in sent[3:5]] == [
         ("call_a", "result a"), ("call_b", UNANSWERED_RESULT)
     ]  # fmt: skip
+
+
+async def test_reasoning_sent_as_reasoning_is_read_and_passed_back_as_reasoning_content(
+    fake: FakeModelServer, make_client: MakeClient
+) -> None:
+    """OpenRouter and newer vLLM name the field `reasoning`: read as DeepSeek's, sent back as
+    DeepSeek's, in a stream and in a plain reply."""
+    call = ToolCall.of("c1", "lookup", q="a")
+    looked = reply(tool_call("lookup", q="a").with_id("c1"), reasoning="Look.")
+    said = reply("plain", reasoning="Said.")
+    fake.script(looked.reasoning_named("reasoning"), said.reasoning_named("reasoning"), reply("ok"))
+    client = make_client()
+    asked: list[Message] = [UserMessage("a?")]
+
+    streamed = await client.complete(ChatRequest("test-thinker", asked, tools=[LOOKUP]))
+    plain = await client.complete(ChatRequest("test-thinker", asked, stream=False))
+    history = [*asked, streamed.message, ToolMessage.answering(call, "found")]
+    await client.complete(ChatRequest("test-thinker", history, tools=[LOOKUP]))
+
+    assert streamed.message.reasoning_content == "Look."
+    assert plain.message.reasoning_content == "Said."
+    assert fake.requests[-1].messages[1]["reasoning_content"] == "Look."
