@@ -103,11 +103,10 @@ class RealtimeConfig:
             join_error_delay=settings.realtime_join_error_delay_ms / 1000,
             change_retention=float(settings.realtime_change_retention_seconds),
             message_retention_hours=settings.realtime_message_retention_hours,
-            **limits,
             client_presence_max_calls=settings.realtime_client_presence_max_calls,
             client_presence_window=settings.realtime_client_presence_window_ms / 1000,
         )
-        return replace(config, **overrides)
+        return replace(config, **{**limits, **overrides})
 
 
 def _opaque_keys(settings: Settings) -> dict[str, str]:
