@@ -201,6 +201,11 @@ class Settings(BaseSettings):
     sweep_interval_seconds: float = Field(default=60.0, gt=0)
     """How often the local stack runs the sweeper (on AWS: the EventBridge schedule)."""
 
+    auth_signing_algorithm: Literal["ES256", "HS256"] = "ES256"
+    """Local stack: how its Auth twin signs sessions: ES256, published as a JWKS that the
+    functions and Realtime verify against (as new Supabase projects), or HS256 with the JWT
+    secret (projects on the legacy secret)."""
+
     realtime_host: str = "127.0.0.1"
     """Interface the local Realtime server listens on (`python -m local.realtime`)."""
     realtime_port: int = Field(default=4000, ge=0, le=65535)

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from local import demo
+from local.auth.keys import mint_token
 from local.seed import DEMO_USER_ID, seed_demo
 from local.stack import RunningStack, running_stack
-from shared.auth import mint_token
 from shared.db import Database
 from shared.events.realtime import session_topic
 from shared.settings import load_settings

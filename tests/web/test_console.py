@@ -14,9 +14,9 @@ import httpx
 import pytest
 from playwright.async_api import Locator, Page, Route, WebSocketRoute, expect
 
+from local.auth.keys import mint_token
 from local.seed import DEMO_USER_ID
 from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack, banner
-from shared.auth import mint_token
 from shared.db import Database
 from tests.factories import make_user
 from tests.web.conftest import Tab, Wire, screenshot
