@@ -162,10 +162,12 @@ async def running_stack(
     realtime_port: int = 4000,
     demo_message: str = CONSOLE_DEMO_MESSAGE,
     model_latency: float = 0.0,
+    refresh_token_reuse_interval: int = AuthConfig.refresh_token_reuse_interval,
 ) -> AsyncIterator[RunningStack]:
-    """Realtime, the functions and the console on `database_url` (migrated and seeded).
+    """Auth, Realtime, the functions and the console on `database_url` (migrated and seeded).
 
     `model_latency`: seconds the offline demo model takes before each reply (when it answers).
+    `refresh_token_reuse_interval`: Auth's (hosted: 10 s; a test may want reuse refused at once).
     """
     secret = (
         settings.supabase_jwt_secret.get_secret_value()
@@ -176,6 +178,7 @@ async def running_stack(
     auth = Auth(AuthConfig(
         database_url, jwt_secret=secret, keys=keys, signing=settings.auth_signing_algorithm,
         signing_key_path=settings.parley_data_dir / "auth" / "signing-key.json",
+        refresh_token_reuse_interval=refresh_token_reuse_interval,
     ))  # fmt: skip
     await auth.start()
     with contextlib.ExitStack() as stack:
