@@ -59,6 +59,8 @@ CONSOLE_DEMO_MESSAGE = (
     "plan my week: list my tasks and my calendar, then delete the first calendar event"
 )
 JWKS_PATH = "/auth/v1/.well-known/jwks.json"
+REFRESH_TOKEN_REUSE_INTERVAL = 10
+"""Seconds Auth lets a revoked refresh token be swapped still (hosted's default)."""
 DEMO_MODEL_LATENCY = 0.5
 """Seconds the offline demo model takes per reply when `dev.py run` serves: a real model's
 pace, so a turn in the console unfolds where a person can follow it."""
@@ -162,7 +164,7 @@ async def running_stack(
     realtime_port: int = 4000,
     demo_message: str = CONSOLE_DEMO_MESSAGE,
     model_latency: float = 0.0,
-    refresh_token_reuse_interval: int = AuthConfig.refresh_token_reuse_interval,
+    refresh_token_reuse_interval: int = REFRESH_TOKEN_REUSE_INTERVAL,
 ) -> AsyncIterator[RunningStack]:
     """Auth, Realtime, the functions and the console on `database_url` (migrated and seeded).
 
@@ -232,7 +234,9 @@ async def running_stack(
             await auth.stop()
 
 
-async def sign_in(supabase_url: str, apikey: str, email: str, password: str) -> dict[str, object]:
+async def password_session(
+    supabase_url: str, apikey: str, email: str, password: str
+) -> dict[str, object]:
     """A session from the project's Auth, as `supabase.auth.signInWithPassword` gets one."""
     async with httpx.AsyncClient() as http:
         response = await http.post(
@@ -334,7 +338,9 @@ def banner(running: RunningStack) -> None:
 
 async def _demo(running: RunningStack, message: str) -> str:
     """Play the demo turn, signed in as the demo user; the id of its session."""
-    session = await sign_in(running.supabase_url, running.anon_key, DEMO_EMAIL, DEMO_PASSWORD)
+    session = await password_session(
+        running.supabase_url, running.anon_key, DEMO_EMAIL, DEMO_PASSWORD
+    )
     token = str(session["access_token"])
     print(f"\nDemo turn, as the demo user: {message!r}", flush=True)
     turn = await demo.play(
