@@ -312,6 +312,12 @@ class Settings(BaseSettings):
     def _optional_path(cls, value: object) -> object:
         return None if value == "" else value
 
+    @field_validator("supabase_jwt_secret", mode="before")
+    @classmethod
+    def _empty_secret_is_unset(cls, value: object) -> object:
+        # A deployment verifying tokens through JWKS only passes an empty secret (infra/).
+        return None if value == "" else value
+
     @field_validator("supabase_jwt_secret")
     @classmethod
     def _long_secret(cls, value: SecretStr | None) -> SecretStr | None:
