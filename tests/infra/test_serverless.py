@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from shared.settings import Settings
+from shared.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
@@ -105,7 +105,7 @@ def test_a_project_verified_through_jwks_needs_no_jwt_secret(template: dict[str,
         assert "SUPABASE_JWT_SECRET" not in json.dumps(variables).replace(
             '"SUPABASE_JWT_SECRET"', ""
         )  # no reference to the secret's key is left for CloudFormation to resolve
-    settings = Settings(supabase_jwt_secret="", supabase_url="https://abcd.supabase.co")
+    settings = load_settings(supabase_jwt_secret="", supabase_url="https://abcd.supabase.co")
     assert settings.supabase_jwt_secret is None
     assert settings.jwks_url == "https://abcd.supabase.co/auth/v1/.well-known/jwks.json"
 
