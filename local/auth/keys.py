@@ -90,7 +90,7 @@ class SigningKey:
             return {"keys": []}
         public = json.loads(ECAlgorithm.to_jwk(self._private.public_key()))
         return {"keys": [{**public, "kid": self.kid, "alg": "ES256", "use": "sig",
-                          "key_ops": ["verify"]}]}  # fmt: skip
+                          "key_ops": ["verify"], "ext": True}]}  # fmt: skip
 
 
 def _new_private_jwk() -> dict[str, Any]:
