@@ -283,7 +283,7 @@ async def serve(settings: Settings, database: LocalDatabase, args: argparse.Name
               "event's deletion waiting\n  for your approval.", flush=True)  # fmt: skip
         add_user = running.signup_command("ana@example.com", "choose-a-password")
         print(f"\nUsers: the demo user signs in with {DEMO_EMAIL} / {DEMO_PASSWORD}. Add another "
-              f"(or use the console's Sign up):\n  {add_user}", flush=True)  # fmt: skip
+              f"(or use the console's Create an account):\n  {add_user}", flush=True)  # fmt: skip
         if not args.once:
             print("\nServing until Ctrl-C.", flush=True)
             await _until_interrupted()
