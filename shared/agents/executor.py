@@ -26,7 +26,7 @@ from shared.agents.step_setup import OpenedStep, StepBusy, open_step
 from shared.db import plans
 from shared.db.records import PlanStep
 from shared.events import EventEmitter, Publisher
-from shared.llm import LLMError
+from shared.llm import LLMAuthenticationFailed, LLMBadRequest, LLMError, LLMOutOfBalance
 from shared.models.text import storable
 from shared.tools import offered_tools
 
@@ -120,12 +120,28 @@ def _worker(services: Services, opened: OpenedStep, emitter: EventEmitter) -> St
 
 
 def readable(exc: Exception) -> str:
-    """An error as the user and the planner should read it (no stack, no secrets)."""
+    """An error as the user and the planner should read it: what happened and whether trying
+    again can help — no stack, no secrets, no server settings (the operator's log has those)."""
     if isinstance(exc, AgentStopped):
         return str(exc)
     if isinstance(exc, LLMError):
-        return (
-            f"The language model call failed ({exc.title.lower()}): {storable(str(exc))}. "
-            "Your message is saved; try again in a moment."
-        )
+        return _model_failure(exc)
     return "An unexpected error stopped this work (it is logged); your message is saved."
+
+
+def _model_failure(exc: LLMError) -> str:
+    if isinstance(exc, LLMOutOfBalance):
+        return ("The language model's account has no balance left, so this could not be "
+                "answered. Your message is saved: send it again once the account is topped up "
+                "(the operator has been told).")  # fmt: skip
+    if isinstance(exc, LLMAuthenticationFailed):
+        return ("The language model's provider refused Parley's key, so this could not be "
+                "answered. Your message is saved (the operator has been told).")  # fmt: skip
+    if isinstance(exc, LLMBadRequest):  # the provider's own words: trying again cannot help
+        return (
+            f"The language model refused the request: {storable(str(exc))}. Your message is saved."
+        )
+    return (
+        f"The language model call failed ({exc.title.lower()}): {storable(str(exc))}. "
+        "Your message is saved; try again in a moment."
+    )

@@ -105,6 +105,9 @@ if TYPE_CHECKING:
         LLMNotConfigured as LLMNotConfigured,
     )
     from shared.llm.errors import (
+        LLMOutOfBalance as LLMOutOfBalance,
+    )
+    from shared.llm.errors import (
         LLMProviderError as LLMProviderError,
     )
     from shared.llm.errors import (
@@ -195,6 +198,7 @@ __getattr__, __all__ = lazy_exports(
             "LLMBadRequest",
             "LLMError",
             "LLMNotConfigured",
+            "LLMOutOfBalance",
             "LLMProviderError",
             "LLMRateLimited",
             "LLMTimeout",
