@@ -319,6 +319,8 @@ def banner(running: RunningStack) -> None:
         label = f"{DEMO_MODEL} — Parley's OFFLINE DEMO MODEL, canned replies (set DEEPSEEK_API_KEY)"
         if running.model_latency:
             label += f", {running.model_latency:g} s each"
+        label += ";\n              served by DeepSeek's local twin, held to DeepSeek's API rules "
+        label += "(python3 dev.py check-model checks a real key)"
     else:
         label = "as configured (LLM_BASE_URL, LLM_PLANNER_MODEL, LLM_EXECUTOR_MODEL)"
     url = running.url
