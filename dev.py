@@ -8,6 +8,9 @@ cheap and safe.
 
     python3 dev.py run [args]    the local stack and Parley Console (`python3 dev.py run --help`)
     python3 dev.py test [args]   ruff, mypy, then pytest (extra args go to pytest)
+    python3 dev.py check-model   each kind of request Parley makes, against the configured model
+                                 (DEEPSEEK_API_KEY, or LLM_BASE_URL + LLM_API_KEY; without a key,
+                                 DeepSeek's local twin): a verdict per kind, and the spend
     python3 dev.py lock          re-resolve requirements.lock from pyproject.toml
 
 `run` serves the console's committed files; when `web/package-lock.json` has changed since
@@ -47,6 +50,9 @@ def main(argv: list[str]) -> int:
         if os.environ.get("CI") == "true":
             ensure_chromium_for_ci()
         return test(args)
+    if command == "check-model":
+        ensure_venv()
+        return run([str(PYTHON), "-m", "local.check_model", *args])
     if command == "lock":
         ensure_venv()
         return lock()

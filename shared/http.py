@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from shared.auth import Identity, User
 from shared.db import users
@@ -74,6 +75,14 @@ class TurnStillRunningProblem(Problem):
     plan_status: PlanStatus = Field(
         description="`awaiting_approval`: it waits for the user's decision; else it is working."
     )
+
+
+class ClientMessageIdReusedProblem(Problem):
+    """409 for a `client_message_id` the session already has, sent with another message."""
+
+    client_message_id: str
+    message_id: UUID = Field(description="The message stored with that id.")
+    plan_id: UUID = Field(description="Its turn.")
 
 
 SERVER_SENT_EVENT: dict[str, Any] = {
@@ -172,12 +181,33 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
-    return problem(exc.status_code, str(exc.detail))
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:  # RFC 9110: `Allow` lists every method the resource has
+        headers["Allow"] = ", ".join(_allowed(request))
+    return problem(exc.status_code, str(exc.detail), headers=headers)
+
+
+def _allowed(request: Request) -> list[str]:
+    """The methods of every route of the app at the request's path (FastAPI makes one route
+    per method, and Starlette's 405 names only the first one's)."""
+    methods: set[str] = set()
+    for route in request.app.routes:
+        match, _ = route.matches(request.scope)
+        if match != Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return sorted(methods)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return problem(500, "An unexpected error occurred; it has been logged.")
+
+
+def function_url(request: Request) -> str:
+    """This function's URL as the caller reached it — behind a gateway's prefix too (the local
+    stack mounts each function at its own; `base_url` would give the gateway's root)."""
+    url = request.url
+    return f"{url.scheme}://{url.netloc}{request.scope.get('root_path', '')}".rstrip("/")
 
 
 _bearer = HTTPBearer(
@@ -262,11 +292,22 @@ def _document_problems(app: FastAPI) -> None:
         schemas = document.setdefault("components", {}).setdefault("schemas", {})
         schemas["Problem"] = Problem.model_json_schema()
         schemas["TurnStillRunningProblem"] = TurnStillRunningProblem.model_json_schema()
+        schemas["ClientMessageIdReusedProblem"] = ClientMessageIdReusedProblem.model_json_schema()
         from shared.events.schema import openapi_components  # the event models: only here
 
         for name, schema in openapi_components().items():
             schemas.setdefault(name, schema)
         schemas["ServerSentEvent"] = SERVER_SENT_EVENT
+        _document_unreadable_bodies(document)
         return document
 
     app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way
+
+
+def _document_unreadable_bodies(document: dict[str, Any]) -> None:
+    """A route that takes a body answers 400 to one that is not JSON at all (FastAPI's own
+    answer, before validation)."""
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            if isinstance(operation, dict) and "requestBody" in operation:
+                operation["responses"].setdefault("400", problems(400)[400])

@@ -8,9 +8,8 @@ turns, in one statement that checks the owner.
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 from uuid import UUID
@@ -19,10 +18,12 @@ from shared.auth import User
 from shared.db import Database, chats
 from shared.db._rows import fetch_all
 from shared.db.records import ChatMessage, ChatSession, SessionStatus
-from shared.errors import InvalidInput, NotFound
+from shared.errors import Conflict, NotFound
 
 if TYPE_CHECKING:
     from shared.services import Services
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,21 +86,21 @@ async def list_sessions(
     return SessionPage(page, _cursor(page[-1]) if more else None)
 
 
+CURSOR = r"^[0-9]{1,16}_[0-9a-f]{32}$"
+"""A page's cursor: the last session's `updated_at` (microseconds since the epoch) and `id`
+(hex). Any string of this form is a place in the list, so none is refused."""
+
+
 def _cursor(last: ChatSession) -> str:
-    """An opaque cursor: where the next page starts (after `last`)."""
-    text = f"{last.updated_at.isoformat()}|{last.id}"
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+    """Where the next page starts (after `last`)."""
+    at = last.updated_at - EPOCH
+    micros = (at.days * 86_400 + at.seconds) * 1_000_000 + at.microseconds
+    return f"{micros}_{last.id.hex}"
 
 
 def _read_cursor(cursor: str) -> tuple[datetime, UUID]:
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        at, last = text.split("|")
-        return datetime.fromisoformat(at), UUID(last)
-    except ValueError:  # bad base64, text, timestamp or id: all ValueErrors
-        raise InvalidInput(
-            "cursor: not a cursor this list gave (use a page's next_cursor)"
-        ) from None
+    micros, last = cursor.split("_")
+    return EPOCH + timedelta(microseconds=int(micros)), UUID(hex=last)
 
 
 async def get_session(db: Database, user: User, session_id: UUID) -> ChatSession:
@@ -155,7 +156,7 @@ async def fork_session(
     async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
         message = await chats.get_message(conn, message_id=at_message_id)
     if message is None or message.session_id != session_id:
-        raise InvalidInput(f"Message {at_message_id} is not part of session {session_id}")
+        raise Conflict(f"Message {at_message_id} is not part of session {session_id}")
     async with db.service() as conn:
         fork = await chats.create_session(
             conn,

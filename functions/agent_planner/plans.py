@@ -10,7 +10,14 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from shared import approvals
 from shared.agents import request_cancel
-from shared.http import EVENT_STREAM, CurrentUser, ServiceCaller, ServicesDep, problems
+from shared.http import (
+    EVENT_STREAM,
+    CurrentUser,
+    ServiceCaller,
+    ServicesDep,
+    function_url,
+    problems,
+)
 from shared.models.turns import (
     ApprovalList,
     ApprovalOut,
@@ -102,7 +109,7 @@ async def decide_approval(
     )
     if not resumed.handed_off:
         return reply
-    headers = {"Location": f"{str(request.base_url).rstrip('/')}/plans/{plan_id}"}
+    headers = {"Location": f"{function_url(request)}/plans/{plan_id}"}
     if asked:
         headers["Preference-Applied"] = "respond-async"
     return JSONResponse(reply.model_dump(mode="json"), status_code=202, headers=headers)

@@ -22,6 +22,7 @@ from shared.models.sessions import (
     TimelineEntryOut,
 )
 from shared.models.turns import PlanList
+from shared.sessions import CURSOR
 
 router = APIRouter(tags=["sessions"])
 AfterSeq = Annotated[int, Query(ge=0, description="Only entries with a larger `seq`.")]
@@ -29,7 +30,7 @@ Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many entri
 PlanLimit = Annotated[int, Query(ge=1, le=200, description="At most this many plans.")]
 Cursor = Annotated[
     str | None,
-    Query(max_length=200, description="A page's `next_cursor`: the page after it."),
+    Query(pattern=CURSOR, description="A page's `next_cursor`: the page after it."),
 ]
 Include = Annotated[
     Literal["internal"] | None,
@@ -96,12 +97,15 @@ async def delete_session(session_id: UUID, user: CurrentUser, services: Services
 
 
 @router.post(
-    "/sessions/{session_id}/fork", status_code=status.HTTP_201_CREATED, responses=NOT_FOUND
+    "/sessions/{session_id}/fork",
+    status_code=status.HTTP_201_CREATED,
+    responses=problems(404, 409),
 )
 async def fork_session(
     session_id: UUID, body: ForkRequest, user: CurrentUser, services: ServicesDep
 ) -> SessionOut:
-    """A new session with this one's conversation up to and including `at_message_id`."""
+    """A new session with this one's conversation up to and including `at_message_id` (409 if
+    that message is not one of the session's)."""
     fork = await sessions.fork_session(
         services.db, user, session_id, at_message_id=body.at_message_id, title=body.title
     )

@@ -9,7 +9,14 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from shared import sending
-from shared.http import EVENT_STREAM, PROBLEM_JSON, CurrentUser, ServicesDep, problems
+from shared.http import (
+    EVENT_STREAM,
+    PROBLEM_JSON,
+    CurrentUser,
+    ServicesDep,
+    function_url,
+    problems,
+)
 from shared.models.turns import ChatTurnAccepted, ChatTurnReply, ChatTurnRequest
 
 router = APIRouter(tags=["chat"])
@@ -46,11 +53,15 @@ ACCEPTED = {
         },
     },
 }
-RUNNING: dict[int | str, dict[str, Any]] = {
+CONFLICTS: dict[int | str, dict[str, Any]] = {
     409: {
-        "description": "A turn of the session is still running, or waits for the user.",
-        "content": {PROBLEM_JSON: {
-            "schema": {"$ref": "#/components/schemas/TurnStillRunningProblem"}}},
+        "description": "A turn of the session is still running or waits for the user "
+        "(`TurnStillRunningProblem`), or the `client_message_id` was sent before with another "
+        "message (`ClientMessageIdReusedProblem`).",
+        "content": {PROBLEM_JSON: {"schema": {"oneOf": [
+            {"$ref": "#/components/schemas/TurnStillRunningProblem"},
+            {"$ref": "#/components/schemas/ClientMessageIdReusedProblem"},
+        ]}}},
     }
 }  # fmt: skip
 
@@ -58,7 +69,7 @@ RUNNING: dict[int | str, dict[str, Any]] = {
 @router.post(
     "/chat",
     response_model=ChatTurnReply,
-    responses={200: ANSWERED, 202: ACCEPTED, **problems(404, 502, 503), **RUNNING},
+    responses={200: ANSWERED, 202: ACCEPTED, **problems(404, 502, 503), **CONFLICTS},
 )
 async def post_chat(
     body: ChatTurnRequest,
@@ -78,10 +89,10 @@ async def post_chat(
     A resend (the same `client_message_id` and message) never runs or announces again what
     happened: a turn that ended or waits for the user is answered as it stands (JSON, or 202
     when asked for); one still running elsewhere is answered 202 with where to watch it, also
-    when `stream` was asked. The same id with another message is a 422.
+    when `stream` was asked. The same id with another message is a 409.
     """
     answer = sending.how_to_answer(services, body, prefer)
-    here = str(request.base_url).rstrip("/")  # the chat function, as the caller reached it
+    here = function_url(request)
     if answer == "wait":
         return await sending.send(services, user, body)
     if answer == "accept":

@@ -8,8 +8,7 @@ AppError
     ├── PlanNotWritten        the planner kept writing invalid plans
     └── AwaitingApproval      an approval gate holds a call or escalation for the user
 Conflict
-└── TurnStillRunning          a new message while the session's last turn is still running
-InvalidInput
+├── TurnStillRunning          a new message while the session's last turn is still running
 └── ClientMessageIdReused     a `client_message_id` sent again with another message
 
 StepsHandedOff (not an error) the plan's steps run elsewhere; this invocation ends here
@@ -23,7 +22,7 @@ from uuid import UUID
 
 from psycopg import OperationalError
 
-from shared.errors import AppError, Conflict, InvalidInput, UpstreamUnavailable
+from shared.errors import AppError, Conflict, UpstreamUnavailable
 
 if TYPE_CHECKING:
     from shared.db.records import Plan
@@ -138,10 +137,10 @@ class TurnStillRunning(Conflict):
         return {"plan_id": str(self.plan_id), "plan_status": self.status}
 
 
-class ClientMessageIdReused(InvalidInput):
+class ClientMessageIdReused(Conflict):
     """A send whose `client_message_id` the session has already stored with another message
-    (HTTP 422, as the IETF's Idempotency-Key draft answers a key reused with another payload):
-    a resend must repeat the message; a new message needs a new id."""
+    (HTTP 409: the id is taken; the request itself is valid): a resend must repeat the
+    message, a new message needs a new id."""
 
     title = "client_message_id already used"
 

@@ -33,6 +33,7 @@ from uuid import UUID
 from pydantic import JsonValue
 
 from shared.agents.accounting import plan_usage
+from shared.agents.changes import changes_note
 from shared.agents.errors import (
     RESUMABLE,
     AgentStopped,
@@ -133,6 +134,8 @@ async def _close(
     plan: Plan, emitter: EventEmitter, status: PlanStatus, error: str | None
 ) -> PlanOutcome:
     async with emitter.unit() as (conn, outbox):
+        if status == "failed" and error is not None:
+            error += await changes_note(conn, plan_id=plan.id, who="this turn")
         ended, closed = await close_plan_rows(conn, plan.id, status, error)
         announce_ended(outbox, ended, closed)
     return _outcome(ended, None)

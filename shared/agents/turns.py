@@ -35,6 +35,7 @@ from shared.db.records import ChatSession, Plan
 from shared.errors import InvalidInput, NotFound
 from shared.events import Publisher
 from shared.events.emitter import Outbox, send_outbox
+from shared.models.text import WHITESPACE
 
 if TYPE_CHECKING:
     from shared.services import Services
@@ -59,7 +60,7 @@ async def start_turn(
     Raises `NotFound` for a session that is not the user's, `TurnStillRunning` while another
     turn of the session runs (see the module docstring).
     """
-    text = message.strip()
+    text = message.strip(WHITESPACE)  # what the request's schema calls whitespace
     if not text:
         raise InvalidInput("The message is empty.")
     if len(text) > MAX_MESSAGE_CHARS:
@@ -118,7 +119,8 @@ async def _locked_session(
     client_message_id: str | None,
 ) -> ChatSession:
     """The session the message goes to, its row locked until the transaction ends."""
-    title = " ".join(text.split())[:TITLE_CHARS]
+    # A message of characters Python's split takes for spaces (e.g. U+001F) still needs one.
+    title = " ".join(text.split())[:TITLE_CHARS] or text[:TITLE_CHARS]
     if session_id is None and client_message_id is None:
         return await chats.create_session(conn, user_id=user_id, title=title)
     if session_id is None:

@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue
 
 from shared.db.records import (
     AgentRole,
@@ -19,20 +19,28 @@ from shared.db.records import (
     ThreadStatus,
 )
 from shared.models.sessions import _Out
-from shared.models.text import StoredText
+from shared.models.text import NOT_BLANK, NotBlank, StoredText
+
+STREAM_WITHOUT_WAITING: dict[str, JsonValue] = {
+    "required": ["stream", "wait"],
+    "properties": {"stream": {"const": True}, "wait": {"const": False}},
+}
+"""`stream: true` answers while the turn runs: it cannot also answer at once (`wait: false`)."""
 
 
 class ChatTurnRequest(BaseModel):
     """Send the user's message to the planner."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"not": STREAM_WITHOUT_WAITING})
 
     session_id: UUID | None = Field(default=None, description="Omit to start a new session.")
-    message: StoredText = Field(
+    message: Annotated[StoredText, NotBlank] = Field(
         min_length=1,
         max_length=32_000,
-        description="At most 32,000 characters, and at most half the planner's token budget "
-        "(12,000 tokens by default): a longer message is refused with 422, nothing stored.",
+        json_schema_extra=NOT_BLANK,
+        description="Not only whitespace; at most 32,000 characters, and at most half the "
+        "planner's token budget (12,000 tokens by default): a longer message is refused with "
+        "422, nothing stored.",
     )
     client_message_id: StoredText | None = Field(
         default=None,

@@ -120,7 +120,7 @@ async def test_missing_or_wrong_tokens_get_401(
 
 
 async def test_expired_token_gets_401(url: str, http: httpx.AsyncClient) -> None:
-    from shared.auth import mint_token
+    from local.auth.keys import mint_token
     from tests.functions.conftest import SECRET
 
     expired = mint_token(SECRET, sub=uuid4(), expires_in=-300)
@@ -161,7 +161,7 @@ async def test_bad_input_gets_422(
     )
     problem(await http.get(f"{url}/sessions/{sid}/messages?after_seq=-1", headers=user), 422)
     stranger = {"at_message_id": str(uuid4())}
-    body = problem(await http.post(f"{url}/sessions/{sid}/fork", json=stranger, headers=user), 422)
+    body = problem(await http.post(f"{url}/sessions/{sid}/fork", json=stranger, headers=user), 409)
     assert "not part of session" in str(body["detail"])
 
 

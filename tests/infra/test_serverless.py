@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from local.cors import ALLOWED_HEADERS, EXPOSED_HEADERS, MAX_AGE_SECONDS, origins
-from shared.settings import Settings
+from shared.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
@@ -96,6 +96,27 @@ def test_environment_names_are_settings(template: dict[str, Any]) -> None:
             variables["DATABASE_URL"]
             == "{{resolve:secretsmanager:parley/ci:SecretString:DATABASE_URL}}"
         )
+
+
+def test_a_project_verified_through_jwks_needs_no_jwt_secret(template: dict[str, Any]) -> None:
+    """`tokenVerification: secret` (the default) reads SUPABASE_JWT_SECRET from the stage's
+    secret; `jwks` leaves it empty (the functions treat that as unset and verify tokens with the
+    project's published keys), so the stage's secret need not hold one."""
+    for logical_id in FUNCTIONS:
+        variables = template["Resources"][logical_id]["Properties"]["Environment"]["Variables"]
+        assert variables["SUPABASE_JWT_SECRET"] == (
+            "{{resolve:secretsmanager:parley/ci:SecretString:SUPABASE_JWT_SECRET}}"
+        )
+    jwks = package("jwks", tokenVerification="jwks")
+    for logical_id in FUNCTIONS:
+        variables = jwks["Resources"][logical_id]["Properties"]["Environment"]["Variables"]
+        assert variables["SUPABASE_JWT_SECRET"] == ""
+        assert "SUPABASE_JWT_SECRET" not in json.dumps(variables).replace(
+            '"SUPABASE_JWT_SECRET"', ""
+        )  # no reference to the secret's key is left for CloudFormation to resolve
+    settings = load_settings(supabase_jwt_secret="", supabase_url="https://abcd.supabase.co")
+    assert settings.supabase_jwt_secret is None
+    assert settings.jwks_url == "https://abcd.supabase.co/auth/v1/.well-known/jwks.json"
 
 
 def test_bundle_holds_the_code_and_only_runtime_dependencies(template: dict[str, Any]) -> None:

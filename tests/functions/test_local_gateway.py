@@ -1,6 +1,8 @@
-"""CORS on the local stack: a frontend on its own dev server (Vite's http://localhost:5173)
-calls the functions as it would call their deployed URLs — the same rules as the function
-URLs' CORS in infra/serverless.yml (tests/infra/test_serverless.py holds the two together)."""
+"""The local stack's gateway (`local.stack.gateway`: each function at its own prefix) as a
+frontend meets it. CORS: a page on its own dev server (Vite's http://localhost:5173) calls the
+functions as it would call their deployed URLs — the same rules as the function URLs' CORS in
+infra/serverless.yml (tests/infra/test_serverless.py holds the two together). Links: what a
+function names of itself carries its prefix, as a function URL would be whole."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ import pytest
 
 from local.serving import BackgroundServer
 from local.stack import gateway
+from shared.db import Database
 from shared.services import Services
 from shared.settings import load_settings
-from tests.functions.conftest import SECRET
+from tests.factories import make_user
+from tests.functions.conftest import SECRET, token
 
 DEV_SERVER = "http://localhost:5173"
 PREFLIGHT = {
@@ -60,3 +64,13 @@ async def test_the_origins_are_configurable(database_url: str) -> None:
             allowed = await http.options(f"{server.url}/chat/chat", headers=mine)
     assert "access-control-allow-origin" not in refused.headers
     assert allowed.headers["access-control-allow-origin"] == "https://console.example"
+
+
+async def test_a_202_names_the_functions_behind_their_prefixes(url: str, db: Database) -> None:
+    user = {"Authorization": f"Bearer {token(await make_user(db))}"}
+    async with httpx.AsyncClient() as http:
+        sent = await http.post(f"{url}/chat/chat", json={"message": "Hi", "wait": False},
+                               headers=user)  # fmt: skip
+    assert sent.status_code == 202, sent.text
+    watch = sent.json()["watch"]
+    assert watch["messages"] == f"{url}/chat/sessions/{sent.json()['session_id']}/messages"
