@@ -14,9 +14,9 @@ from types import ModuleType
 
 import pytest
 
-from local.seed import DEMO_USER_ID
+from local.auth.keys import mint_token
+from local.seed import DEMO_EMAIL, DEMO_PASSWORD, DEMO_USER_ID
 from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack
-from shared.auth import mint_token
 from shared.dashboards import OPERATOR, OPERATOR_CLAIM
 from shared.db import Database
 from tests.clients.node import PACKAGE, ROOT, package_copy
@@ -93,8 +93,9 @@ async def test_against_the_local_stack(
     }  # fmt: skip
     settings = {
         "chat": f"{stack.url}/chat", "planner": f"{stack.url}/agent_planner",
-        "executor": f"{stack.url}/agent_executor", "supabaseUrl": stack.realtime.url,
+        "executor": f"{stack.url}/agent_executor", "supabaseUrl": stack.supabase_url,
         "anonKey": stack.anon_key, "users": users, "demoMessage": CONSOLE_DEMO_MESSAGE,
+        "demoEmail": DEMO_EMAIL, "demoPassword": DEMO_PASSWORD,
     }  # fmt: skip
     await node(package, "node", "--test", f"--test-timeout={NODE_TEST_TIMEOUT}",
                f"test/stack/{name}", env={"PARLEY_STACK": json.dumps(settings)})  # fmt: skip

@@ -144,6 +144,44 @@ export interface components {
             plan_status: "pending" | "executing" | "awaiting_approval" | "completed" | "failed" | "cancelled";
         };
         /**
+         * ClientMessageIdReusedProblem
+         * @description 409 for a `client_message_id` the session already has, sent with another message.
+         */
+        ClientMessageIdReusedProblem: {
+            /**
+             * Type
+             * @default about:blank
+             */
+            type: string;
+            /** Title */
+            title: string;
+            /** Status */
+            status: number;
+            /** Detail */
+            detail: string;
+            /**
+             * Errors
+             * @default null
+             */
+            errors: {
+                [key: string]: unknown;
+            }[] | null;
+            /** Client Message Id */
+            client_message_id: string;
+            /**
+             * Message Id
+             * Format: uuid
+             * @description The message stored with that id.
+             */
+            message_id: string;
+            /**
+             * Plan Id
+             * Format: uuid
+             * @description Its turn.
+             */
+            plan_id: string;
+        };
+        /**
          * AgentMessageData
          * @description One row of the agent dialogue (`seq` is the row's).
          */
@@ -1076,6 +1114,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["StepOutcomeOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unauthorized */

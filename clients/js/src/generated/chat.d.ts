@@ -40,7 +40,7 @@ export interface paths {
          *     A resend (the same `client_message_id` and message) never runs or announces again what
          *     happened: a turn that ended or waits for the user is answered as it stands (JSON, or 202
          *     when asked for); one still running elsewhere is answered 202 with where to watch it, also
-         *     when `stream` was asked. The same id with another message is a 422.
+         *     when `stream` was asked. The same id with another message is a 409.
          */
         post: operations["post_chat_chat_post"];
         delete?: never;
@@ -115,7 +115,8 @@ export interface paths {
         put?: never;
         /**
          * Fork Session
-         * @description A new session with this one's conversation up to and including `at_message_id`.
+         * @description A new session with this one's conversation up to and including `at_message_id` (409 if
+         *     that message is not one of the session's).
          */
         post: operations["fork_session_sessions__session_id__fork_post"];
         delete?: never;
@@ -403,7 +404,7 @@ export interface components {
             session_id?: string | null;
             /**
              * Message
-             * @description At most 32,000 characters, and at most half the planner's token budget (12,000 tokens by default): a longer message is refused with 422, nothing stored.
+             * @description Not only whitespace; at most 32,000 characters, and at most half the planner's token budget (12,000 tokens by default): a longer message is refused with 422, nothing stored.
              */
             message: string;
             /**
@@ -1020,6 +1021,44 @@ export interface components {
              * @enum {string}
              */
             plan_status: "pending" | "executing" | "awaiting_approval" | "completed" | "failed" | "cancelled";
+        };
+        /**
+         * ClientMessageIdReusedProblem
+         * @description 409 for a `client_message_id` the session already has, sent with another message.
+         */
+        ClientMessageIdReusedProblem: {
+            /**
+             * Type
+             * @default about:blank
+             */
+            type: string;
+            /** Title */
+            title: string;
+            /** Status */
+            status: number;
+            /** Detail */
+            detail: string;
+            /**
+             * Errors
+             * @default null
+             */
+            errors: {
+                [key: string]: unknown;
+            }[] | null;
+            /** Client Message Id */
+            client_message_id: string;
+            /**
+             * Message Id
+             * Format: uuid
+             * @description The message stored with that id.
+             */
+            message_id: string;
+            /**
+             * Plan Id
+             * Format: uuid
+             * @description Its turn.
+             */
+            plan_id: string;
         };
         /**
          * AgentMessageData
@@ -1924,6 +1963,15 @@ export interface operations {
                     "application/json": components["schemas"]["ChatTurnAccepted"];
                 };
             };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unauthorized */
             401: {
                 headers: {
@@ -1942,13 +1990,13 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A turn of the session is still running, or waits for the user. */
+            /** @description A turn of the session is still running or waits for the user (`TurnStillRunningProblem`), or the `client_message_id` was sent before with another message (`ClientMessageIdReusedProblem`). */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["TurnStillRunningProblem"];
+                    "application/problem+json": components["schemas"]["TurnStillRunningProblem"] | components["schemas"]["ClientMessageIdReusedProblem"];
                 };
             };
             /** @description Unprocessable Entity */
@@ -2062,6 +2110,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SessionOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unauthorized */
@@ -2258,6 +2315,15 @@ export interface operations {
                     "application/json": components["schemas"]["SessionOut"];
                 };
             };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unauthorized */
             401: {
                 headers: {
@@ -2329,6 +2395,15 @@ export interface operations {
                     "application/json": components["schemas"]["SessionOut"];
                 };
             };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unauthorized */
             401: {
                 headers: {
@@ -2340,6 +2415,15 @@ export interface operations {
             };
             /** @description Not Found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

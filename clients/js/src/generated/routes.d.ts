@@ -29,7 +29,7 @@ export interface ChatCalls {
    * A resend (the same `client_message_id` and message) never runs or announces again what
    * happened: a turn that ended or waits for the user is answered as it stands (JSON, or 202
    * when asked for); one still running elsewhere is answered 202 with where to watch it, also
-   * when `stream` was asked. The same id with another message is a 422.
+   * when `stream` was asked. The same id with another message is a 409.
    */
   postChat(body: Chat.components['schemas']["ChatTurnRequest"], init?: CallInit): Promise<Chat.components['schemas']["ChatTurnReply"] | Chat.components['schemas']["ChatTurnAccepted"] | EventStream>;
   /**
@@ -68,7 +68,8 @@ export interface ChatCalls {
   /**
    * POST /sessions/{session_id}/fork — Fork Session
    *
-   * A new session with this one's conversation up to and including `at_message_id`.
+   * A new session with this one's conversation up to and including `at_message_id` (409 if
+   * that message is not one of the session's).
    */
   forkSession(session_id: string, body: Chat.components['schemas']["ForkRequest"], init?: CallInit): Promise<Chat.components['schemas']["SessionOut"]>;
   /**
