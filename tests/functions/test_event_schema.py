@@ -76,6 +76,11 @@ def test_streams_are_described_with_the_event_schema() -> None:
         "X-Parley-Session-Id", "X-Parley-Plan-Id", "X-Parley-Message-Id"}  # fmt: skip
     assert set(chat["202"]["headers"]) == {"Location", "Preference-Applied"}
     conflict = chat["409"]["content"]["application/problem+json"]["schema"]
-    assert conflict == {"$ref": "#/components/schemas/TurnStillRunningProblem"}
+    assert conflict == {
+        "oneOf": [
+            {"$ref": "#/components/schemas/TurnStillRunningProblem"},
+            {"$ref": "#/components/schemas/ClientMessageIdReusedProblem"},
+        ]
+    }
     run = planner_app().openapi()["paths"]["/plans/{plan_id}/run"]["post"]["responses"]
     assert run["200"]["content"]["text/event-stream"]["schema"] == streamed
