@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,7 +50,9 @@ def schemathesis(url: str, bearer: str, *filters: str) -> subprocess.CompletedPr
         "--generation-database", "none", "--generation-codec", "utf-8", "--no-color",
         "--header", f"Authorization: Bearer {bearer}", "--request-timeout", "20", *filters,
     ]  # fmt: skip
-    return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    with tempfile.TemporaryDirectory() as scratch:  # its crash cache: not in the checkout
+        return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False,
+                              cwd=scratch)  # fmt: skip
 
 
 @pytest.mark.parametrize("function", ["chat", "agent_planner", "agent_executor"])
