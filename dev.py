@@ -9,6 +9,9 @@ installed (`--require-hashes`): a download that differs from what was locked sto
 
     python3 dev.py run [args]    the local stack and Parley Console (`python3 dev.py run --help`)
     python3 dev.py test [args]   ruff, mypy, then pytest (extra args go to pytest)
+    python3 dev.py check-model   each kind of request Parley makes, against the configured model
+                                 (DEEPSEEK_API_KEY, or LLM_BASE_URL + LLM_API_KEY; without a key,
+                                 DeepSeek's local twin): a verdict per kind, and the spend
     python3 dev.py lock          re-resolve requirements.lock (with hashes) from pyproject.toml,
                                  and infra/scan.lock (the template scanners) from infra/scan.in
 
@@ -49,6 +52,9 @@ def main(argv: list[str]) -> int:
         if os.environ.get("CI") == "true":
             ensure_chromium_for_ci()
         return test(args)
+    if command == "check-model":
+        ensure_venv()
+        return run([str(PYTHON), "-m", "local.check_model", *args])
     if command == "lock":
         ensure_venv()
         return lock()

@@ -1,6 +1,13 @@
 """Benchmark: does delegating pay? Parley's planner→executors against one agent doing it all.
 
     .venv/bin/python -m bench.economics [--executor-budget N]
+    .venv/bin/python -m bench.economics --live [--max-usd 0.50]
+
+`--live` sends the same requests to the configured model (`DEEPSEEK_API_KEY`, or
+`LLM_BASE_URL` + `LLM_API_KEY`) instead of the scripted twin, so the README's cost claim can be
+checked on one's own account: the real model plans, reads and answers, its usage is what the
+provider reports, and the run stops before a call once `--max-usd` (priced by the registry) is
+spent, reporting what it measured so far.
 
 A seeded account of realistic size (`bench.account`: 12 projects, 60 tasks, 24 events, 20
 notes, 8 brain dumps) and scripted complex requests (`bench.requests`) are run two ways over
@@ -28,7 +35,7 @@ import asyncio
 import json
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -45,19 +52,25 @@ from shared.db import Database, agents, chats, users
 from shared.llm import (
     AssistantMessage,
     ChatRequest,
+    Completed,
+    Completion,
+    LLMError,
     Message,
     ModelInfo,
     OpenAIClient,
     Price,
     RetryPolicy,
+    StreamEvent,
     SystemMessage,
     ToolMessage,
     UserMessage,
+    collect,
     load_registry,
 )
+from shared.llm.messages import to_wire
 from shared.llm.tokens import DeepSeekTokenizer, count_tools
 from shared.services import Services
-from shared.settings import Settings
+from shared.settings import Settings, load_settings
 from shared.tools import CallContext, ToolExecutor, TurnCache, builtin_registry, offered_tools
 from shared.tools import ToolCall as ExecutorCall
 from tests import databases
@@ -113,6 +126,67 @@ class Run:
 COSTS = ("peak/cache", "peak/no cache", "off-peak/cache", "off-peak/no cache")
 
 
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One model call as the benchmark counts it: from the twin's log, or from a live reply."""
+
+    model: str
+    prompt: int
+    hit: int
+    output: int
+    tools: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+
+    @classmethod
+    def of_exchange(cls, exchange: Exchange) -> Call | None:
+        usage, body = exchange.usage, exchange.request.body
+        if usage is None:
+            return None
+        tools = [x for x in body.get("tools") or () if isinstance(x, dict)]
+        return cls(exchange.request.model, usage.prompt_tokens, usage.cache_hit_tokens,
+                   usage.completion_tokens, tools, exchange.request.messages)  # fmt: skip
+
+    @classmethod
+    def of_reply(cls, request: ChatRequest, done: Completion) -> Call:
+        tokens = done.tokens
+        tools = [tool.to_wire() for tool in request.tools]
+        messages = to_wire(request.messages, reasoning=False)
+        return cls(request.model, tokens.prompt_tokens, tokens.cache_hit_tokens,
+                   tokens.completion_tokens, tools, messages)  # fmt: skip
+
+
+class SpendingCapReached(LLMError):
+    """The live run has spent its `--max-usd`: no more calls."""
+
+
+class LiveRecorder:
+    """An `LLMClient` in front of the real one: records every reply, and refuses a call once
+    the cap is spent (what it measured so far is reported)."""
+
+    def __init__(self, inner: OpenAIClient, cap: Decimal) -> None:
+        self.inner, self.cap = inner, cap
+        self.calls: list[Call] = []
+        self.spent = Decimal(0)
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        return self._stream(request)
+
+    async def _stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        if self.spent >= self.cap:
+            raise SpendingCapReached(f"the spending cap of ${self.cap} is reached")
+        async for event in self.inner.stream(request):
+            if isinstance(event, Completed):
+                self.calls.append(Call.of_reply(request, event.completion))
+                self.spent += event.completion.usage.cost_usd
+            yield event
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        return await collect(self.stream(request))
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 def price_at(info: ModelInfo, when: datetime) -> Price:
     """The model's price per 1M tokens for a call finishing at `when` (the registry's rates)."""
     price = info.price_at(when)
@@ -120,35 +194,31 @@ def price_at(info: ModelInfo, when: datetime) -> Price:
     return price
 
 
-def tally(exchanges: Sequence[Exchange], registry: Any, tokenizer: DeepSeekTokenizer) -> Run:
+def tally(calls: Sequence[Call], registry: Any, tokenizer: DeepSeekTokenizer) -> Run:
     run = Run()
-    for exchange in exchanges:
-        usage = exchange.usage
-        if usage is None:
-            continue
-        info = registry.lookup(exchange.request.model)
-        t = run.by_model[exchange.request.model]
+    for call in calls:
+        info = registry.lookup(call.model)
+        t = run.by_model[call.model]
         t.calls += 1
-        t.prompt += usage.prompt_tokens
-        t.hit += usage.cache_hit_tokens
-        t.output += usage.completion_tokens
-        tools = [x for x in exchange.request.body.get("tools") or () if isinstance(x, dict)]
-        t.schemas += count_tools(tokenizer, tools)
+        t.prompt += call.prompt
+        t.hit += call.hit
+        t.output += call.output
+        t.schemas += count_tools(tokenizer, call.tools)
         for when, label in ((PEAK, "peak"), (OFF_PEAK, "off-peak")):
             price = price_at(info, when)
-            for hits, kind in ((usage.cache_hit_tokens, "cache"), (0, "no cache")):
-                misses = usage.prompt_tokens - hits
+            for hits, kind in ((call.hit, "cache"), (0, "no cache")):
+                misses = call.prompt - hits
                 cost = (hits * price.cache_hit + misses * price.cache_miss
-                        + usage.completion_tokens * price.output) / MILLION  # fmt: skip
+                        + call.output * price.output) / MILLION  # fmt: skip
                 t.cost[f"{label}/{kind}"] += cost
     return run
 
 
-def completeness(run: Run, answering: Exchange | None, expected: set[str]) -> None:
+def completeness(run: Run, answering: Call | None, expected: set[str]) -> None:
     """Count the expected items that appear in what the answering model was given."""
     text = ""
     if answering is not None:
-        text = "\n".join(str(m.get("content") or "") for m in answering.request.messages)
+        text = "\n".join(str(m.get("content") or "") for m in answering.messages)
     run.expected = len(expected)
     run.seen = _items_in(text, expected)
 
@@ -164,17 +234,29 @@ def shown(title: str, text: str) -> bool:
 
 
 class Bench:
-    """The database, the account, the fake model and both designs."""
+    """The database, the account, the model (the twin, or a live endpoint) and both designs."""
 
     def __init__(
-        self, db: Database, url: str, fake: FakeModelServer, overrides: dict[str, Any]
-    ) -> None:
-        self.db, self.url, self.fake, self.overrides = db, url, fake, overrides
+        self, db: Database, url: str, model: FakeModelServer | LiveRecorder,
+        overrides: dict[str, Any],
+    ) -> None:  # fmt: skip
+        self.db, self.url, self.model, self.overrides = db, url, model, overrides
         self.tokenizer = DeepSeekTokenizer()
         self.registry = load_registry()
-        self.client = OpenAIClient(base_url=fake.base_url, api_key=None,
-                                   retry=RetryPolicy(max_retries=0))  # fmt: skip
+        self.client: OpenAIClient | LiveRecorder
+        if isinstance(model, FakeModelServer):
+            self.client = OpenAIClient(base_url=model.base_url, api_key=None,
+                                       retry=RetryPolicy(max_retries=0))  # fmt: skip
+        else:
+            self.client = model
         self.user = uuid4()
+
+    def calls(self) -> list[Call]:
+        """Every call so far, as the benchmark counts them."""
+        if isinstance(self.model, LiveRecorder):
+            return list(self.model.calls)
+        found = (Call.of_exchange(e) for e in self.model.exchanges)
+        return [call for call in found if call is not None]
 
     async def seed(self) -> list[Request]:
         async with self.db.service() as conn:
@@ -186,35 +268,34 @@ class Bench:
 
     def services(self) -> Services:
         settings = Settings(
-            database_url=self.url, llm_base_url=self.fake.base_url,
-            llm_planner_model=PLANNER, llm_executor_model=EXECUTOR,
+            database_url=self.url, llm_planner_model=PLANNER, llm_executor_model=EXECUTOR,
             executor_concurrency=1, llm_max_retries=0, approvals="off", **self.overrides,
         )  # fmt: skip
         return Services(settings, db=self.db, llm=self.client, tokens=self.tokenizer)
 
     async def parley(self, request: Request) -> Run:
-        start = len(self.fake.exchanges)
+        start = len(self.calls())
         outcome = await run_turn(
             self.services(), user_id=self.user, session_id=None, message=request.message,
             publisher=InMemoryPublisher(),
         )  # fmt: skip
         if outcome.plan.answer is None:
+            if isinstance(self.model, LiveRecorder) and self.model.spent >= self.model.cap:
+                raise SpendingCapReached("the cap was reached during the turn")
             raise RuntimeError(f"{request.name}: Parley gave no answer ({outcome.plan})")
-        exchanges = self.fake.exchanges[start:]
-        run = tally(exchanges, self.registry, self.tokenizer)
+        calls = self.calls()[start:]
+        run = tally(calls, self.registry, self.tokenizer)
         run.largest_executor_prompt = max(
-            (e.usage.prompt_tokens for e in exchanges
-             if e.usage and _system(e).startswith(prompts.EXECUTOR[:60])),
-            default=0,
-        )  # fmt: skip
-        planner = [e for e in exchanges if _system(e).startswith(prompts.PLANNER[:60])]
+            (c.prompt for c in calls if _system(c).startswith(prompts.EXECUTOR[:60])), default=0
+        )
+        planner = [c for c in calls if _system(c).startswith(prompts.PLANNER[:60])]
         expected = request.expected(self.account)
         completeness(run, planner[-1] if planner else None, expected)
         run.answered = _items_in(outcome.plan.answer, expected)
         return run
 
     async def one_agent(self, request: Request) -> Run:
-        start = len(self.fake.exchanges)
+        start = len(self.calls())
         async with self.db.service() as conn:
             session = await chats.create_session(conn, user_id=self.user, title=request.name)
             agent = await agents.create_agent(
@@ -237,10 +318,10 @@ class Bench:
             )
             history.append(ToolMessage.answering(call, result.content()))
         final = await self.client.complete(ChatRequest(PLANNER, history, tools=tools))
-        exchanges = self.fake.exchanges[start:]
-        run = tally(exchanges, self.registry, self.tokenizer)
+        calls = self.calls()[start:]
+        run = tally(calls, self.registry, self.tokenizer)
         expected = request.expected(self.account)
-        completeness(run, exchanges[-1] if exchanges else None, expected)
+        completeness(run, calls[-1] if calls else None, expected)
         run.answered = _items_in(final.text, expected)
         return run
 
@@ -250,9 +331,8 @@ def _items_in(answer: str, expected: set[str]) -> int:
     return sum(1 for title in expected if shown(title, answer))
 
 
-def _system(exchange: Exchange) -> str:
-    messages = exchange.request.messages
-    return str(messages[0].get("content", "")) if messages else ""
+def _system(call: Call) -> str:
+    return str(call.messages[0].get("content", "")) if call.messages else ""
 
 
 def _money(value: Decimal) -> str:
@@ -316,12 +396,15 @@ def report(names: Sequence[str], a_runs: Sequence[Run], b_runs: Sequence[Run]) -
     )
 
 
-async def run(overrides: dict[str, Any]) -> None:
+async def run(overrides: dict[str, Any], live_cap: Decimal | None) -> None:
     server_url = databases.server_url()
     url = databases.create_database(server_url, template=databases.ensure_template(server_url))
     try:
-        with FakeModelServer() as fake:
-            await _both(url, fake, overrides)
+        if live_cap is not None:
+            await _live(url, overrides, live_cap)
+        else:
+            with FakeModelServer() as fake:
+                await _both(url, fake, overrides)
     finally:
         databases.drop_database(server_url, url)
 
@@ -339,14 +422,46 @@ async def _both(url: str, fake: FakeModelServer, overrides: dict[str, Any]) -> N
     report([r.name for r in todo], a_runs, b_runs)
 
 
+async def _live(url: str, overrides: dict[str, Any], cap: Decimal) -> None:
+    """Both designs against the configured endpoint, request by request (A then B), until the
+    cap: a request begun is finished only if the cap allows each of its calls."""
+    settings = load_settings()
+    if settings.llm_api_key is None:
+        raise SystemExit("bench.economics --live: set DEEPSEEK_API_KEY (or LLM_BASE_URL and "
+                         "LLM_API_KEY) to the endpoint to measure")  # fmt: skip
+    recorder = LiveRecorder(OpenAIClient.from_settings(settings), cap)
+    names: list[str] = []
+    a_runs: list[Run] = []
+    b_runs: list[Run] = []
+    async with Database(url) as db:
+        bench = Bench(db, url, recorder, overrides)
+        try:
+            for request in await bench.seed():
+                a, b = await bench.parley(request), await bench.one_agent(request)
+                names.append(request.name)
+                a_runs.append(a)
+                b_runs.append(b)
+        except SpendingCapReached:
+            print(f"Stopped at the spending cap (${cap}): {len(names)} request(s) measured.")
+        finally:
+            await recorder.aclose()
+    print(f"Live, against {recorder.inner.base_url}: spent ${recorder.spent:.4f}.")
+    if names:
+        report(names, a_runs, b_runs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--executor-budget", type=int, help="EXECUTOR_TOKEN_BUDGET for design A "
                         "(default: Parley's default)")  # fmt: skip
+    parser.add_argument("--live", action="store_true", help="measure against the configured "
+                        "endpoint (DEEPSEEK_API_KEY / LLM_BASE_URL), not the twin")  # fmt: skip
+    parser.add_argument("--max-usd", type=Decimal, default=Decimal("0.50"),
+                        help="--live: stop once this much is spent (default 0.50)")  # fmt: skip
     args = parser.parse_args()
     overrides = {} if args.executor_budget is None else {
         "executor_token_budget": args.executor_budget}  # fmt: skip
-    asyncio.run(run(overrides))
+    asyncio.run(run(overrides, args.max_usd if args.live else None))
 
 
 if __name__ == "__main__":

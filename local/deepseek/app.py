@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from starlette.applications import Starlette
@@ -14,10 +14,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from local.deepseek import wire
+from local.deepseek import contract, wire
 from local.deepseek.cache import PrefixCache
+from local.deepseek.contract import DEEPSEEK, ModelProfile
 from local.deepseek.demo import DEMO_MODELS, demo_reply
-from local.deepseek.rules import history_error
 from local.deepseek.script import (
     Cut,
     ErrorReply,
@@ -27,15 +27,14 @@ from local.deepseek.script import (
     Script,
     ScriptedUsage,
     ScriptItem,
+    invalid_key,
     redact,
 )
 from shared.llm.tokens import DeepSeekTokenizer, count_prompt
 
-DEEPSEEK_MODELS = ("deepseek-v4-pro", "deepseek-flash", "deepseek-v4-flash")
-"""The model names DeepSeek's API serves today (`deepseek-v4-flash` is the legacy Flash name)."""
-MODEL_NOT_EXIST = ErrorReply(400, "Model Not Exist", {}, "invalid_request_error",
-                             "invalid_request_error")  # fmt: skip
-"""DeepSeek's answer to a model name it does not serve (retired names included)."""
+DEEPSEEK_MODELS = ("deepseek-flash", "deepseek-v4-pro", "deepseek-v4-flash")
+"""The model names DeepSeek's API serves today (`deepseek-v4-flash` is the legacy Flash name,
+still accepted; it is not among the names its refusal lists)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,29 +43,38 @@ class Exchange:
 
     request: RecordedRequest
     usage: ScriptedUsage | None
+    refused: ErrorReply | None = None
+    """DeepSeek's refusal, when the request broke its contract."""
 
 
 class FakeModel:
-    """A scriptable OpenAI-compatible model. Mount `app`, or run it with `FakeModelServer`.
+    """DeepSeek's local twin: a scriptable OpenAI-compatible model held to DeepSeek's request
+    contract. Mount `app`, or run it with `FakeModelServer`.
 
-    Each chat-completions request is recorded, then answered by the next scripted item, else
-    by the `respond_with` function, else by the offline demo model. Like DeepSeek, it answers a
-    model name it does not serve — DeepSeek's current names, the demo's and `models` — with
-    HTTP 400 "Model Not Exist", and a history that pairs tool calls and results wrongly with
-    the 400 OpenAI and DeepSeek give (the script is untouched either way). Its `usage` counts
-    tokens with DeepSeek's tokenizer and reports disk-cache hits as DeepSeek does (`cache`).
+    Each chat-completions request is recorded and checked against DeepSeek's documented rules
+    (`contract`): one it breaks gets DeepSeek's status and error body, before any script is
+    used. Otherwise it is answered by the next scripted item, else by the `respond_with`
+    function, else by the offline demo model. Every name served — DeepSeek's, the demo's and
+    `models` — behaves as a DeepSeek V4 model (thinking unless told not to; a `models` mapping
+    may give a name another `ModelProfile`): a thinking reply carries `reasoning_content`. Its
+    `usage` counts tokens with DeepSeek's tokenizer and reports disk-cache hits as DeepSeek does
+    (`cache`). With `api_key` set it answers any other key with DeepSeek's 401.
     Scripting is thread-safe: a test may script a server running in another thread.
     """
 
     def __init__(
         self,
         *,
-        models: Iterable[str] = (),
+        models: Iterable[str] | Mapping[str, ModelProfile] = (),
         tokenizer: DeepSeekTokenizer | None = None,
         latency: float = 0.0,
+        api_key: str | None = None,
     ) -> None:
-        self.models = frozenset((*DEEPSEEK_MODELS, *DEMO_MODELS, *models))
-        """The model names served; any other gets DeepSeek's 400."""
+        extra = dict(models) if isinstance(models, Mapping) else dict.fromkeys(models, DEEPSEEK)
+        self.profiles: dict[str, ModelProfile] = {
+            **dict.fromkeys((*DEEPSEEK_MODELS, *DEMO_MODELS), DEEPSEEK), **extra}  # fmt: skip
+        """The model names served, and how each behaves; any other gets DeepSeek's 400."""
+        self.api_key = api_key
         self.latency = latency
         """Seconds each answer waits before its first byte, as a real model's would (the local
         stack paces the demo model so a person can watch a turn unfold; tests use 0)."""
@@ -143,29 +151,50 @@ class FakeModel:
             with self._stalls_lock:
                 self._stalls.discard(entry)
 
+    @property
+    def models(self) -> frozenset[str]:
+        """The model names served."""
+        return frozenset(self.profiles)
+
+    def listed_models(self) -> list[str]:
+        """The names DeepSeek's refusal lists: its current two, then the twin's own."""
+        own = sorted(n for n in self.profiles if n not in DEEPSEEK_MODELS)
+        return ["deepseek-flash", "deepseek-v4-pro", *own]
+
     async def _models(self, request: Request) -> Response:
+        if (refused := self._unauthorized(request)) is not None:
+            return _error(refused)
         model = {"object": "model", "created": 0, "owned_by": "parley"}
-        data = [{"id": name, **model} for name in sorted(self.models)]
+        data = [{"id": name, **model} for name in self.listed_models()]
         return JSONResponse({"object": "list", "data": data})
 
+    def _unauthorized(self, request: Request) -> ErrorReply | None:
+        """DeepSeek's 401 for a missing or wrong key (only when this twin has a key)."""
+        if self.api_key is None:
+            return None
+        scheme, _, key = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not key:
+            return invalid_key(None)
+        return None if key == self.api_key else invalid_key(key)
+
     async def _chat_completions(self, request: Request) -> Response:
+        if (refused := self._unauthorized(request)) is not None:
+            return _error(refused)
         try:
             body = json.loads(await request.body())
-        except ValueError:
-            return _error(ErrorReply(400, "request body is not JSON", type="invalid_request_error"))
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return _error(
-                ErrorReply(400, "`messages` must be a list", type="invalid_request_error")
-            )
+        except ValueError as exc:
+            return _error(contract.json_error(exc))
+        if not isinstance(body, dict):
+            return _error(contract.deserialize_error("", "invalid type: expected struct"))
         recorded = RecordedRequest(
             request.method, request.url.path, body, redact(dict(request.headers))
         )
         if self.latency:
             await asyncio.sleep(self.latency)
-        refused = self._refusal(recorded)
+        refused = await self._refusal(recorded)
         if refused is not None:
             self._script.record(recorded)
-            self._log(Exchange(recorded, None))
+            self._log(Exchange(recorded, None, refused))
             return _error(refused)
         item = self._script.take(recorded) or demo_reply(recorded)
         if isinstance(item, ErrorReply):
@@ -176,53 +205,80 @@ class FakeModel:
             # Registered as the reply is taken, before anything is awaited: a `release()`
             # from whoever saw the request arrive cannot come before it and be lost.
             stall = self._hold_here()
-        usage = await asyncio.to_thread(self._usage, item, recorded)
+        reasoning = wire.reasoning_of(item, thinking=self._thinking(recorded))
+        usage = await asyncio.to_thread(self._usage, item, recorded, reasoning)
         self._log(Exchange(recorded, usage))
         if stall is not None and item.cut is not None:
             await self._wait(stall, item.cut)
         if recorded.streaming:
             return StreamingResponse(
-                self._events(item, recorded, usage), media_type="text/event-stream"
+                self._events(item, recorded, usage, reasoning), media_type="text/event-stream"
             )
-        return self._plain(item, recorded, usage)
+        return self._plain(item, recorded, usage, reasoning)
 
-    def _refusal(self, recorded: RecordedRequest) -> ErrorReply | None:
-        """What DeepSeek refuses before any reply: an unknown model, a broken history."""
-        if recorded.model not in self.models:
-            return MODEL_NOT_EXIST
-        if problem := history_error(recorded.messages):
-            return ErrorReply(400, problem, type="invalid_request_error")
-        return None
+    def _thinking(self, recorded: RecordedRequest) -> bool:
+        return contract.thinking_on(recorded.body, self.profiles[recorded.model])
+
+    async def _refusal(self, recorded: RecordedRequest) -> ErrorReply | None:
+        """What DeepSeek refuses before any reply (`contract`), the context length last: it
+        needs the prompt's tokens."""
+        profile = self.profiles.get(recorded.model)
+        refused = contract.check(recorded.body, profile, self.listed_models())
+        if refused is not None or profile is None:
+            return refused
+        if len(json.dumps(recorded.body)) < contract.CONTEXT_LENGTH // 2:
+            return None  # far below the context however it tokenizes: no need to count
+        prompt = await asyncio.to_thread(self._prompt_tokens, recorded, profile)
+        found = contract.context_length(recorded.body, profile, prompt)
+        return None if found is None else replace(found, rule="context-length")
+
+    def _prompt(
+        self, recorded: RecordedRequest, profile: ModelProfile
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The messages and tools as DeepSeek concatenates them: earlier turns' reasoning only
+        where it is kept (`contract.reasoning_kept`)."""
+        tools = [t for t in recorded.body.get("tools") or () if isinstance(t, dict)]
+        messages = recorded.messages
+        if not contract.reasoning_kept(recorded.body, profile):
+            messages = [{k: v for k, v in m.items() if k != "reasoning_content"}
+                        for m in messages]  # fmt: skip
+        return messages, tools
+
+    def _prompt_tokens(self, recorded: RecordedRequest, profile: ModelProfile) -> int:
+        messages, tools = self._prompt(recorded, profile)
+        return count_prompt(self._tokenizer, messages, tools)
 
     def _log(self, exchange: Exchange) -> None:
         with self._exchanges_lock:
             self._exchanges.append(exchange)
 
-    def _usage(self, item: Reply, recorded: RecordedRequest) -> ScriptedUsage:
+    def _usage(
+        self, item: Reply, recorded: RecordedRequest, reasoning: str | None
+    ) -> ScriptedUsage:
         """Tokens as DeepSeek would bill them (unless the script says otherwise)."""
         if item.usage is not None:
             return item.usage
-        tools = [t for t in recorded.body.get("tools") or () if isinstance(t, dict)]
-        prompt = count_prompt(self._tokenizer, recorded.messages, tools)
-        reasoning = self._tokenizer.count("".join(item.reasoning))
-        output = self.cache.message_ids(wire.assistant_message(item))
+        messages, tools = self._prompt(recorded, self.profiles[recorded.model])
+        prompt = count_prompt(self._tokenizer, messages, tools)
+        thought = self._tokenizer.count(reasoning or "")
+        output = self.cache.message_ids(wire.assistant_message(item, reasoning))
         completion = max(len(output) - 1, 1)  # the role marker is the prompt's
-        hit = self.cache.serve(
-            recorded.model, self.cache.prompt_ids(recorded.messages, tools), output
-        )
-        return ScriptedUsage(prompt, completion, min(hit, prompt), reasoning)
+        hit = self.cache.serve(recorded.model, self.cache.prompt_ids(messages, tools), output)
+        return ScriptedUsage(prompt, completion, min(hit, prompt), thought)
 
-    def _plain(self, item: Reply, recorded: RecordedRequest, usage: ScriptedUsage) -> Response:
-        content = json.dumps(wire.completion(item, recorded, usage)).encode()
+    def _plain(
+        self, item: Reply, recorded: RecordedRequest, usage: ScriptedUsage, reasoning: str | None
+    ) -> Response:
+        content = json.dumps(wire.completion(item, recorded, usage, reasoning)).encode()
         if item.cut is not None and item.cut.how in ("truncate", "malformed"):
             content = content[: len(content) // 2]
         return Response(content, media_type="application/json")
 
     async def _events(
-        self, item: Reply, recorded: RecordedRequest, usage: ScriptedUsage
+        self, item: Reply, recorded: RecordedRequest, usage: ScriptedUsage, reasoning: str | None
     ) -> AsyncIterator[bytes]:
         cut = item.cut
-        for sent, chunk in enumerate(wire.chunks(item, recorded, usage)):
+        for sent, chunk in enumerate(wire.chunks(item, recorded, usage, reasoning)):
             if cut is not None and sent == cut.after and (sent or cut.how != "stall"):
                 if cut.how == "truncate":
                     return

@@ -19,8 +19,8 @@ from local.deepseek import demo_agents as agents
 from local.deepseek.script import RecordedRequest, Reply, ScriptedCall, reply
 
 DEMO_MODEL = "parley-demo"
-DEMO_MODELS = (DEMO_MODEL, "parley-demo-thinking")
-"""The demo's names (the second one thinks: it sends `reasoning_content`)."""
+DEMO_MODELS = (DEMO_MODEL,)
+"""The demo's names. It behaves as DeepSeek V4 does: it thinks unless told not to."""
 NOTICE = (
     "I am Parley's offline demo model (parley-demo), not a real LLM: my replies are canned. "
     "To use a real model set DEEPSEEK_API_KEY, or LLM_BASE_URL and LLM_API_KEY for any "
@@ -37,9 +37,7 @@ def demo_reply(request: RecordedRequest) -> Reply:
     messages = request.messages
     last = messages[-1] if messages else {}
     user_text = _last_user_text(messages)
-    thinking = ("thinking", "reasoner")
-    reasoning = f"The user wrote: {user_text[:120]!r}." if any(
-        word in request.model for word in thinking) else ""  # fmt: skip
+    reasoning = f"The user wrote: {user_text[:120]!r}."  # sent only in thinking mode
     tools = _offered(request)
     if last.get("role") == "user" and (plan := _plan(request, tools, user_text)) is not None:
         call = ScriptedCall(agents.CREATE_PLAN, json.dumps(plan))

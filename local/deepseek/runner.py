@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import TracebackType
 
 from local.deepseek.app import FakeModel
+from local.deepseek.contract import ModelProfile
 from local.serving import BackgroundServer
 from shared.llm.tokens import DeepSeekTokenizer
 
@@ -21,11 +22,12 @@ class FakeModelServer(FakeModel):
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        models: Iterable[str] = (),
+        models: Iterable[str] | Mapping[str, ModelProfile] = (),
         tokenizer: DeepSeekTokenizer | None = None,
         latency: float = 0.0,
+        api_key: str | None = None,
     ) -> None:
-        super().__init__(models=models, tokenizer=tokenizer, latency=latency)
+        super().__init__(models=models, tokenizer=tokenizer, latency=latency, api_key=api_key)
         self._server = BackgroundServer(self.app, host=host, port=port, name="fake-model-server")
 
     @property

@@ -2,9 +2,13 @@
 
 reply("Hello", " world")                       two content deltas, finish "stop"
 reply("Checking.", tool_call("search", q="x"))  text, then a tool call in 3 argument pieces
-reply(reasoning="Think...", content=...)       `reasoning_content` first (thinking models)
+reply(reasoning="Think...", content=...)       `reasoning_content` first (in thinking mode)
+reply("x").without_reasoning()                 thinking mode, but no `reasoning_content` at all
+reply("x").with_empty_reasoning()              thinking mode, `reasoning_content: ""`
+reply("x").reasoning_named("reasoning")        the field other hosts use (OpenRouter, vLLM)
 raw_tool_call("f", '{"a": ')                    arguments that never become valid JSON
-error(500) · rate_limited(retry_after=7)       HTTP errors (OpenAI's error body)
+error(500) · rate_limited(retry_after=7)       HTTP errors (DeepSeek's error body)
+insufficient_balance() · invalid_key("sk-…")   DeepSeek's 402 and 401, word for word
 reply("x").truncated(after=2)                  stream cut after 2 chunks (no finish, no [DONE])
 reply("x").malformed(after=1)                  a `data:` line that is not JSON
 reply("x").stalled(after=0)                    hang until `release()` (or `hold` seconds)
@@ -79,6 +83,11 @@ class Reply:
     interleave_calls: bool = False
     """Stream the argument fragments of parallel calls interleaved (index tells them apart)."""
     cut: Cut | None = None
+    reasoning_shown: Literal["auto", "empty", "absent"] = "auto"
+    """In thinking mode: "auto" sends `reasoning` (or, when none is scripted, a line of the
+    twin's own), "empty" an empty string, "absent" no field. Never sent when not thinking."""
+    reasoning_field: str = "reasoning_content"
+    """The field it is sent in (DeepSeek's; OpenRouter and newer vLLM say `reasoning`)."""
 
     def truncated(self, after: int) -> Reply:
         return replace(self, cut=Cut("truncate", after))
@@ -89,6 +98,15 @@ class Reply:
     def stalled(self, after: int = 0, *, hold: float | None = None) -> Reply:
         return replace(self, cut=Cut("stall", after, hold))
 
+    def without_reasoning(self) -> Reply:
+        return replace(self, reasoning=(), reasoning_shown="absent")
+
+    def with_empty_reasoning(self) -> Reply:
+        return replace(self, reasoning=(), reasoning_shown="empty")
+
+    def reasoning_named(self, field: str) -> Reply:
+        return replace(self, reasoning_field=field)
+
     @property
     def text(self) -> str:
         return "".join(self.content)
@@ -96,13 +114,15 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class ErrorReply:
-    """An HTTP error with OpenAI's error body."""
+    """An HTTP error with DeepSeek's (OpenAI's) error body."""
 
     status: int
     message: str
     headers: Mapping[str, str] = field(default_factory=dict)
     type: str = "server_error"
     code: str | None = None
+    rule: str | None = None
+    """The contract rule that refused the request (`local.deepseek.contract.RULES`), if any."""
 
 
 ScriptItem = Reply | ErrorReply
@@ -137,19 +157,41 @@ def usage(prompt: int, completion: int, *, cache_hit: int = 0, reasoning: int = 
     return ScriptedUsage(prompt, completion, cache_hit, reasoning)
 
 
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "unknown_error",
+               422: "invalid_request_error", 429: "rate_limit_error"}  # fmt: skip
+"""DeepSeek's `type` per status; its `code` is "invalid_request_error" for all of these."""
+
+
 def error(
     status: int, message: str | None = None, *, headers: Mapping[str, str] | None = None
 ) -> ErrorReply:
-    """An HTTP error reply with OpenAI's `{"error": {...}}` body."""
-    kind = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error"}
+    """An HTTP error reply with DeepSeek's `{"error": {...}}` body."""
     text = message or f"fake model server: scripted HTTP {status}"
-    return ErrorReply(status, text, dict(headers or {}), kind.get(status, "server_error"))
+    kind = ERROR_TYPES.get(status, "server_error")
+    code = "invalid_request_error" if status in ERROR_TYPES else None
+    return ErrorReply(status, text, dict(headers or {}), kind, code)
 
 
 def rate_limited(retry_after: float | str | None = None) -> ErrorReply:
-    """429; `retry_after` is sent as the Retry-After header (seconds or an HTTP date)."""
+    """429 as DeepSeek words it (its concurrency limit); `retry_after` is sent as the
+    Retry-After header (seconds or an HTTP date), which DeepSeek itself does not send."""
     headers = {} if retry_after is None else {"retry-after": str(retry_after)}
-    return ErrorReply(429, "Rate limit reached (fake model server)", headers, "rate_limit_error")
+    text = ("Too many requests. Your current concurrency is 26, which exceeds your concurrency "
+            "limit of 25 based on your remaining balance. Please top up your balance to restore "
+            "your concurrency.")  # fmt: skip
+    return error(429, text, headers=headers)
+
+
+def insufficient_balance() -> ErrorReply:
+    """402: the account has no balance left (DeepSeek's error-codes page)."""
+    return error(402, "Insufficient Balance")
+
+
+def invalid_key(key: str | None) -> ErrorReply:
+    """401 for a wrong key (shown by its last four characters) or a missing header."""
+    if not key:
+        return error(401, "Authentication Fails (auth header format should be Bearer sk-...)")
+    return error(401, f"Authentication Fails, Your api key: ****{key[-4:]} is invalid")
 
 
 def _pieces(value: str | Sequence[str]) -> tuple[str, ...]:

@@ -13,11 +13,24 @@ from local.deepseek.script import RecordedRequest, Reply, ScriptedCall, Scripted
 FINGERPRINT = "fp_parley_fake"
 
 
-def assistant_message(reply: Reply) -> dict[str, Any]:
+AUTO_REASONING = "Thinking it through."
+"""The reasoning a thinking reply carries when its script gives none (`Reply.reasoning_shown`)."""
+
+
+def reasoning_of(reply: Reply, *, thinking: bool) -> str | None:
+    """The `reasoning_content` a reply carries: none unless thinking, then what it scripts."""
+    if not thinking or reply.reasoning_shown == "absent":
+        return None
+    if reply.reasoning_shown == "empty":
+        return ""
+    return "".join(reply.reasoning) or AUTO_REASONING
+
+
+def assistant_message(reply: Reply, reasoning: str | None) -> dict[str, Any]:
     """The reply as the assistant message a client sends back in its next request."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-    if reply.reasoning:
-        message["reasoning_content"] = "".join(reply.reasoning)
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
     if reply.tool_calls:
         message["tool_calls"] = [_call_json(call, call.id or "") for call in reply.tool_calls]
     return message
@@ -44,11 +57,13 @@ def finish_reason(reply: Reply) -> str:
     return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
 
 
-def completion(reply: Reply, request: RecordedRequest, usage: ScriptedUsage) -> dict[str, Any]:
+def completion(
+    reply: Reply, request: RecordedRequest, usage: ScriptedUsage, reasoning: str | None
+) -> dict[str, Any]:
     """A `chat.completion` object (the non-streamed reply)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-    if reply.reasoning:
-        message["reasoning_content"] = "".join(reply.reasoning)
+    if reasoning is not None:
+        message[reply.reasoning_field] = reasoning
     if reply.tool_calls:
         message["tool_calls"] = [
             _call_json(call, call_id)
@@ -80,8 +95,11 @@ def _call_json(call: ScriptedCall, call_id: str) -> dict[str, Any]:
     }
 
 
-def chunks(reply: Reply, request: RecordedRequest, usage: ScriptedUsage) -> list[dict[str, Any]]:
-    """The `chat.completion.chunk` objects of a streamed reply, in order, without `[DONE]`."""
+def chunks(
+    reply: Reply, request: RecordedRequest, usage: ScriptedUsage, reasoning: str | None
+) -> list[dict[str, Any]]:
+    """The `chat.completion.chunk` objects of a streamed reply, in order, without `[DONE]`.
+    In thinking mode the first chunk carries an empty `reasoning_content`, as DeepSeek's do."""
     include_usage = bool((request.body.get("stream_options") or {}).get("include_usage"))
     envelope: dict[str, Any] = {
         "id": f"chatcmpl-{uuid4().hex}",
@@ -97,8 +115,13 @@ def chunks(reply: Reply, request: RecordedRequest, usage: ScriptedUsage) -> list
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
         return {**envelope, "choices": [choice]}
 
-    out = [chunk({"role": "assistant", "content": ""})]
-    out += [chunk({"content": None, "reasoning_content": piece}) for piece in reply.reasoning]
+    field = reply.reasoning_field
+    first: dict[str, Any] = {"role": "assistant", "content": ""}
+    if reasoning is not None:
+        first = {"role": "assistant", "content": None, field: ""}
+    out = [chunk(first)]
+    pieces = (reply.reasoning or (reasoning,)) if reasoning else ()
+    out += [chunk({"content": None, field: piece}) for piece in pieces]
     out += [chunk({"content": piece}) for piece in reply.content]
     out += [chunk({"tool_calls": [delta]}) for delta in _tool_call_deltas(reply)]
     out.append(chunk({}, finish_reason(reply)))

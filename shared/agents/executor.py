@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from shared.agents import control_tools, prompts
+from shared.agents.changes import changes_note
 from shared.agents.errors import RESUMABLE, AgentStopped, AwaitingApproval, PlanCancelled
 from shared.agents.events import session_emitter
 from shared.agents.leases import LeaseLost, holding
@@ -26,7 +27,13 @@ from shared.agents.step_setup import OpenedStep, StepBusy, open_step
 from shared.db import plans
 from shared.db.records import PlanStep
 from shared.events import EventEmitter, Publisher
-from shared.llm import LLMError
+from shared.llm import (
+    LLMAuthenticationFailed,
+    LLMBadRequest,
+    LLMError,
+    LLMNotConfigured,
+    LLMOutOfBalance,
+)
 from shared.models.text import storable
 from shared.tools import offered_tools
 
@@ -87,7 +94,8 @@ async def _work(services: Services, opened: OpenedStep, emitter: EventEmitter) -
             step = await plans.update_step(conn, step_id=opened.step.id, status="awaiting_approval")
         return StepOutcome.of(step)
     except (AgentStopped, LLMError) as exc:
-        ending = Ending("fail", readable(exc))
+        logger.warning("step %s failed: %s", opened.step.id, for_operators(exc))
+        ending = Ending("fail", readable(exc) + await _changes(services, worker))
     except RESUMABLE:
         raise
     except Exception as exc:
@@ -96,6 +104,16 @@ async def _work(services: Services, opened: OpenedStep, emitter: EventEmitter) -
         logger.exception("step %s failed unexpectedly", opened.step.id)
         ending = Ending("fail", readable(exc))
     return await worker.close(ending)
+
+
+async def _changes(services: Services, worker: StepWorker) -> str:
+    """What the step's writes had changed before it failed (its calls' receipts)."""
+    calls = {row.tool_call_id for row in worker.rows if row.tool_call_id}
+    if not calls or worker.step.executor_required:  # an executor only reads
+        return ""
+    async with services.db.autocommit() as conn:
+        return await changes_note(conn, plan_id=worker.run.plan.id, who="this step",
+                                  call_ids=calls)  # fmt: skip
 
 
 def _worker(services: Services, opened: OpenedStep, emitter: EventEmitter) -> StepWorker:
@@ -120,12 +138,38 @@ def _worker(services: Services, opened: OpenedStep, emitter: EventEmitter) -> St
 
 
 def readable(exc: Exception) -> str:
-    """An error as the user and the planner should read it (no stack, no secrets)."""
+    """An error as the user and the planner should read it: what happened and whether trying
+    again can help — no stack, no secrets, no server settings (the operator's log has those)."""
     if isinstance(exc, AgentStopped):
         return str(exc)
     if isinstance(exc, LLMError):
-        return (
-            f"The language model call failed ({exc.title.lower()}): {storable(str(exc))}. "
-            "Your message is saved; try again in a moment."
-        )
+        return _model_failure(exc)
     return "An unexpected error stopped this work (it is logged); your message is saved."
+
+
+def for_operators(exc: Exception) -> str:
+    """What the log says of an error that stopped an agent: its cause, settings included."""
+    if isinstance(exc, AgentStopped):
+        return exc.for_operators()
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _model_failure(exc: LLMError) -> str:
+    if isinstance(exc, LLMNotConfigured):  # its message names the settings to set
+        return ("No language model is configured, so this could not be answered. Your message "
+                "is saved (the operator has been told).")  # fmt: skip
+    if isinstance(exc, LLMOutOfBalance):
+        return ("The language model's account has no balance left, so this could not be "
+                "answered. Your message is saved: send it again once the account is topped up "
+                "(the operator has been told).")  # fmt: skip
+    if isinstance(exc, LLMAuthenticationFailed):
+        return ("The language model's provider refused Parley's key, so this could not be "
+                "answered. Your message is saved (the operator has been told).")  # fmt: skip
+    if isinstance(exc, LLMBadRequest):  # the provider's own words: trying again cannot help
+        return (
+            f"The language model refused the request: {storable(str(exc))}. Your message is saved."
+        )
+    return (
+        f"The language model call failed ({exc.title.lower()}): {storable(str(exc))}. "
+        "Your message is saved; try again in a moment."
+    )

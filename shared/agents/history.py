@@ -129,12 +129,21 @@ def planner_turn(rows: Sequence[ChatMessage]) -> PlannerTurn:
 
 
 def conversation_segments(rows: Sequence[ChatMessage]) -> list[Segment]:
-    """Past turns as droppable segments: each request with the answer that followed it."""
+    """Past turns as droppable segments: each request with the answer that followed it (and
+    the answer's reasoning, which DeepSeek wants back whenever tools are offered).
+
+    A past turn's tool calls are not replayed: its answer says what they found, and the turn
+    reads to the model as one without tool calls. DeepSeek's rule binds the assistant messages
+    a request carries — each carries its reasoning here — and docs/deepseek.md says why this
+    compact replay is on its documented side."""
     segments: list[list[Message]] = []
     for row in rows:
         if row.role == "user" or not segments:
             segments.append([])
-        message = UserMessage(row.content) if row.role == "user" else AssistantMessage(row.content)
+        message: Message = (
+            UserMessage(row.content) if row.role == "user"
+            else AssistantMessage(row.content, reasoning_content=row.reasoning_content)
+        )  # fmt: skip
         segments[-1].append(message)
     return [Segment(tuple(messages)) for messages in segments]
 

@@ -35,6 +35,7 @@ from shared.tools import ToolDefinition
 
 if TYPE_CHECKING:
     from shared.services import Services
+    from shared.settings import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,19 +59,39 @@ class AgentRun:
 
     @property
     def thinking(self) -> bool | None:
-        """The thinking mode to ask for: the role's setting (`LLM_PLANNER_THINKING`,
-        `LLM_EXECUTOR_THINKING`) where the model has a switch; None = the model's default."""
-        settings = self.services.settings
-        mode = settings.llm_executor_thinking if self.agent.role == "executor" else (
-            settings.llm_planner_thinking)  # fmt: skip
-        if mode == "auto" or not self.model.thinking_toggle:
-            return None
-        return mode == "enabled"
+        """The thinking mode to ask for (`requested_thinking`)."""
+        return requested_thinking(self.services.settings, self.agent.role, self.model)
 
     @property
     def thinks(self) -> bool:
-        """Whether the model's replies will carry reasoning to pass back on tool-call turns."""
+        """Whether the agent's calls run in thinking mode (replies carry reasoning, which is
+        passed back on later requests that carry tools)."""
         return self.model.thinking if self.thinking is None else self.thinking
+
+    @property
+    def forced_choice(self) -> ToolChoice:
+        """How a step's turn asks for a tool call (`forced_choice`)."""
+        return forced_choice(thinks=self.thinks)
+
+
+def requested_thinking(settings: Settings, role: str, model: ModelInfo) -> bool | None:
+    """The thinking mode an agent asks for: its role's setting (`LLM_PLANNER_THINKING`,
+    `LLM_EXECUTOR_THINKING`) where the model has a switch; None = the model's default."""
+    mode = settings.llm_executor_thinking if role == "executor" else settings.llm_planner_thinking
+    if mode == "auto" or not model.thinking_toggle:
+        return None
+    return mode == "enabled"
+
+
+def forced_choice(*, thinks: bool) -> ToolChoice:
+    """How a step's turn asks for a tool call: `required`, unless the agent thinks.
+
+    DeepSeek's thinking mode refuses it ("`required` and named tool choices are not supported
+    in thinking mode; the API returns a 400 error"): a thinking agent is asked with `auto`,
+    and a turn in text alone is answered with a reminder to call a tool — a few in a row end
+    the step (`step_loop.TEXT_TURNS`). Thinking is never switched off behind the settings'
+    back: `LLM_PLANNER_THINKING` / `LLM_EXECUTOR_THINKING` decide."""
+    return "auto" if thinks else "required"
 
 
 def tool_schemas(definitions: Sequence[ToolDefinition]) -> list[ToolSchema]:

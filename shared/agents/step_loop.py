@@ -67,6 +67,13 @@ INCOMPLETE = (
 _DEPENDENCY = re.compile(r"^Result of step (\d+) ", re.MULTILINE)
 """A dependency's result in a delegation (`prompts.delegation`)."""
 ALONE = "Not done: call {name} alone, after you have seen the results of your other calls."
+TEXT_TURNS = 3
+"""Turns in a row in text alone (each answered with a reminder) that end the step as failed:
+a thinking agent is asked for a call with `tool_choice: auto` (`AgentRun.forced_choice`)."""
+NO_CALL = (
+    "The model answered in text {turns} times in a row instead of calling a tool, so this step "
+    "did not act. Its last words: {text}"
+)
 
 EndingKind = Literal["complete", "fail", "timeout", "cancel"]
 
@@ -195,13 +202,15 @@ class StepWorker:
             try:
                 _, fitted = build_request(self.run, system=with_date(self.system_prompt),
                                           segments=before.segments(), tools=self.tools,
-                                          tool_choice="required")  # fmt: skip
+                                          tool_choice=self.run.forced_choice)  # fmt: skip
             except PromptTooLarge:  # settings changed since: that call's prompt is unknown
                 continue
             found += fitted.left_out
         return found
 
     def _limits(self, view: ThreadView) -> Ending | None:
+        if (said := _text_turns(view)) is not None:
+            return Ending("fail", NO_CALL.format(turns=TEXT_TURNS, text=said or "(nothing)"))
         if self.thread.turn_count >= self.thread.max_turns:
             return self.timeout(view, f"reached its limit of {self.thread.max_turns} turns")
         if datetime.now(UTC) >= self.deadline:
@@ -232,7 +241,7 @@ class StepWorker:
     async def _take_turn(self, view: ThreadView) -> StepOutcome | None:
         request, fitted = build_request(
             self.run, system=with_date(self.system_prompt), segments=view.segments(),
-            tools=self.tools, tool_choice="required",
+            tools=self.tools, tool_choice=self.run.forced_choice,
         )  # fmt: skip
         self.left_out.update(dict.fromkeys(fitted.left_out))
         remaining = (self.deadline - datetime.now(UTC)).total_seconds()
@@ -400,6 +409,14 @@ def _final(call: ToolCall) -> Ending | None:
     if isinstance(parsed, str):
         return None  # answered with its problem on the next round
     return Ending("complete" if call.name == control.COMPLETE else "fail", parsed.text)
+
+
+def _text_turns(view: ThreadView) -> str | None:
+    """The last words, when the thread's last `TEXT_TURNS` turns were text alone."""
+    last = view.turns[-TEXT_TURNS:]
+    if len(last) < TEXT_TURNS or any(turn.calls for turn in last):
+        return None
+    return (last[-1].text or "").strip()[:500]
 
 
 def _call_text(call: ToolCall) -> str:

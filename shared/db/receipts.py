@@ -18,7 +18,7 @@ from uuid import UUID
 from psycopg import errors
 from psycopg.types.json import Jsonb
 
-from shared.db._rows import fetch_optional
+from shared.db._rows import fetch_all, fetch_optional
 from shared.db.database import Connection, back_to_service
 
 PRIMARY_KEY = "tool_call_receipts_pkey"
@@ -64,6 +64,18 @@ async def find(conn: Connection, key: CallKey) -> Receipt | None:
         Receipt,
         f"SELECT {_COLUMNS} FROM parley_private.tool_call_receipts WHERE {_KEY}",
         key.params(),
+    )
+
+
+async def list_completed(conn: Connection, *, plan_id: UUID) -> list[Receipt]:
+    """The plan's write calls that were done (in the order they were), for telling the user
+    what a turn that failed had already changed."""
+    return await fetch_all(
+        conn,
+        Receipt,
+        f"""SELECT {_COLUMNS} FROM {_TABLE}
+            WHERE plan_id = %s AND completed_at IS NOT NULL ORDER BY completed_at""",
+        (plan_id,),
     )
 
 

@@ -16,13 +16,18 @@ Build a client once per cold start and pass typed messages:
     completion = await client.complete(request)   # the same, all at once
     plan = await call_tool(client, model=..., messages=..., tool=create_plan_schema)
     plan.arguments                                 # the forced tool's parsed arguments
+                                                   # (sent with thinking off: DeepSeek's rule)
 
 - `Completion.usage` is a `shared.db.records.Usage` (prompt, completion and cache-hit tokens,
   `cost_usd` as an exact Decimal priced by the model registry), ready to store.
 - Histories: `AssistantMessage(tool_calls=..., reasoning_content=...)` then one `ToolMessage`
-  per call (`ToolMessage.answering(call, result)`). Before each request the history is checked
-  (`ChatRequest.history="strict"` raises `InvalidHistory`, sending nothing) or repaired
-  (`"repair"`); see `shared.llm.history`. `reasoning_content` is sent only to thinking models.
+  per call (`ToolMessage.answering(call, result)`). Before each request the pairing of calls
+  and results is checked (`ChatRequest.history="strict"` raises `InvalidHistory`, sending
+  nothing) or repaired (`"repair"`); see `shared.llm.history`. In thinking mode, a request
+  with tools passes every assistant turn's `reasoning_content` back (an empty string where the
+  model sent none); otherwise none is sent (`messages.passes_reasoning`, docs/deepseek.md).
+- Errors: 402 is `LLMOutOfBalance`, 401/403 `LLMAuthenticationFailed` (a configuration error):
+  both logged for the operator, never retried.
 - Models: `models.toml` matches names by regex, general to specific (`load_registry().lookup`);
   `LLM_MODELS_FILE` adds entries. A call is priced by the hour it finished (peak / off-peak
   rates and schedules are registry data). Unknown models work, priced at 0 with
@@ -33,7 +38,8 @@ Build a client once per cold start and pass typed messages:
 - Keyless servers: with no key and an `LLM_BASE_URL` on this machine or a private network
   (Ollama, vLLM, the demo model), a placeholder key is sent; public endpoints need a key.
 - `openai` is imported on the first request, not by importing this package (~1 s saved).
-- Offline: `local.deepseek` is an OpenAI-compatible fake (tests, the demo model).
+- Offline: `local.deepseek` is DeepSeek's local twin, held to DeepSeek's request contract
+  (tests, the demo model; never deployed).
 """
 
 from typing import TYPE_CHECKING
@@ -103,6 +109,9 @@ if TYPE_CHECKING:
     )
     from shared.llm.errors import (
         LLMNotConfigured as LLMNotConfigured,
+    )
+    from shared.llm.errors import (
+        LLMOutOfBalance as LLMOutOfBalance,
     )
     from shared.llm.errors import (
         LLMProviderError as LLMProviderError,
@@ -195,6 +204,7 @@ __getattr__, __all__ = lazy_exports(
             "LLMBadRequest",
             "LLMError",
             "LLMNotConfigured",
+            "LLMOutOfBalance",
             "LLMProviderError",
             "LLMRateLimited",
             "LLMTimeout",

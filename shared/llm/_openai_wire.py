@@ -22,6 +22,7 @@ from shared.llm.errors import (
     LLMAuthenticationFailed,
     LLMBadRequest,
     LLMError,
+    LLMOutOfBalance,
     LLMProviderError,
     LLMRateLimited,
     LLMTimeout,
@@ -193,6 +194,13 @@ def _status_error(exc: openai.APIStatusError, *, model: str, now: Callable[[], f
     if status in (401, 403):
         return LLMAuthenticationFailed(
             f"{detail}. Check DEEPSEEK_API_KEY / LLM_API_KEY for LLM_BASE_URL.",
+            model=model,
+            status_code=status,
+        )
+    if status == 402:
+        return LLMOutOfBalance(
+            f"{detail}. The account of the key in DEEPSEEK_API_KEY / LLM_API_KEY has no "
+            "balance left: top it up with the provider.",
             model=model,
             status_code=status,
         )

@@ -196,9 +196,12 @@ async def call_tool(
 ) -> ToolCallResult:
     """Make the model call `tool` (e.g. `create_plan`) and return its parsed arguments.
 
-    Raises `UnexpectedReply` when the model answers without calling it or with arguments that
-    are not a JSON object. `options` are further `ChatRequest` fields (`max_tokens`, ...).
+    The call is made with thinking off unless `options` say otherwise: DeepSeek refuses a named
+    `tool_choice` in thinking mode. Raises `UnexpectedReply` when the model answers without
+    calling it or with arguments that are not a JSON object. `options` are further
+    `ChatRequest` fields (`max_tokens`, ...).
     """
+    options.setdefault("thinking", False)
     request = ChatRequest(
         model, messages, tools=(tool,), tool_choice=CallTool(tool.name), **options
     )

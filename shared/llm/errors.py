@@ -3,7 +3,8 @@
 AppError
 └── LLMError                      base; `model`, `status_code`, `attempts`, `retryable`
     ├── LLMNotConfigured          also a ConfigurationError: the message says what to set
-    ├── LLMAuthenticationFailed   401/403: the key is wrong, revoked, or lacks access
+    ├── LLMAuthenticationFailed   401/403, also a ConfigurationError: the key is wrong or revoked
+    ├── LLMOutOfBalance           402: the model account has no balance; never retried
     ├── LLMRateLimited            429 after every retry; `retry_after` as the server asked
     ├── LLMTimeout                the server did not answer (or went silent) within the timeout
     ├── LLMBadRequest             the provider refused the request (400/404/422); never retried
@@ -46,10 +47,17 @@ class LLMNotConfigured(LLMError, ConfigurationError):
     title = "Model not configured"
 
 
-class LLMAuthenticationFailed(LLMError):
-    """The provider rejected the API key."""
+class LLMAuthenticationFailed(LLMError, ConfigurationError):
+    """The provider rejected the API key (401/403): the operator must fix the setting."""
 
     title = "Model authentication failed"
+
+
+class LLMOutOfBalance(LLMError):
+    """The model account has no balance left (DeepSeek's 402 "Insufficient Balance"): nothing
+    works until it is topped up, so it is not retried."""
+
+    title = "Model account has no balance"
 
 
 class LLMRateLimited(LLMError):

@@ -1,28 +1,29 @@
-"""Histories providers accept: the two rules behind DeepSeek's most common 400s.
+"""Histories providers accept: tool calls and their results paired, as DeepSeek requires.
 
-1. Every `tool` message answers a tool call of the assistant turn right before it (only tool
-   messages in between), and every such call is answered before the next non-tool message.
-2. For thinking models, an assistant turn with tool calls carries its `reasoning_content`
-   (non-empty: DeepSeek V4 rejects an empty string).
+Every `tool` message answers a tool call of the assistant turn right before it (only tool
+messages in between), and every such call is answered before the next non-tool message.
+Breaking it is always the caller's bug (Parley builds its histories from stored rows that pair
+by construction), so it is checked before anything is sent.
 
 `check_history` raises `InvalidHistory` (strict mode, nothing is sent); `repair_history` returns
-a history that obeys both rules: orphan and duplicate tool results are dropped, unanswered calls
-get a synthetic "not answered" result, and a missing `reasoning_content` is replaced by a note
-naming that turn's calls (unique per turn: identical placeholders make DeepSeek degrade).
+a history that obeys the rule: orphan and duplicate tool results are dropped, unanswered calls
+get a synthetic "not answered" result.
+
+Reasoning is not checked here: a thinking reply without `reasoning_content` is passed back as
+it came (`messages.to_wire`), and whether DeepSeek accepts that is for DeepSeek to say — a
+local refusal would fail a turn the API might have served, and hide the API's own words.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from shared.llm.errors import InvalidHistory
 from shared.llm.messages import AssistantMessage, Message, ToolCall, ToolMessage
 
-ProblemKind = Literal[
-    "orphan_tool_result", "duplicate_tool_result", "unanswered_tool_call", "missing_reasoning"
-]
+ProblemKind = Literal["orphan_tool_result", "duplicate_tool_result", "unanswered_tool_call"]
 
 UNANSWERED_RESULT = (
     "Tool call was not answered: no result was recorded for it. Do not assume it ran; "
@@ -42,25 +43,23 @@ class HistoryProblem:
         return f"message {self.index}: {self.detail}"
 
 
-def find_problems(messages: Sequence[Message], *, thinking: bool) -> list[HistoryProblem]:
-    """Every rule the history breaks (empty when it is valid)."""
-    return _scan(messages, thinking=thinking)[1]
+def find_problems(messages: Sequence[Message]) -> list[HistoryProblem]:
+    """Every pairing the history breaks (empty when it is valid)."""
+    return _scan(messages)[1]
 
 
-def repair_history(messages: Sequence[Message], *, thinking: bool) -> list[Message]:
-    """A copy of the history that obeys both rules (unchanged when it already does)."""
-    return _scan(messages, thinking=thinking)[0]
+def repair_history(messages: Sequence[Message]) -> list[Message]:
+    """A copy of the history whose calls and results pair (unchanged when they already do)."""
+    return _scan(messages)[0]
 
 
-def check_history(messages: Sequence[Message], *, thinking: bool, model: str | None = None) -> None:
+def check_history(messages: Sequence[Message], *, model: str | None = None) -> None:
     """Raise `InvalidHistory` listing every problem, before anything is sent."""
-    if problems := find_problems(messages, thinking=thinking):
+    if problems := find_problems(messages):
         raise InvalidHistory([str(p) for p in problems], model=model)
 
 
-def _scan(
-    messages: Sequence[Message], *, thinking: bool
-) -> tuple[list[Message], list[HistoryProblem]]:
+def _scan(messages: Sequence[Message]) -> tuple[list[Message], list[HistoryProblem]]:
     repaired: list[Message] = []
     problems: list[HistoryProblem] = []
     pending: dict[str, ToolCall] = {}  # calls of the open assistant turn not yet answered
@@ -84,11 +83,6 @@ def _scan(
         repaired += [ToolMessage.answering(call, UNANSWERED_RESULT) for call in pending.values()]
         pending, answered = {}, set()
         if isinstance(message, AssistantMessage) and message.tool_calls:
-            if thinking and not (message.reasoning_content or "").strip():
-                names = ", ".join(call.name for call in message.tool_calls)
-                detail = f"assistant tool-call turn ({names}) lacks reasoning_content"
-                problems.append(HistoryProblem(index, "missing_reasoning", detail))
-                message = replace(message, reasoning_content=_reasoning_note(message.tool_calls))
             pending = {call.id: call for call in message.tool_calls}
             opened_at = index
         repaired.append(message)
@@ -103,8 +97,3 @@ def _unanswered(pending: dict[str, ToolCall], index: int) -> list[HistoryProblem
                        "has no tool result before the next non-tool message")
         for call in pending.values()
     ]  # fmt: skip
-
-
-def _reasoning_note(calls: Sequence[ToolCall]) -> str:
-    listed = ", ".join(f"{call.name} ({call.id})" for call in calls)
-    return f"[Reasoning for this step was not recorded. It called: {listed}.]"

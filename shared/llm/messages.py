@@ -101,8 +101,9 @@ class UserMessage:
 class AssistantMessage:
     """A model turn: text, tool calls, or both.
 
-    `reasoning_content` is a thinking model's chain of thought. DeepSeek requires it back on
-    turns that called tools; it is sent only to thinking models (others reject the field).
+    `reasoning_content` is a thinking model's chain of thought (as it sent it: None when it
+    sent none). DeepSeek wants it back on every earlier turn of a request that carries tools
+    in thinking mode (`to_wire`); it is sent only then (other models reject the field).
     """
 
     content: str | None = None
@@ -128,12 +129,23 @@ class ToolMessage:
 Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage
 
 
-def to_wire(messages: Sequence[Message], *, thinking: bool) -> list[dict[str, Any]]:
-    """The `messages` array of a chat-completions request."""
-    return [_message_to_wire(message, thinking=thinking) for message in messages]
+def passes_reasoning(*, thinking: bool, tools: bool) -> bool:
+    """Whether a request sends earlier turns' reasoning back: in thinking mode, when it carries
+    tools. DeepSeek's thinking-mode guide: with `tools`, "the `reasoning_content` of all previous
+    turns should be passed back … even for turns where the model did not perform a tool call"
+    (else 400); without, "it will be ignored" (so it is not sent, nor counted)."""
+    return thinking and tools
 
 
-def _message_to_wire(message: Message, *, thinking: bool) -> dict[str, Any]:
+def to_wire(messages: Sequence[Message], *, reasoning: bool) -> list[dict[str, Any]]:
+    """The `messages` array of a chat-completions request; with `reasoning`, every assistant
+    turn carries its `reasoning_content` — what the model sent, an empty string where it sent
+    none (DeepSeek takes an empty string as passed back; whether it accepts the history is for
+    it to say, not for Parley to guess)."""
+    return [_message_to_wire(message, reasoning=reasoning) for message in messages]
+
+
+def _message_to_wire(message: Message, *, reasoning: bool) -> dict[str, Any]:
     if isinstance(message, SystemMessage | UserMessage):
         return {"role": message.role, "content": message.content}
     if isinstance(message, ToolMessage):
@@ -150,8 +162,8 @@ def _message_to_wire(message: Message, *, thinking: bool) -> dict[str, Any]:
             }
             for call in message.tool_calls
         ]
-    if thinking and message.reasoning_content is not None:
-        wire["reasoning_content"] = message.reasoning_content
+    if reasoning:
+        wire["reasoning_content"] = message.reasoning_content or ""
     return wire
 
 

@@ -29,9 +29,15 @@ from shared.llm.client import (
     ToolCallReady,
     collect,
 )
-from shared.llm.errors import LLMBadRequest, LLMError, LLMNotConfigured
+from shared.llm.errors import (
+    LLMAuthenticationFailed,
+    LLMBadRequest,
+    LLMError,
+    LLMNotConfigured,
+    LLMOutOfBalance,
+)
 from shared.llm.history import check_history, repair_history
-from shared.llm.messages import Message, to_wire
+from shared.llm.messages import Message, passes_reasoning, to_wire
 from shared.llm.registry import ModelInfo, ModelRegistry, load_registry
 from shared.llm.retry import RetryPolicy
 from shared.llm.usage import TokenCounts
@@ -135,6 +141,8 @@ class OpenAIClient:
                 return
             except LLMError as exc:
                 exc.attempts = attempt
+                if isinstance(exc, LLMAuthenticationFailed | LLMOutOfBalance):
+                    log.error("LLM call to %s refused: %s", request.model, exc)  # the operator's
                 if yielded or not exc.retryable or attempt == self.retry.attempts:
                     raise
                 delay = self.retry.delay(attempt, retry_after=getattr(exc, "retry_after", None))
@@ -146,14 +154,15 @@ class OpenAIClient:
 
     def _body(self, request: ChatRequest, info: ModelInfo) -> dict[str, Any]:
         thinking = info.thinking if request.thinking is None else request.thinking
-        messages = self._checked_history(request, thinking=thinking)
+        messages = self._checked_history(request)
         if request.tools and not info.supports_tools:
             raise LLMBadRequest(
                 f"{request.model} does not support tool calls (model registry)", model=request.model
             )
+        reasoning = passes_reasoning(thinking=thinking, tools=bool(request.tools))
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": to_wire(messages, thinking=thinking),
+            "messages": to_wire(messages, reasoning=reasoning),
         }
         if request.tools:
             body["tools"] = [tool.to_wire() for tool in request.tools]
@@ -176,10 +185,10 @@ class OpenAIClient:
             body["extra_body"] = extra
         return body
 
-    def _checked_history(self, request: ChatRequest, *, thinking: bool) -> Sequence[Message]:
+    def _checked_history(self, request: ChatRequest) -> Sequence[Message]:
         if request.history == "repair":
-            return repair_history(request.messages, thinking=thinking)
-        check_history(request.messages, thinking=thinking, model=request.model)
+            return repair_history(request.messages)
+        check_history(request.messages, model=request.model)
         return request.messages
 
     async def _attempt(

@@ -13,7 +13,7 @@ from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 
 
-async def test_reasoning_is_stored_and_sent_back_on_tool_call_turns_of_thinking_models(
+async def test_reasoning_is_stored_and_sent_back_whenever_a_request_carries_tools(
     db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
 ) -> None:
     services = make_services(llm_planner_model="test-thinker", llm_executor_model="test-thinker")
@@ -33,10 +33,11 @@ async def test_reasoning_is_stored_and_sent_back_on_tool_call_turns_of_thinking_
     )
 
     assert turn.plan.status == "completed" and script.unscripted == []
-    synthesis = requests_of(fake, "planner")[1].messages
-    assert synthesis[2]["tool_calls"][0]["function"]["name"] == "create_plan"
-    assert synthesis[2]["reasoning_content"] == "Several lookups: plan it."
-    executor = requests_of(fake, "executor")[1].messages
+    synthesis = requests_of(fake, "planner")[1]
+    assert synthesis.messages[2]["tool_calls"][0]["function"]["name"] == "create_plan"
+    assert "tools" not in synthesis.body  # no tools: DeepSeek ignores reasoning, none is sent
+    assert "reasoning_content" not in synthesis.messages[2]
+    executor = requests_of(fake, "executor")[1].messages  # tools offered: passed back
     assert executor[2]["reasoning_content"] == "First list the tasks."
     rows = await stored(db, turn.started.plan_id)
     assert rows.messages[1].reasoning_content == "Several lookups: plan it."
@@ -72,3 +73,7 @@ async def test_a_later_turn_sees_earlier_requests_and_answers_but_not_their_tool
         ("assistant", "You have no tasks."),
         ("user", "and now?"),
     ]
+    # The planner thinks (DeepSeek's default) and is offered tools: the past answer carries the
+    # reasoning the twin sent with it, as DeepSeek's thinking-mode guide asks.
+    assert later[2]["reasoning_content"] == "Thinking it through."
+    assert [e.refused for e in fake.exchanges] == [None] * len(fake.exchanges)

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from shared.settings import Settings
+from local.cors import ALLOWED_HEADERS, EXPOSED_HEADERS, MAX_AGE_SECONDS, origins
+from shared.settings import Settings, load_settings
 from tests.infra.conftest import package
 
 FUNCTIONS = {
@@ -53,6 +54,14 @@ def test_three_functions_and_the_two_users_call_behind_buffered_urls(
     assert "AgentUnderscoreexecutorLambdaFunctionUrl" not in resources
 
 
+def test_the_local_stack_answers_cors_as_the_function_urls(template: dict[str, Any]) -> None:
+    cors = template["Resources"]["ChatLambdaFunctionUrl"]["Properties"]["Cors"]
+    assert cors["AllowOrigins"] == origins(Settings().cors_allowed_origins)
+    assert cors["AllowHeaders"] == list(ALLOWED_HEADERS)
+    assert cors["ExposeHeaders"] == list(EXPOSED_HEADERS)
+    assert (cors["AllowMethods"], cors["MaxAge"]) == (["*"], MAX_AGE_SECONDS)
+
+
 SECRET_SETTINGS = (
     "DATABASE_URL", "SUPABASE_URL", "SUPABASE_SERVICE_ROLE_KEY", "SUPABASE_JWT_SECRET",
     "SUPABASE_ANON_KEY", "LLM_API_KEY", "MCP_SERVERS",
@@ -80,6 +89,18 @@ def test_each_function_may_read_only_its_stages_secret(template: dict[str, Any])
                  if "secretsmanager:GetSecretValue" in str(s["Action"])]  # fmt: skip
         assert len(reads) == 1 and reads[0]["Action"] == "secretsmanager:GetSecretValue"
         assert reads[0]["Resource"]["Fn::Sub"].endswith(":secret:parley/ci-??????")
+
+
+def test_a_project_verified_through_jwks_needs_no_jwt_secret(template: dict[str, Any]) -> None:
+    """The JWT secret comes from the stage's secret like every other: a project on asymmetric
+    signing keys leaves it out, and the functions verify tokens with the project's published
+    keys. Nothing in the template names it either way."""
+    for logical_id in FUNCTIONS:
+        variables = template["Resources"][logical_id]["Properties"]["Environment"]["Variables"]
+        assert "SUPABASE_JWT_SECRET" not in variables
+    settings = load_settings(supabase_jwt_secret="", supabase_url="https://abcd.supabase.co")
+    assert settings.supabase_jwt_secret is None
+    assert settings.jwks_url == "https://abcd.supabase.co/auth/v1/.well-known/jwks.json"
 
 
 def default(setting: str) -> Any:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from local.deepseek import FakeModelServer
+from local.deepseek import DEEPSEEK, PLAIN, FakeModelServer
 from shared.llm import ModelRegistry, OpenAIClient, RetryPolicy, load_registry
 from shared.llm.tokens import DeepSeekTokenizer
 
@@ -36,7 +36,9 @@ class RecordedSleeps:
         self.delays.append(seconds)
 
 
-SERVED = ("test-model", "test-thinker", "house-model", "mystery-1")
+SERVED = {"test-model": PLAIN, "test-thinker": DEEPSEEK, "house-model": PLAIN, "mystery-1": PLAIN}
+"""The test names served: `test-thinker` behaves as DeepSeek V4 (thinks by default), the others
+as an OpenAI-compatible model with no thinking mode (as the registry above says)."""
 
 
 @pytest.fixture(scope="module")

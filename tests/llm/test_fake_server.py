@@ -51,7 +51,7 @@ async def test_stream_matches_the_openai_chunk_sequence(
     assert len({c["id"] for c in chunks}) == 1
     deltas = [c["choices"][0]["delta"] for c in chunks[:-1]]
     assert deltas == [
-        {"role": "assistant", "content": ""},
+        {"role": "assistant", "content": None, "reasoning_content": ""},  # thinking: DeepSeek's
         {"content": None, "reasoning_content": "why"},
         {"content": "Hel"},
         {"content": "lo"},
@@ -78,29 +78,37 @@ async def test_deepseek_style_path_models_list_and_redacted_secrets(
     base = fake.base_url.removesuffix("/v1")
     fake.respond_with(lambda request: reply(f"{len(request.messages)} message(s)"))
 
-    plain = await http.post(base + "/chat/completions", json={**BODY, "stream": False},
+    body = {k: v for k, v in BODY.items() if k != "stream_options"}
+    plain = await http.post(base + "/chat/completions", json={**body, "stream": False},
                             headers={"authorization": "Bearer sk-secret"})  # fmt: skip
     models = (await http.get("/models")).json()
 
     assert plain.json()["object"] == "chat.completion"
     assert plain.json()["choices"][0]["message"]["content"] == "1 message(s)"
-    assert {"parley-demo", *DEEPSEEK_MODELS} <= {m["id"] for m in models["data"]}
-    assert "deepseek-chat" not in {m["id"] for m in models["data"]}
+    listed = [m["id"] for m in models["data"]]
+    assert listed[:2] == ["deepseek-flash", "deepseek-v4-pro"] and "parley-demo" in listed
+    assert "deepseek-chat" not in listed and "deepseek-v4-flash" in DEEPSEEK_MODELS
     (recorded,) = fake.requests
     assert isinstance(recorded, RecordedRequest) and recorded.path == "/chat/completions"
     assert recorded.headers["authorization"] == "[redacted]"
     assert "sk-secret" not in json.dumps(recorded.headers)
 
 
-async def test_bad_requests_get_openai_error_bodies(
+async def test_bad_requests_get_deepseeks_error_bodies(
     fake: FakeModelServer, http: httpx.AsyncClient
 ) -> None:
     not_json = await http.post("/chat/completions", content=b"{nope")
     no_messages = await http.post("/chat/completions", json={"model": "x"})
 
-    assert not_json.status_code == no_messages.status_code == 400
-    assert no_messages.json()["error"]["type"] == "invalid_request_error"
-    assert fake.requests == []
+    assert not_json.status_code == 400
+    assert not_json.json()["error"]["message"].startswith("Failed to parse the request body")
+    assert no_messages.status_code == 422  # DeepSeek's body parser
+    assert no_messages.json() == {"error": {
+        "message": "Failed to deserialize the JSON body into the target type: missing field "
+                   "`messages` at line 1 column 1",
+        "type": "invalid_request_error", "param": None,
+        "code": "invalid_request_error"}}  # fmt: skip
+    assert [e.refused and e.refused.rule for e in fake.exchanges] == ["body-shape"]
 
 
 async def test_truncated_stream_has_no_finish_and_no_done(
@@ -130,8 +138,11 @@ async def test_broken_tool_pairing_gets_the_providers_400(
     second = await http.post("/chat/completions", json={**BODY, "messages": unanswered})
 
     assert first.status_code == second.status_code == 400
-    assert "must be a response to a preceding message" in first.json()["error"]["message"]
-    assert "did not have response messages: c1" in second.json()["error"]["message"]
+    assert first.json()["error"]["message"] == (
+        "Messages with role 'tool' must be a response to a preceding message with 'tool_calls'"
+    )
+    assert second.json()["error"]["message"].endswith(
+        "(insufficient tool messages following tool_calls message)")  # fmt: skip
     assert len(fake.requests) == 2 and fake.pending == 1
 
 
@@ -144,9 +155,12 @@ async def test_a_retired_or_unknown_model_gets_deepseeks_400(
     response = await http.post("/chat/completions", json={**BODY, "model": model})
 
     assert response.status_code == 400
-    assert response.json() == {"error": {"message": "Model Not Exist",
-                                         "type": "invalid_request_error", "param": None,
-                                         "code": "invalid_request_error"}}  # fmt: skip
+    served = ", ".join(fake.listed_models())
+    assert response.json() == {"error": {
+        "message": f"The supported API model names are {served}, but you passed {model}.",
+        "type": "invalid_request_error", "param": None,
+        "code": "invalid_request_error"}}  # fmt: skip
+    assert served.startswith("deepseek-flash, deepseek-v4-pro, ")
     assert fake.pending == 1 and fake.exchanges[0].usage is None
 
 
@@ -164,7 +178,10 @@ TOOLS = [
 
 
 async def plain(http: httpx.AsyncClient, messages: Sequence[object]) -> dict[str, int]:
-    body = {**BODY, "stream": False, "messages": messages, "tools": TOOLS}
+    """Usage of a non-thinking call (the cache's arithmetic, without reasoning in the way)."""
+    body = {**BODY, "stream": False, "messages": messages, "tools": TOOLS,
+            "thinking": {"type": "disabled"}}  # fmt: skip
+    body.pop("stream_options")
     response = await http.post("/chat/completions", json=body)
     assert response.status_code == 200
     return dict(response.json()["usage"])

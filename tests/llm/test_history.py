@@ -1,10 +1,11 @@
-"""Histories DeepSeek accepts: checked (strict) or repaired before any request is sent."""
+"""Histories DeepSeek accepts: calls and results paired (checked, or repaired, before any request
+is sent), and reasoning passed back as DeepSeek's thinking mode asks."""
 
 from __future__ import annotations
 
 import pytest
 
-from local.deepseek import FakeModelServer, reply
+from local.deepseek import FakeModelServer, reply, tool_call
 from shared.llm import (
     AssistantMessage,
     ChatRequest,
@@ -41,8 +42,8 @@ def valid_history() -> list[Message]:
 def test_a_valid_history_has_no_problems_and_repair_keeps_it() -> None:
     history = valid_history()
 
-    assert find_problems(history, thinking=True) == []
-    assert repair_history(history, thinking=True) == history
+    assert find_problems(history) == []
+    assert repair_history(history) == history
 
 
 def test_orphan_and_duplicate_tool_results_are_found_and_dropped() -> None:
@@ -50,8 +51,8 @@ def test_orphan_and_duplicate_tool_results_are_found_and_dropped() -> None:
     history.insert(5, ToolMessage.answering(A, "again"))  # duplicate answer
     history.insert(2, ToolMessage("call_zzz", "orphan"))  # before any tool call
 
-    problems = find_problems(history, thinking=False)
-    repaired = repair_history(history, thinking=False)
+    problems = find_problems(history)
+    repaired = repair_history(history)
 
     assert [(p.index, p.kind) for p in problems] == [
         (2, "orphan_tool_result"), (6, "duplicate_tool_result")
@@ -62,8 +63,8 @@ def test_orphan_and_duplicate_tool_results_are_found_and_dropped() -> None:
 def test_tool_result_after_a_user_message_is_an_orphan() -> None:
     history = [*valid_history()[:4], UserMessage("wait"), ToolMessage.answering(B, "late")]
 
-    kinds = [p.kind for p in find_problems(history, thinking=False)]
-    repaired = repair_history(history, thinking=False)
+    kinds = [p.kind for p in find_problems(history)]
+    repaired = repair_history(history)
 
     assert kinds == ["unanswered_tool_call", "orphan_tool_result"]
     assert repaired[4] == ToolMessage("call_b", UNANSWERED_RESULT, "lookup")
@@ -78,7 +79,7 @@ def test_unanswered_calls_get_a_synthetic_result_before_the_next_message() -> No
         AssistantMessage(tool_calls=(ToolCall.of("c", "lookup"),)),
     ]
 
-    repaired = repair_history(history + trailing, thinking=False)
+    repaired = repair_history(history + trailing)
 
     assert repaired[3:6] == [
         ToolMessage.answering(A, "result a"),
@@ -86,21 +87,15 @@ def test_unanswered_calls_get_a_synthetic_result_before_the_next_message() -> No
         AssistantMessage("Both found."),
     ]
     assert repaired[-1] == ToolMessage("c", UNANSWERED_RESULT, "lookup")
-    assert find_problems(repaired, thinking=False) == []
+    assert find_problems(repaired) == []
 
 
-def test_thinking_models_need_reasoning_on_tool_call_turns_only() -> None:
+def test_reasoning_is_never_a_local_problem() -> None:
     history = valid_history()
-    history[2] = AssistantMessage(tool_calls=(A, B), reasoning_content="")
-    history[5] = AssistantMessage("Both found.")  # no tool calls: no reasoning needed
+    history[2] = AssistantMessage(tool_calls=(A, B))  # the model sent no reasoning
 
-    problems = find_problems(history, thinking=True)
-    repaired = repair_history(history, thinking=True)
-
-    assert [(p.index, p.kind) for p in problems] == [(2, "missing_reasoning")]
-    assert find_problems(history, thinking=False) == []
-    note = repaired[2].reasoning_content  # type: ignore[union-attr]
-    assert note is not None and "lookup (call_a), lookup (call_b)" in note
+    assert find_problems(history) == []
+    assert repair_history(history) == history
 
 
 async def test_strict_mode_rejects_an_orphan_tool_message_without_sending(
@@ -117,18 +112,22 @@ async def test_strict_mode_rejects_an_orphan_tool_message_without_sending(
     assert fake.requests == [] and fake.pending == 1
 
 
-async def test_strict_mode_rejects_missing_reasoning_for_thinking_models_without_sending(
+async def test_with_tools_in_thinking_mode_every_assistant_turn_passes_its_reasoning_back(
     fake: FakeModelServer, make_client: MakeClient
 ) -> None:
+    fake.script(reply("ok"), reply("ok"), reply("ok"))
     history = valid_history()
-    history[2] = AssistantMessage(tool_calls=(A, B))
+    history[2] = AssistantMessage(tool_calls=(A, B))  # no reasoning came with it
 
-    with pytest.raises(InvalidHistory, match="lacks reasoning_content"):
-        await make_client().stream(ChatRequest("test-thinker", history)).__anext__()
-    with pytest.raises(InvalidHistory, match="lacks reasoning_content"):
-        await make_client().complete(ChatRequest("test-model", history, thinking=True))
+    await make_client().complete(ChatRequest("test-thinker", history, tools=[LOOKUP]))
+    await make_client().complete(ChatRequest("test-thinker", history))  # no tools: not sent
+    await make_client().complete(ChatRequest("test-model", history, tools=[LOOKUP]))
 
-    assert fake.requests == []
+    with_tools, without, plain = (r.body["messages"] for r in fake.requests)
+    assert [m.get("reasoning_content") for m in with_tools if m["role"] == "assistant"] == [
+        "", ""]  # as the model sent it: nothing, passed back as an empty string  # fmt: skip
+    assert not any("reasoning_content" in m for m in without + plain)
+    assert [e.refused for e in fake.exchanges] == [None, None, None]
 
 
 async def test_repair_mode_sends_a_history_deepseek_accepts(
@@ -140,13 +139,37 @@ async def test_repair_mode_sends_a_history_deepseek_accepts(
     del history[4]
     history.insert(1, ToolMessage("ghost", "orphan"))
 
-    await make_client().complete(ChatRequest("test-thinker", history, history="repair"))
+    await make_client().complete(
+        ChatRequest("test-thinker", history, tools=[LOOKUP], history="repair")
+    )
 
     sent = fake.requests[0].body["messages"]
     assert [m["role"] for m in sent] == [
         "system", "user", "assistant", "tool", "tool", "assistant", "user"
     ]  # fmt: skip
-    assert sent[2]["reasoning_content"].startswith("[Reasoning for this step was not recorded")
+    assert sent[2]["reasoning_content"] == ""  # passed back as the model sent it: none
     assert [(m["tool_call_id"], m["content"]) for m in sent[3:5]] == [
         ("call_a", "result a"), ("call_b", UNANSWERED_RESULT)
     ]  # fmt: skip
+
+
+async def test_reasoning_sent_as_reasoning_is_read_and_passed_back_as_reasoning_content(
+    fake: FakeModelServer, make_client: MakeClient
+) -> None:
+    """OpenRouter and newer vLLM name the field `reasoning`: read as DeepSeek's, sent back as
+    DeepSeek's, in a stream and in a plain reply."""
+    call = ToolCall.of("c1", "lookup", q="a")
+    looked = reply(tool_call("lookup", q="a").with_id("c1"), reasoning="Look.")
+    said = reply("plain", reasoning="Said.")
+    fake.script(looked.reasoning_named("reasoning"), said.reasoning_named("reasoning"), reply("ok"))
+    client = make_client()
+    asked: list[Message] = [UserMessage("a?")]
+
+    streamed = await client.complete(ChatRequest("test-thinker", asked, tools=[LOOKUP]))
+    plain = await client.complete(ChatRequest("test-thinker", asked, stream=False))
+    history = [*asked, streamed.message, ToolMessage.answering(call, "found")]
+    await client.complete(ChatRequest("test-thinker", history, tools=[LOOKUP]))
+
+    assert streamed.message.reasoning_content == "Look."
+    assert plain.message.reasoning_content == "Said."
+    assert fake.requests[-1].messages[1]["reasoning_content"] == "Look."
