@@ -15,7 +15,7 @@ The request is Secrets Manager's `GetSecretValue` (JSON 1.1 protocol: `POST /`,
 `AWS_ENDPOINT_URL` when set, as boto3 would. It is tried up to 3 times when Secrets Manager
 cannot be reached, answers 5xx or throttles. Without credentials the environment leads to (a
 developer's profile, SSO), boto3 reads it instead. Why not boto3 always: importing it and
-building a client costs a cold start ~0.2 s, this ~5 ms (`bench.cold_start`). pydantic-settings'
+building a client costs a cold start ~0.15 s, this ~10 ms (`bench.cold_start`). pydantic-settings'
 own `AWSSecretsManagerSettingsSource` is the same idea over boto3; this one keeps its shape.
 
 Failures raise `ConfigurationError` naming the secret and AWS's error code — never a value
