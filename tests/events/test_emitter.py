@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 from shared.agents.events import dialogue_data
 from shared.db import Database, chats
-from shared.events import Event, EventEmitter, FanoutPublisher, InMemoryPublisher
+from shared.events import Event, EventEmitter, FanoutPublisher
 from tests.event_check import done_data
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_session, make_user
 
 
