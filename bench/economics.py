@@ -49,7 +49,6 @@ from local.deepseek import Exchange, FakeModelServer
 from shared.agents import prompts, run_turn
 from shared.agents.model_calls import tool_schemas
 from shared.db import Database, agents, chats, users
-from shared.events import InMemoryPublisher
 from shared.llm import (
     AssistantMessage,
     ChatRequest,
@@ -75,6 +74,7 @@ from shared.settings import Settings, load_settings
 from shared.tools import CallContext, ToolExecutor, TurnCache, builtin_registry, offered_tools
 from shared.tools import ToolCall as ExecutorCall
 from tests import databases
+from tests.events.in_memory import InMemoryPublisher
 
 PLANNER = "deepseek-v4-pro"
 EXECUTOR = "deepseek-flash"

@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
+import httpx2
 import psycopg
 from psycopg.types.json import Jsonb
 from realtime import AsyncRealtimeChannel, AsyncRealtimeClient, RealtimePostgresChangesListenEvent
@@ -145,7 +145,7 @@ async def run(events: int, paths: list[str]) -> None:
         async with (
             RealtimeServer(config) as server,
             await psycopg.AsyncConnection.connect(url, autocommit=True) as conn,
-            httpx.AsyncClient(base_url=server.realtime_url) as http,
+            httpx2.AsyncClient(base_url=server.realtime_url) as http,
         ):
             client = AsyncRealtimeClient(
                 server.realtime_url, mint_token(LOCAL_JWT_SECRET, role="anon")
@@ -174,7 +174,7 @@ async def _follow(
     client: AsyncRealtimeClient,
     clock: Stopwatch,
     conn: psycopg.AsyncConnection[Any],
-    http: httpx.AsyncClient,
+    http: httpx2.AsyncClient,
     thread: AgentThread,
     tokens: SupabaseRealtimePublisher,
 ) -> dict[str, Publish]:

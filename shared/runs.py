@@ -39,7 +39,7 @@ def open_publisher(services: Services, *extra: Publisher) -> Publisher:
     sinks: list[Publisher] = [*services.event_sinks, *extra]
     key = settings.supabase_service_role_key
     if settings.supabase_url and key:
-        from shared.events.realtime import SupabaseRealtimePublisher  # httpx: only when used
+        from shared.events.realtime import SupabaseRealtimePublisher  # httpx2: only when used
 
         sinks.append(
             SupabaseRealtimePublisher(
@@ -67,7 +67,7 @@ def invoker_for(services: Services, publisher: Publisher) -> Invoker:
             "INVOKER_TRANSPORT=http needs SUPABASE_SERVICE_ROLE_KEY: functions authenticate "
             "to each other with it"
         )
-    from shared.agents.http_invoker import HttpInvoker  # httpx: only when used
+    from shared.agents.http_invoker import HttpInvoker  # httpx2: only when used
 
     return HttpInvoker(
         planner_url=settings.planner_function_url,

@@ -151,7 +151,9 @@ async def send_streaming(
 
 
 async def _start(services: Services, user: User, request: ChatTurnRequest) -> TurnStarted:
-    await services.load_mcp_tools()  # the planner may run in this process
+    # No MCP here: storing a message offers no tool. Wherever the planner runs — this process
+    # (`in_process`), another function — it loads them itself (`InProcessInvoker`, `runs`), so
+    # the deployed chat never imports the MCP SDK nor connects to a server.
     return await start_turn(
         services,
         user_id=user.id,

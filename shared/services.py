@@ -10,6 +10,7 @@ calls a model starts without those settings. Tests and the local stack pass read
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Sequence
 from functools import cached_property, lru_cache
@@ -19,7 +20,7 @@ from shared.errors import ConfigurationError
 from shared.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2
     from fastapi import FastAPI
 
     from shared.admission import TurnSlots
@@ -31,6 +32,12 @@ if TYPE_CHECKING:
     from shared.llm.tokens import TokenCounter
     from shared.queues.senders import QueueSender
     from shared.tools import ToolExecutor, ToolRegistry
+
+log = logging.getLogger(__name__)
+MCP_MISSING = (
+    "MCP_SERVERS names %d server(s), but the MCP SDK is not installed (install parley[mcp]; "
+    "for Lambda, build the bundle with `infra/build.py --extra mcp`): their tools are left out"
+)
 
 
 class Services:
@@ -71,25 +78,30 @@ class Services:
         )
 
     @cached_property
-    def http(self) -> httpx.AsyncClient:
-        """One HTTP client for calls to other functions and to Realtime (pooled connections)."""
-        import httpx
+    def http(self) -> httpx2.AsyncClient:
+        """One HTTP client for calls to other functions and to Realtime (pooled connections):
+        httpx2, the model client's library, with its TLS settings (loaded once for both)."""
+        import httpx2
 
-        return httpx.AsyncClient(timeout=httpx.Timeout(900.0, connect=10.0))
+        from shared.tls import http_client_tls_context
+
+        timeout = httpx2.Timeout(900.0, connect=10.0)
+        return httpx2.AsyncClient(timeout=timeout, verify=http_client_tls_context())
 
     @cached_property
     def queue_sender(self) -> QueueSender:
         """What `SqsInvoker` puts messages on the queues with (`INVOKER_TRANSPORT=sqs`): SQS's
-        JSON API over `http.client`, signed here, when the environment holds an access key, its
-        secret and a region — as a Lambda function's does (not under SnapStart, which serves
-        credentials another way) — so that no send imports boto3 (the chat function's first
-        `202`). Requests go to `AWS_ENDPOINT_URL_SQS` (or `AWS_ENDPOINT_URL`) when set, as
-        boto3's would. Else, or behind an HTTPS proxy, boto3's client (`sqs`): it finds
-        credentials every other way (instance profiles, SSO, config files) and honours proxies."""
-        from shared.queues.sigv4 import Credentials
+        JSON API over `http.client`, signed here, when the environment leads to credentials
+        and names a region — a Lambda function's always does: its keys, or under SnapStart its
+        credentials endpoint (`shared.aws.credentials`) — so that no send imports boto3 (the
+        chat function's first `202`). Requests go to `AWS_ENDPOINT_URL_SQS` (or
+        `AWS_ENDPOINT_URL`) when set, as boto3's would. Else, or behind an HTTPS proxy,
+        boto3's client (`sqs`): it finds credentials every other way (instance profiles, SSO,
+        config files) and honours proxies."""
+        from shared.aws.credentials import from_environment
 
         environ = os.environ
-        credentials = Credentials.from_environment(environ)
+        credentials = from_environment(environ)
         if credentials is not None and not (
             environ.get("HTTPS_PROXY") or environ.get("https_proxy")
         ):
@@ -168,8 +180,11 @@ class Services:
     async def load_mcp_tools(self) -> None:
         """Connect the `MCP_SERVERS` once per process and add their tools to `tools`.
 
-        Called before agents run (the connection lives in this process's event loop). A server
-        that cannot be reached is logged and left out; the built-in tools work regardless.
+        Called where agents run, just before (the connection lives in this process's event
+        loop): never by the chat function's sends, which offer no tool. The MCP SDK is the
+        optional `parley[mcp]`, imported here and nowhere else. A server that cannot be
+        reached is logged and left out, and so are all of them when the SDK is not installed
+        (logged once): the built-in tools work regardless.
         """
         if not self.settings.mcp_servers or "_mcp" in self.__dict__:
             return
@@ -177,8 +192,15 @@ class Services:
             if "_mcp" in self.__dict__:
                 return
             from shared.agents.control_tools import CONTROL_NAMES
-            from shared.tools.mcp_source import McpSource, admitted
 
+            try:
+                from shared.tools.mcp_source import McpSource, admitted
+            except ModuleNotFoundError as exc:
+                if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types"):
+                    raise
+                log.error(MCP_MISSING, len(self.settings.mcp_servers))
+                self.__dict__["_mcp"] = None
+                return
             source = McpSource(self.settings.mcp_servers)
             taken = {tool.name for tool in self.tools} | CONTROL_NAMES
             for tool in admitted(await source.open(), taken=taken):
@@ -215,7 +237,7 @@ class Services:
                  if name in self.__dict__ and name not in self._given}  # fmt: skip
         if (sender := self.__dict__.pop("queue_sender", None)) is not None:
             sender.close()
-        if "_mcp" in built:
+        if built.get("_mcp") is not None:
             self.__dict__.pop("tools", None)  # its MCP tools belonged to the closed connection
             await built["_mcp"].close()
         for name in ("db", "http", "llm"):

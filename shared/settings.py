@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
@@ -17,7 +18,12 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
 
 from shared.errors import ConfigurationError
 
@@ -77,6 +83,12 @@ class Settings(BaseSettings):
     """Parley's configuration. Every field is documented in the README's configuration table."""
 
     model_config = SettingsConfigDict(extra="ignore", frozen=True, case_sensitive=False)
+
+    settings_secret_id: str | None = None
+    """A Secrets Manager secret (name or ARN) whose JSON object holds settings, keys named like
+    these variables (`{"DATABASE_URL": "...", "LLM_API_KEY": "..."}`): read once, when the
+    settings are, with the process's AWS credentials (`shared.aws.secrets`); a variable set in
+    the environment wins over the secret's. How the deployed functions get their secrets."""
 
     database_url: str | None = None
     """Postgres URL. Unset: an embedded Postgres under `parley_data_dir` is started and used."""
@@ -230,6 +242,23 @@ class Settings(BaseSettings):
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Python logging level."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Given values, then the environment, then the secret `SETTINGS_SECRET_ID` names."""
+        sources = (init_settings, env_settings, dotenv_settings, file_secret_settings)
+        if not os.environ.get("SETTINGS_SECRET_ID"):
+            return sources
+        from shared.aws.secrets import SecretsManagerSource
+
+        return (init_settings, env_settings, SecretsManagerSource(settings_cls), *sources[2:])
 
     @field_validator("database_url")
     @classmethod

@@ -3,7 +3,8 @@
 Calls carry the service-role key. Delivery is at least once: a request that fails to connect,
 times out or gets a 5xx/429 is sent again (the targets are idempotent: `run_plan` resumes from
 the tables, `run_executor_step` is keyed on step and attempt). Whatever happens, the caller
-re-reads the tables afterwards, so a lost response loses nothing.
+re-reads the tables afterwards, so a lost response loses nothing. The client is httpx2, as
+everywhere in the functions (`Services.http`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 from uuid import UUID
 
-import httpx
+import httpx2
 
 from shared.agents.outcomes import PlanOutcome, StepOutcome
 from shared.background import run_in_background
 from shared.errors import AppError, ConfigurationError, Conflict, NotFound, UpstreamUnavailable
+from shared.tls import http_client_tls_context
 
 log = logging.getLogger(__name__)
 
@@ -42,15 +44,15 @@ class HttpInvoker:
         attempts: int = 3,
         timeout_seconds: float = 900.0,
         retry_delay_seconds: float = 1.0,
-        client: httpx.AsyncClient | None = None,
+        client: httpx2.AsyncClient | None = None,
     ) -> None:
         self._planner_url = planner_url.rstrip("/") if planner_url else None
         self._executor_url = executor_url.rstrip("/") if executor_url else None
         self._headers = {"Authorization": f"Bearer {service_key}"}
         self._attempts = attempts
         self._retry_delay = retry_delay_seconds
-        self._client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout_seconds, connect=10.0)
+        self._client = client or httpx2.AsyncClient(
+            timeout=httpx2.Timeout(timeout_seconds, connect=10.0), verify=http_client_tls_context()
         )
 
     async def run_plan(self, *, plan_id: UUID) -> PlanOutcome:
@@ -106,7 +108,7 @@ class HttpInvoker:
         for attempt in range(1, self._attempts + 1):
             try:
                 response = await self._client.post(url, json=json or {}, headers=self._headers)
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 failure = f"{type(exc).__name__}"
             else:
                 if response.status_code < 300:
@@ -121,7 +123,7 @@ class HttpInvoker:
         raise UpstreamUnavailable(f"{url} could not be run: {failure}")
 
 
-def _answered(response: httpx.Response) -> AppError:
+def _answered(response: httpx2.Response) -> AppError:
     """The error another function answered with, as ours (its problem+json detail kept)."""
     try:
         detail = str(response.json().get("detail", response.text))

@@ -57,6 +57,7 @@ class InProcessInvoker:
     async def run_plan(self, *, plan_id: UUID) -> PlanOutcome:
         from shared.agents.planner import run_plan
 
+        await self.services.load_mcp_tools()  # the planner runs here: it offers them
         return await run_plan(
             self.services, plan_id=plan_id, publisher=self.publisher, invoker=self
         )
@@ -64,6 +65,7 @@ class InProcessInvoker:
     async def run_step(self, *, step_id: UUID, attempt: int) -> StepOutcome:
         from shared.agents.executor import run_executor_step
 
+        await self.services.load_mcp_tools()
         return await run_executor_step(
             self.services, step_id=step_id, attempt=attempt, publisher=self.publisher
         )

@@ -2,7 +2,7 @@
 
 from shared.events.emitter import EventEmitter
 from shared.events.models import EVENT_TYPES, Event, EventType
-from shared.events.publisher import FanoutPublisher, InMemoryPublisher, Publisher
+from shared.events.publisher import FanoutPublisher, Publisher
 
 __all__ = [
     "EVENT_TYPES",
@@ -10,6 +10,5 @@ __all__ = [
     "EventEmitter",
     "EventType",
     "FanoutPublisher",
-    "InMemoryPublisher",
     "Publisher",
 ]

@@ -1,4 +1,5 @@
-"""Where events go in this process: the `Publisher` seam, an in-memory publisher and a fan-out.
+"""Where events go in this process: the `Publisher` seam and a fan-out (the tests' in-memory
+publisher is `tests.events.in_memory.InMemoryPublisher`).
 
 Events about stored state reach Realtime from the database, in their rows' transactions
 (`shared.events.emitter`); publishers only pass them on in this process (an SSE response,
@@ -8,9 +9,8 @@ fails is logged and skipped, and never fails the turn that produced the event.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from shared.events.models import Event
@@ -28,31 +28,6 @@ class Publisher(Protocol):
     async def aclose(self) -> None:
         """Flush anything buffered and release resources."""
         ...
-
-
-class InMemoryPublisher:
-    """Keeps every event; tests (and the local SSE bridge) read or await them."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self._changed = asyncio.Condition()
-
-    async def publish(self, events: Sequence[Event]) -> None:
-        async with self._changed:
-            self.events.extend(events)
-            self._changed.notify_all()
-
-    async def aclose(self) -> None:
-        return None
-
-    async def wait_for(self, predicate: Callable[[list[Event]], bool]) -> None:
-        """Wait until `predicate(events)` holds; bound it with `asyncio.timeout`."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: predicate(self.events))
-
-    def types(self) -> list[str]:
-        """The event types seen so far, in order."""
-        return [event.type for event in self.events]
 
 
 class FanoutPublisher:

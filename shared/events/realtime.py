@@ -9,6 +9,10 @@ broadcast event name and the event itself as payload. Events are batched: the fi
 batch starts a short linger timer, and everything published meanwhile leaves in one
 `POST {SUPABASE_URL}/realtime/v1/api/broadcast`. Failures are logged and dropped — the tables
 hold the truth and clients catch up with `?after_seq=`.
+
+The HTTP client is httpx2, the model client's own (`openai` depends on it): one HTTP stack in
+the functions, and the model client's TLS settings (`shared.tls.http_client_tls_context`), so
+a planner's first broadcast loads nothing new.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
+import httpx2
 
 from shared.events.models import Event
 
@@ -45,7 +49,7 @@ class SupabaseRealtimePublisher:
         max_batch: int = 100,
         timeout_seconds: float = 5.0,
         retry_delay_seconds: float = 0.2,
-        client: httpx.AsyncClient | None = None,
+        client: httpx2.AsyncClient | None = None,
     ) -> None:
         self.endpoint = f"{supabase_url.rstrip('/')}/realtime/v1/api/broadcast"
         self._headers = {"apikey": service_key, "Authorization": f"Bearer {service_key}"}
@@ -53,7 +57,7 @@ class SupabaseRealtimePublisher:
         self._linger = linger_seconds
         self._max_batch = max_batch
         self._retry_delay = retry_delay_seconds
-        self._client = client or httpx.AsyncClient(timeout=timeout_seconds)
+        self._client = client or new_client(timeout_seconds)
         self._owns_client = client is None
         self._pending: list[dict[str, Any]] = []
         self._timer: asyncio.Task[None] | None = None
@@ -111,7 +115,7 @@ class SupabaseRealtimePublisher:
                 response = await self._client.post(
                     self.endpoint, json={"messages": batch}, headers=self._headers
                 )
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 failure = f"{type(exc).__name__}"
             else:
                 if response.status_code < 300:
@@ -122,3 +126,10 @@ class SupabaseRealtimePublisher:
             if attempt == 1:
                 await asyncio.sleep(self._retry_delay)
         log.warning("realtime broadcast of %d events failed (%s); dropped", len(batch), failure)
+
+
+def new_client(timeout_seconds: float) -> httpx2.AsyncClient:
+    """An httpx2 client with the process's shared TLS settings."""
+    from shared.tls import http_client_tls_context
+
+    return httpx2.AsyncClient(timeout=timeout_seconds, verify=http_client_tls_context())

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, cast
 
-import httpx2
 import openai
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
@@ -50,9 +49,12 @@ def build_client(*, base_url: str, api_key: str, timeout: float) -> AsyncOpenAI:
 def model_tls_context() -> ssl.SSLContext:
     """The TLS settings of every model client of the process: the HTTP client's own defaults
     (`SSL_CERT_FILE` / `SSL_CERT_DIR`, the platform's trust store on macOS and Windows), not
-    `shared.tls`'s. Loading the CA bundle takes 20–60 ms: the planner and executor functions
-    build it at init (`load_agent_core`)."""
-    return httpx2.create_ssl_context()
+    the standard library's. Loading the CA bundle takes 20–60 ms: the planner and executor
+    functions build it at init (`load_agent_core`). The same context serves every httpx2
+    client of the process (`shared.tls.http_client_tls_context`)."""
+    from shared.tls import http_client_tls_context
+
+    return http_client_tls_context()
 
 
 @dataclass(slots=True)

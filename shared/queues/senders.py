@@ -3,10 +3,11 @@
 Two senders do the job (`Services.queue_sender` picks one):
 
 * `shared.queues.sqs_http.SqsHttpSender` — SQS's JSON API over `http.client`, signed here:
-  used when the environment holds the credentials, as a Lambda function's does (SnapStart
-  aside). It keeps boto3 off the chat function's first `202` (see its docstring).
+  used when the environment leads to the credentials, as a Lambda function's does (its keys,
+  or SnapStart's credentials endpoint). It keeps boto3 off the chat function's first `202`
+  (see its docstring).
 * `BotoSender` — boto3's SQS client, for every other way AWS credentials are found
-  (instance profiles, SSO, config files, SnapStart's) and behind an HTTPS proxy.
+  (instance profiles, SSO, config files) and behind an HTTPS proxy.
 
 Both retry what may pass on a second try, and raise `QueueSendFailed` — AWS's error code and
 message, or the network failure — without the credentials.

@@ -6,9 +6,10 @@ Through boto3, the first `202` of every new Lambda environment paid ~175 ms for 
 and building an SQS client (a warm `202` takes ~8 ms). No library is light enough: botocore's
 `auth` module alone takes ~100 ms to import, `httpx` ~70 ms. This sender needs only the
 standard library (`http.client`, `hmac`, `hashlib`, `json`) and sends one kind of request.
-Its signature (`shared.queues.sigv4`) is checked byte for byte against botocore's
-`SigV4Auth`, and its requests end to end against moto's SQS server, in
-`tests/aws/test_sqs_http.py`.
+Its signature (`shared.aws.sigv4`) is checked against AWS's SigV4 test suite and byte for byte
+against botocore's `SigV4Auth`, and its requests end to end against moto's SQS server, in
+`tests/aws/`. The credentials come from Lambda's environment or, under SnapStart, from its
+credentials endpoint (`shared.aws.credentials`), read for each send.
 
 The request: `POST /` to the queue URL's scheme and host (`https://sqs.<region>.amazonaws.com`
 on AWS; moto's server names itself in its queue URLs) or to `AWS_ENDPOINT_URL_SQS`,
@@ -42,8 +43,9 @@ from http.client import HTTPConnection, HTTPException, HTTPSConnection
 from typing import Any
 from urllib.parse import urlsplit
 
+from shared.aws.credentials import CredentialSource, CredentialsUnavailable
+from shared.aws.sigv4 import Credentials, host_of, sign
 from shared.queues.senders import QueueSendFailed
-from shared.queues.sigv4 import Credentials, host_of, sign
 from shared.tls import tls_context
 
 TIMEOUT_SECONDS = 3.0
@@ -86,7 +88,7 @@ class SqsHttpSender:
 
     def __init__(
         self,
-        credentials: Credentials,
+        credentials: CredentialSource,
         *,
         timeout: float = TIMEOUT_SECONDS,
         clock: Callable[[], datetime] = utc_now,
@@ -112,7 +114,8 @@ class SqsHttpSender:
         started, attempt = time.monotonic(), 1
         while True:
             try:
-                status, answer = self._exchange(origin, payload)
+                credentials = self._current()
+                status, answer = self._exchange(origin, payload, credentials)
                 return _message_id(status, answer, body)
             except QueueSendFailed as failed:
                 late = time.monotonic() - started > RETRY_DEADLINE_SECONDS
@@ -130,14 +133,20 @@ class SqsHttpSender:
         for kept in idle:
             kept.connection.close()
 
-    def _exchange(self, origin: str, payload: bytes) -> tuple[int, bytes]:
+    def _current(self) -> Credentials:
+        try:
+            return self.credentials.current()
+        except CredentialsUnavailable as exc:
+            raise QueueSendFailed("CredentialsUnavailable", str(exc)) from exc
+
+    def _exchange(self, origin: str, payload: bytes, credentials: Credentials) -> tuple[int, bytes]:
         """One try on one connection: SQS's status and answer, or `QueueSendFailed` (code
         `StaleConnection` when a kept connection turned out closed by the server)."""
         kept, generation = self._take(origin)
         reused = kept is not None
         connection = kept.connection if kept else self._open(origin)
         try:
-            status, answer, closing = self._post(connection, origin, payload)
+            status, answer, closing = self._post(connection, origin, payload, credentials)
         except ConnectionError as exc:
             connection.close()
             code = "StaleConnection" if reused else type(exc).__name__
@@ -194,11 +203,11 @@ class SqsHttpSender:
         return HTTPConnection(parts.hostname or "", parts.port, timeout=self.timeout)
 
     def _post(
-        self, connection: HTTPConnection, origin: str, payload: bytes
+        self, connection: HTTPConnection, origin: str, payload: bytes, credentials: Credentials
     ) -> tuple[int, bytes, bool]:
         url = f"{origin}/"
         headers = {"Host": host_of(url), "Content-Type": CONTENT_TYPE, "X-Amz-Target": TARGET}
-        headers |= sign(self.credentials, service="sqs", method="POST", url=url,
+        headers |= sign(credentials, service="sqs", method="POST", url=url,
                         headers=headers, body=payload, now=self._clock())  # fmt: skip
         connection.request("POST", "/", body=payload, headers=headers)
         response = connection.getresponse()
@@ -208,7 +217,11 @@ class SqsHttpSender:
         """`failed` with the secret key and the session token cut out of its message (an
         answer to a bad signature quotes the canonical request, token included)."""
         message = failed.message
-        for secret in (self.credentials.secret_key, self.credentials.session_token):
+        try:
+            credentials = self.credentials.current()
+        except CredentialsUnavailable:
+            return failed  # nothing was signed, so nothing secret was quoted
+        for secret in (credentials.secret_key, credentials.session_token):
             if secret:
                 message = message.replace(secret, "[redacted]")
         if message == failed.message:

@@ -18,7 +18,8 @@ from shared.db.records import (
     PlanStep,
     columns,
 )
-from shared.events import Event, InMemoryPublisher
+from shared.events import Event
+from tests.events.in_memory import InMemoryPublisher
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,12 @@ from shared.agents import (
     run_turn,
 )
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from tests.agents.builders import stored, types
 from tests.agents.conftest import MakeServices
 from tests.agents.plans import plan_call, synthesis
 from tests.agents.scripting import Script, requests_of, tool_results
 from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import fetch_row, make_event
 

@@ -7,12 +7,12 @@ from typing import Any
 from local.deepseek import FakeModelServer, RecordedRequest, reply, tool_call
 from shared.agents import DeepSeekTokenizer, count_prompt, prompts, run_turn
 from shared.db import Database, chats
-from shared.events import InMemoryPublisher
 from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices
 from tests.agents.plans import complete_with_results, plan_call, synthesis
 from tests.agents.scripting import Script, requests_of
 from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_session, make_user
 from tests.tools.builders import make_task
 

@@ -14,13 +14,13 @@ from local.deepseek import FakeModelServer, ScriptedCall, reply, tool_call
 from shared.agents import InProcessInvoker, run_turn
 from shared.approvals import decide_approval, list_approvals
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from tests.agents.builders import stored
 from tests.agents.holds import as_user
 from tests.agents.scripting import Script, requests_of, tool_results
 from tests.agents.test_human_approvals import DELETE_STEP, WHERE
 from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import fetch_row, make_event, make_task
 

@@ -8,12 +8,12 @@ import threading
 from local.deepseek import FakeModelServer, RecordedRequest, Reply, reply, tool_call
 from shared.agents import InProcessInvoker, request_cancel, start_turn
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from tests.agents.builders import of_type, stored
 from tests.agents.plans import plan_call, synthesis
 from tests.agents.scripting import Script
 from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 
 

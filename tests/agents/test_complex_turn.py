@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 from local.deepseek import FakeModelServer
 from shared.agents import run_turn
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from tests.agents.builders import data, of_type, stored, types
 from tests.agents.plans import TASKS_STEP, week_script
 from tests.agents.scripting import Script, requests_of
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import fetch_row, make_event, make_task
 

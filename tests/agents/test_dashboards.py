@@ -16,12 +16,12 @@ import pytest
 from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import run_turn
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from tests import databases
 from tests.agents.plans import plan_call, synthesis, week_script
 from tests.agents.scripting import Script
 from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import make_event, make_task
 

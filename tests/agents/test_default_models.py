@@ -10,13 +10,13 @@ from pydantic import SecretStr
 from local.deepseek import FakeModelServer, RecordedRequest, Reply, reply, tool_call
 from shared.agents import DeepSeekTokenizer, run_turn
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from shared.settings import Settings
 from tests.agents.builders import stored
 from tests.agents.plans import complete_with_results
 from tests.agents.scripting import Script, requests_of
 from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import make_task
 

@@ -9,9 +9,9 @@ from shared.agents import InProcessInvoker, run_turn
 from shared.approvals import decide_approval, list_approvals
 from shared.auth import User
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from tests.agents.builders import stored, types
 from tests.agents.conftest import MakeServices
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import fetch_row, make_event, make_task
 

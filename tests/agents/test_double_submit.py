@@ -20,10 +20,10 @@ from shared.agents import (
 )
 from shared.db import Database
 from shared.errors import Conflict
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from tests.agents.holds import Hold, scalar, set_plan_lease
 from tests.agents.scripting import Script
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_session, make_user
 from tests.tools.builders import make_event
 

@@ -7,13 +7,13 @@ import pytest
 from local.deepseek import FakeModelServer, error
 from shared.agents import run_turn
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from shared.settings import Settings
 from tests.agents.builders import of_type, stored, types
 from tests.agents.plans import plan_call
 from tests.agents.scripting import Script
 from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.models import MODELS
 

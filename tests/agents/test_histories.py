@@ -5,11 +5,11 @@ from __future__ import annotations
 from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import run_turn
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices
 from tests.agents.scripting import Script, requests_of
 from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 
 

@@ -17,7 +17,6 @@ from shared.agents.approvals import DatabaseApprovals, Escalation, Verdict
 from shared.approvals import decide_approval, list_approvals
 from shared.db import Database
 from shared.errors import Conflict, InvalidInput, NotFound
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices
@@ -25,6 +24,7 @@ from tests.agents.holds import Hold, as_user, scalar
 from tests.agents.plans import plan_call, synthesis
 from tests.agents.scripting import Script, requests_of, tool_results
 from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import fetch_row, make_event
 

@@ -9,13 +9,13 @@ import json
 from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import prompts, run_turn
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from shared.tools import builtin_registry
 from tests.agents.builders import stored
 from tests.agents.plans import complete_with_results, plan_call, synthesis
 from tests.agents.scripting import Script, requests_of
 from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import make_task
 

@@ -18,7 +18,7 @@ from shared.agents import (
     start_turn,
 )
 from shared.db import Database
-from shared.events import EventEmitter, InMemoryPublisher
+from shared.events import EventEmitter
 from shared.services import Services
 from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices
@@ -26,6 +26,7 @@ from tests.agents.holds import Hold, plan_row, set_plan_lease
 from tests.agents.plans import complete_with_results, plan_call, synthesis
 from tests.agents.scripting import Script, requests_of
 from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import make_task
 

@@ -8,12 +8,12 @@ from typing import Any
 from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import InProcessInvoker, run_turn, start_turn
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from tests.agents.builders import of_type, stored, types
 from tests.agents.conftest import MakeServices
 from tests.agents.plans import complete_with_results, plan_call, synthesis
 from tests.agents.scripting import Script, requests_of, tool_results
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import make_task, snapshot
 

@@ -17,7 +17,7 @@ from local.deepseek import FakeModelServer, error, raw_tool_call, reply, tool_ca
 from shared.agents import InProcessInvoker, run_turn
 from shared.agents.planner import ANSWER_CUT, ANSWER_FILTERED, NO_ANSWER
 from shared.db import Database
-from shared.events import Event, InMemoryPublisher
+from shared.events import Event
 from shared.services import Services
 from shared.tools.mcp_source import REPLACED_NOTE
 from shared.tools.mcp_source import _payload as mcp_payload
@@ -28,6 +28,7 @@ from tests.agents.conftest import MakeServices
 from tests.agents.holds import scalar
 from tests.agents.scripting import Script, requests_of
 from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import make_task
 

@@ -16,7 +16,7 @@ from shared.agents import DeepSeekTokenizer, InProcessInvoker, prompts, run_turn
 from shared.agents.plan_checks import MAX_PROBLEMS, read_plan
 from shared.db import Database, chats
 from shared.db.records import ChatMessage
-from shared.events import Event, InMemoryPublisher
+from shared.events import Event
 from shared.llm import ToolCall
 from shared.tools import builtin_registry
 from shared.tools.mcp_source import MAX_ERROR_CHARS, OMITTED_NOTE, _payload
@@ -29,6 +29,7 @@ from tests.agents.plans import complete_with_results, plan_call, synthesis
 from tests.agents.scripting import Script, delegation, requests_of
 from tests.agents.test_limits import LOOKUP, ONE_STEP
 from tests.agents.test_resume import Crash
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_session, make_user
 from tests.tools.builders import make_task
 

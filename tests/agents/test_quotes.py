@@ -14,12 +14,12 @@ from shared.agents import run_turn
 from shared.agents.quotes import Quotes
 from shared.db import Database
 from shared.db.records import PlanStep
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from tests.agents.builders import stored, streamed_text
 from tests.agents.plans import plan_call
 from tests.agents.scripting import Script
 from tests.agents.test_limits import LOOKUP, ONE_STEP
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 
 ITEMS = "- Renew passport | backlog | high\n- Book dentist | todo"

@@ -24,11 +24,12 @@ from shared.agents import (
 )
 from shared.db import Database
 from shared.errors import InvalidInput
-from shared.events import Event, EventEmitter, InMemoryPublisher
+from shared.events import Event, EventEmitter
 from shared.services import Services
 from tests.agents.builders import of_type, stored
 from tests.agents.plans import complete_with_results, plan_call, synthesis
 from tests.agents.scripting import Script, requests_of
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import make_task
 

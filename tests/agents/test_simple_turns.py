@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import TurnStillRunning, request_cancel, run_turn, start_turn
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from tests.agents.builders import of_type, stored, streamed_text, types
+from tests.agents.conftest import MakeServices
 from tests.agents.scripting import Script, tool_results
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import make_task
+
+MCP_ECHO = Path(__file__).parents[1] / "tools" / "mcp_echo_server.py"
 
 
 async def test_a_direct_turn_costs_one_call_and_streams_its_answer(
@@ -113,3 +118,21 @@ async def test_start_turn_stores_the_message_once_per_client_message_id(
     assert cancelled.status == "cancelled"  # nobody was running it: closed at once
     other = await start_turn(services, user_id=user, session_id=first.session_id, message="more")
     assert other.planner_agent_id == first.planner_agent_id and other.plan_id != first.plan_id
+
+
+async def test_a_turn_run_in_this_process_offers_the_mcp_tools(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    """Sending no longer connects the MCP servers (the deployed chat runs no agent); the
+    planner does, wherever it runs — here, in the sender's process (the local stack's way)."""
+    echo = {"name": "echo", "command": sys.executable, "args": [str(MCP_ECHO)]}
+    services = make_services(mcp_servers=[echo])
+    script.planner(reply("Hi."))
+    user = await make_user(db)
+    try:
+        await run_turn(services, user_id=user, session_id=None, message="hi",
+                       publisher=InMemoryPublisher())  # fmt: skip
+    finally:
+        await services.aclose()
+
+    assert "echo_echo" in fake.requests[0].tool_names

@@ -15,7 +15,6 @@ from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import run_turn
 from shared.approvals import decide_approval, list_approvals
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from shared.sweeper import sweep
 from tests.agents.builders import of_type, stored
@@ -23,6 +22,7 @@ from tests.agents.conftest import MakeServices
 from tests.agents.holds import as_user, scalar, set_plan_lease
 from tests.agents.scripting import Script
 from tests.agents.test_resume import script_garden
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.kills import Kill
 from tests.tools.builders import make_event, make_task

@@ -15,12 +15,12 @@ import pytest
 from local.deepseek import FakeModelServer, reply
 from shared.agents import DeepSeekTokenizer, run_turn
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.llm import OpenAIClient, RetryPolicy, load_registry
 from shared.services import Services
 from shared.settings import Settings
 from tests import databases
 from tests.agents.builders import stored
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 
 PEAK = datetime(2026, 11, 23, 2, 0, tzinfo=UTC)  # Monday 10:00 in Beijing

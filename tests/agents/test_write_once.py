@@ -15,12 +15,12 @@ import pytest
 from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import InProcessInvoker, run_turn
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from tests.agents.builders import stored
 from tests.agents.holds import scalar
 from tests.agents.scripting import Script, requests_of
 from tests.agents.test_resume import FIND, WRITE, script_garden
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.kills import Kill
 from tests.tools.builders import make_task

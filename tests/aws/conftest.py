@@ -13,12 +13,12 @@ import pytest
 
 from local.deepseek import FakeModelServer
 from shared.agents import DeepSeekTokenizer
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from shared.settings import Settings
 from tests.agents.scripting import Script
 from tests.aws.cloud import Cloud, Function
 from tests.aws.moto_server import NOT_INHERITED, environment, moto_server
+from tests.events.in_memory import InMemoryPublisher
 from tests.functions.conftest import SECRET
 from tests.functions.stack import SERVICE_KEY
 from tests.models import EXECUTOR_MODEL, PLANNER_MODEL, SERVED

@@ -24,7 +24,6 @@ import pytest
 
 from local.deepseek import FakeModelServer, reply
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from tests.agents.builders import stored
 from tests.agents.holds import plan_row, scalar, set_plan_lease
 from tests.agents.plans import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_script
@@ -32,6 +31,7 @@ from tests.agents.scripting import Script, requests_of
 from tests.aws.cloud import Cloud, Delivery, Function
 from tests.aws.test_queues import a_user_with_a_week, done_events, send
 from tests.aws.test_sweeper import expire_plan_lease, sweep
+from tests.events.in_memory import InMemoryPublisher
 from tests.kills import Kill
 
 Functions = dict[str, Function]

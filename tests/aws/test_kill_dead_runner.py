@@ -16,7 +16,6 @@ import pytest
 
 from local.deepseek import FakeModelServer
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from tests.agents.holds import scalar, set_plan_lease
 from tests.agents.scripting import Script
 from tests.aws.cloud import Cloud, Delivery, Function
@@ -29,6 +28,7 @@ from tests.aws.test_kill_anywhere import (
 )
 from tests.aws.test_queues import a_user_with_a_week
 from tests.aws.test_sweeper import set_step_lease, sweep
+from tests.events.in_memory import InMemoryPublisher
 from tests.kills import Kill
 
 Functions = dict[str, Function]

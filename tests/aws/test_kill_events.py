@@ -38,7 +38,6 @@ from realtime import AsyncRealtimeClient
 from local.deepseek import FakeModelServer
 from local.realtime import RealtimeServer
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.events.realtime import session_topic
 from tests.agents.scripting import Script
 from tests.aws.cloud import Cloud
@@ -51,6 +50,7 @@ from tests.aws.test_kill_anywhere import (
     script_week,
 )
 from tests.aws.test_queues import a_user_with_a_week
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_session
 from tests.functions.conftest import SECRET, token
 from tests.functions.stack import SERVICE_KEY

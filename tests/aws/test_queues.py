@@ -24,7 +24,6 @@ import pytest
 from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import DeepSeekTokenizer
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.services import Services
 from shared.settings import Settings
 from tests.agents.builders import of_type, stored
@@ -32,6 +31,7 @@ from tests.agents.holds import plan_row, scalar
 from tests.agents.plans import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_script
 from tests.agents.scripting import Script, requests_of
 from tests.aws.cloud import Cloud, Function, body_of, lambda_event
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.functions.conftest import SECRET
 from tests.functions.test_handlers import load_event
@@ -322,16 +322,23 @@ print(json.dumps({"response": response, "request_imported": sorted(set(sys.modul
 """
 
 
-async def test_the_chat_functions_first_202_imports_neither_boto3_nor_botocore(
-    db: Database, database_url: str, cloud: Cloud
+ECHO_SERVER = {"name": "echo", "command": sys.executable,
+               "args": [str(ROOT / "tests" / "tools" / "mcp_echo_server.py")]}  # fmt: skip
+"""A stdio MCP server: were it connected, the chat's process would start it and import the SDK."""
+
+
+@pytest.mark.parametrize("mcp_servers", [[], [ECHO_SERVER]], ids=["no-mcp", "mcp"])
+async def test_the_chat_functions_first_202_imports_neither_boto3_nor_botocore_nor_mcp(
+    db: Database, database_url: str, cloud: Cloud, mcp_servers: list[dict[str, Any]]
 ) -> None:
-    """The chat function as deployed, in a process of its own (this one has boto3 loaded):
-    its handler imported, then its first `POST /chat`, queued and answered 202."""
+    """The chat function as deployed, in a process of its own (this one has boto3 and the MCP
+    SDK loaded): its handler imported, then its first `POST /chat`, queued and answered 202 —
+    with MCP servers configured too: the chat offers no tool, so it loads nothing of MCP's."""
     user = await make_user(db)
     env = {
         **os.environ, "DATABASE_URL": database_url, "SUPABASE_JWT_SECRET": SECRET,
         "INVOKER_TRANSPORT": "sqs", "PLANNER_QUEUE_URL": cloud.urls["planner"],
-        "EXECUTOR_QUEUE_URL": cloud.urls["executor"],
+        "EXECUTOR_QUEUE_URL": cloud.urls["executor"], "MCP_SERVERS": json.dumps(mcp_servers),
     }  # fmt: skip
     event = json.dumps(load_event("chat_send_message.json", user))
     done = await asyncio.to_thread(
@@ -348,3 +355,6 @@ async def test_the_chat_functions_first_202_imports_neither_boto3_nor_botocore(
     assert "shared.queues.sqs_http" not in found["request_imported"]
     aws_sdk = [name for name in found["loaded"] if name.split(".")[0] in ("boto3", "botocore")]
     assert aws_sdk == []
+    mcp = [name for name in found["loaded"] if name.split(".")[0] in ("mcp", "mcp_types")]
+    assert mcp == []
+    assert "shared.tools.mcp_source" not in found["loaded"]

@@ -25,9 +25,9 @@ from uuid import uuid4
 
 import pytest
 
+from shared.aws.sigv4 import Credentials, sign
 from shared.errors import UpstreamUnavailable
 from shared.queues.senders import BotoSender, QueueSendFailed
-from shared.queues.sigv4 import Credentials, sign
 from shared.queues.sqs import SqsInvoker
 from shared.queues.sqs_http import (
     ATTEMPTS,

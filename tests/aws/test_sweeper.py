@@ -15,7 +15,6 @@ from uuid import UUID, uuid4
 
 from local.deepseek import FakeModelServer, reply
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from shared.queues.dead_letters import PLAN_DEAD, STEP_DEAD
 from tests.agents.builders import of_type, stored
 from tests.agents.holds import plan_row, scalar, set_plan_lease
@@ -23,6 +22,7 @@ from tests.agents.plans import CALENDAR_STEP, WRITE_STEP, week_script
 from tests.agents.scripting import Script, requests_of
 from tests.aws.cloud import MAX_RECEIVES, Cloud, Delivery, Function, lambda_event
 from tests.aws.test_queues import a_user_with_a_week, done_events, send
+from tests.events.in_memory import InMemoryPublisher
 from tests.kills import Kill
 
 Functions = dict[str, Function]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shared.db import Database, chats
-from shared.events import Event, EventEmitter, FanoutPublisher, InMemoryPublisher
+from shared.events import Event, EventEmitter, FanoutPublisher
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_session, make_user
 
 

@@ -18,7 +18,6 @@ import pytest
 from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import DeepSeekTokenizer
 from shared.db import Database
-from shared.events import InMemoryPublisher
 from tests.agents.plans import (
     CALENDAR_STEP,
     TASKS_STEP,
@@ -27,6 +26,7 @@ from tests.agents.plans import (
     week_script,
 )
 from tests.agents.scripting import Script, delegation, requests_of
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.functions.stack import SERVICE_KEY, Stack
 from tests.functions.test_chat_sessions import problem

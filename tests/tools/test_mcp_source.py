@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -33,6 +34,7 @@ from shared.tools.schema import JsonObject
 from tests.tools.builders import Crew, call, execution_row
 
 SERVER = Path(__file__).with_name("mcp_echo_server.py")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def echo_config(**changes: object) -> McpServerConfig:
@@ -253,3 +255,33 @@ async def test_a_server_whose_tools_clash_is_left_out_and_the_turns_go_on(
         assert names.count("echo_echo") == 1 and "list_tasks" in names
     finally:
         await services.aclose()
+
+
+MISSING_SDK = """
+import asyncio, json, logging, sys
+sys.modules["mcp"] = None  # as if parley[mcp] were not installed: `import mcp` fails
+from shared.services import Services
+from shared.settings import load_settings
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+services = Services(load_settings(mcp_servers=json.loads(sys.argv[1])))
+asyncio.run(services.load_mcp_tools())
+asyncio.run(services.load_mcp_tools())
+print(json.dumps(sorted(tool.name for tool in services.tools)))
+"""
+
+
+def test_without_the_mcp_sdk_configured_servers_are_logged_once_and_left_out() -> None:
+    """The SDK is the optional `parley[mcp]`: a deployment that configures servers but was
+    built without it runs with the built-in tools, and says why (in a process of its own:
+    this one has the SDK loaded)."""
+    servers = json.dumps([echo_config().model_dump(mode="json")])
+    done = subprocess.run(
+        [sys.executable, "-c", MISSING_SDK, servers], cwd=ROOT, capture_output=True,
+        text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    tools = json.loads(done.stdout.splitlines()[-1])
+    assert "list_tasks" in tools and not any(name.startswith("echo_") for name in tools)
+    assert done.stderr.count("the MCP SDK is not installed") == 1
+    assert "infra/build.py --extra mcp" in done.stderr

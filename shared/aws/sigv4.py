@@ -1,11 +1,25 @@
 """AWS Signature Version 4 for one request, with the standard library (`hmac`, `hashlib`).
 
-The signer of `shared.queues.sqs_http`, which sends SQS messages without boto3 (why: its
-docstring). It computes what `botocore.auth.SigV4Auth.add_auth` adds to a request — the
-`X-Amz-Date`, `X-Amz-Security-Token` (with temporary credentials) and `Authorization`
-headers — for a request with no query string whose body is signed (SHA-256), as every SQS
-JSON-protocol call is; `tests/aws/test_sqs_http.py` holds it to botocore's output byte for
-byte. The steps are AWS's: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_sigv.html
+The signer of Parley's own AWS calls (`shared.queues.sqs_http`: SQS sends; `shared.aws.secrets`:
+Secrets Manager at init), made without boto3 (why: `sqs_http`'s docstring). It computes what
+`botocore.auth.SigV4Auth.add_auth` adds to a request — the `X-Amz-Date`,
+`X-Amz-Security-Token` (with temporary credentials) and `Authorization` headers — for a request
+with no query string whose body is signed (SHA-256), as every JSON-protocol call is. The steps
+are AWS's: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_sigv.html
+
+Checked two ways: against AWS's own SigV4 test suite (`tests/aws/test_sigv4.py`: every case
+without a query string), and byte for byte against botocore's output
+(`tests/aws/test_sqs_http.py`).
+
+* **Paths are signed as given, never normalised.** The canonical URI is the request's path
+  percent-encoded once (every byte but the unreserved `A-Za-z0-9-._~` and `/`); `.` and `..`
+  segments and repeated slashes stay as they are, where the suite's `normalize-path` cases (and
+  botocore, for services other than S3) would resolve them. Parley signs only `POST /`, where
+  the two agree; a caller with another path must send exactly the path it signed.
+* **Repeated headers** are one entry of `headers`, their values joined by commas in the order
+  sent (the suite's `get-header-key-duplicate` and `get-header-value-order`).
+* **Temporary credentials' token is signed** (`X-Amz-Security-Token` is in `SignedHeaders`),
+  as botocore does and the suite's `post-sts-header-before` case shows.
 """
 
 from __future__ import annotations
@@ -30,7 +44,9 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 @dataclass(frozen=True, slots=True)
 class Credentials:
     """An access key, its secret and (for temporary credentials) the session token, and the
-    region requests are signed for. The secret and the token never appear in its repr."""
+    region requests are signed for. The secret and the token never appear in its repr.
+
+    As a `CredentialSource` (`shared.aws.credentials`) it is its own current value."""
 
     access_key: str
     secret_key: str = field(repr=False)
@@ -49,6 +65,12 @@ class Credentials:
             return None
         token = environ.get("AWS_SESSION_TOKEN") or None
         return cls(access_key, secret_key, region, token)
+
+    def current(self) -> Credentials:
+        return self
+
+    def forget(self) -> None:
+        """Nothing to forget: these never expire while the process lives."""
 
 
 def host_of(url: str) -> str:
