@@ -30,12 +30,13 @@ from local.deepseek import (
 )
 from shared.agents import InProcessInvoker, run_plan, run_turn, start_turn
 from shared.db import Database
-from shared.events import EventEmitter, InMemoryPublisher
+from shared.events import EventEmitter
 from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices
 from tests.agents.plans import complete_with_results, plan_call
 from tests.agents.scripting import Script, kind_of, requests_of
 from tests.agents.test_resume import FIND, TWO_STEPS, WRITE, Crash, CrashAfterStep
+from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import make_task
 
