@@ -35,8 +35,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 from realtime import AsyncRealtimeChannel, AsyncRealtimeClient, RealtimePostgresChangesListenEvent
 
+from local.auth.keys import mint_token
 from local.realtime import RealtimeConfig, RealtimeServer
-from shared.auth import mint_token
 from shared.db import Database
 from shared.db.records import AgentThread
 from shared.events import Event

@@ -1,9 +1,9 @@
-"""Parley Console on the local stack: its static files, its config, and a demo sign-in.
+"""Parley Console on the local stack: its static files and its config.
 
 The console (`web/public/`) is static: deployed elsewhere it reads a `config.json` beside it
-(see `web/README.md`). Here the stack answers `/config.json` itself — the local Realtime
-server's URL and anon key, the functions' paths, and `auth.mode: "local"` — and mints the demo
-user's token at `POST /local/demo-session`, since there is no Supabase Auth on this machine.
+(see `web/README.md`). Here the stack answers `/config.json` itself: the local project's URL
+and publishable key, the functions' paths, Supabase Auth with email and password (and sign-up),
+and the demo user's credentials, which the demo link (`/#/demo`) signs in with.
 """
 
 from __future__ import annotations
@@ -11,18 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from shared.auth import mint_token
-from shared.dashboards import OPERATOR, OPERATOR_CLAIM
-
 PUBLIC = Path(__file__).resolve().parents[1] / "web" / "public"
-DEMO_SESSION_SECONDS = 24 * 3600
 NO_STORE = {"Cache-Control": "no-store"}
 FRAMING_AND_SNIFFING = {
     "Content-Security-Policy": "frame-ancestors 'none'; base-uri 'none'; object-src 'none'",
@@ -40,55 +35,39 @@ class ConsoleSettings:
     """What the local console needs to know about the stack it runs on."""
 
     supabase_url: str
-    """The local Realtime server, as a project URL (supabase-js appends `/realtime/v1`)."""
-    anon_key: str
-    jwt_secret: str
-    demo_user_id: UUID
+    """The local project's URL (supabase-js appends `/auth/v1` and `/realtime/v1`)."""
+    publishable_key: str
     demo_email: str
+    demo_password: str
+    """Local only, and printed by `dev.py run`: the demo link signs in with them."""
     demo_message: str
     """Offered in a new chat: a turn with a plan, executors and a destructive call."""
 
 
 def local_config(settings: ConsoleSettings) -> dict[str, Any]:
-    """The console's `config.json` for this stack (the anon key is public by design)."""
+    """The console's `config.json` for this stack (the publishable key is public by design)."""
     return {
         "label": "local stack",
         "supabaseUrl": settings.supabase_url,
-        "supabaseAnonKey": settings.anon_key,
+        "supabaseAnonKey": settings.publishable_key,
         "functions": {"chat": "/chat", "planner": "/agent_planner"},
-        "auth": {"mode": "local", "demoSession": "/local/demo-session"},
+        "auth": {
+            "mode": "supabase",
+            "methods": ["password", "signup"],
+            "demoUser": {"email": settings.demo_email, "password": settings.demo_password},
+        },
         "demoMessage": settings.demo_message,
     }
 
 
-def demo_session(settings: ConsoleSettings) -> dict[str, Any]:
-    """A session for the demo user, shaped like Supabase Auth's (an operator, locally)."""
-    token = mint_token(
-        settings.jwt_secret,
-        sub=settings.demo_user_id,
-        expires_in=DEMO_SESSION_SECONDS,
-        extra={"email": settings.demo_email, "app_metadata": {OPERATOR_CLAIM: OPERATOR}},
-    )
-    return {
-        "access_token": token,
-        "token_type": "bearer",
-        "expires_in": DEMO_SESSION_SECONDS,
-        "user": {"id": str(settings.demo_user_id), "email": settings.demo_email},
-    }
-
-
 def console_routes(settings: ConsoleSettings) -> list[BaseRoute]:
-    """`/config.json`, `POST /local/demo-session`, and the console's files at `/` (mount last)."""
+    """`/config.json` and the console's files at `/` (mount last)."""
 
     async def config(_: Request) -> JSONResponse:
         return JSONResponse(local_config(settings), headers=NO_STORE)
 
-    async def demo(_: Request) -> JSONResponse:
-        return JSONResponse(demo_session(settings), headers=NO_STORE)
-
     return [
         Route("/config.json", config, methods=["GET"]),
-        Route("/local/demo-session", demo, methods=["POST"]),
         Mount("/", app=_ConsoleFiles(directory=PUBLIC, html=True), name="console"),
     ]
 

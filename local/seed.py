@@ -18,6 +18,8 @@ from shared.db.users import ensure_user
 
 DEMO_USER_ID = UUID("0d3a0000-0000-4000-8000-000000000001")
 DEMO_EMAIL = "demo@parley.local"
+DEMO_PASSWORD = "parley-demo"
+"""The demo user's password on the local stack (printed by `dev.py run`; local only)."""
 DOMAIN_TABLES = ("projects", "tasks", "notes", "brain_dumps", "calendar_events")
 
 

@@ -1,12 +1,14 @@
 """`python3 dev.py run`: the whole stack on this machine, and one demo turn through it.
 
 Database: `DATABASE_URL` if set, otherwise the embedded Postgres (database `parley`), migrated
-and seeded with the demo user's data. Then, in this one process: the local Supabase Realtime
-server, the three functions behind one HTTP server (`/chat`, `/agent_planner`,
-`/agent_executor`), the sweeper every `SWEEP_INTERVAL_SECONDS` (as the EventBridge schedule runs
-it on AWS), and — when no model is configured — Parley's offline demo model. A demo turn runs
-through it all as a frontend would; then it prints the console's demo link (`/#/demo`: the
-console plays a turn live as the demo user) and keeps serving until Ctrl-C (`--once`: exit).
+and seeded with the demo user's data. Then, in this one process: the local Supabase project
+(Realtime at `/realtime/v1` and Auth at `/auth/v1` of one URL), the three functions behind one
+HTTP server (`/chat`, `/agent_planner`, `/agent_executor`), the sweeper every
+`SWEEP_INTERVAL_SECONDS` (as the EventBridge schedule runs it on AWS), and — when no model is
+configured — Parley's offline demo model. A demo turn runs through it all as a frontend would
+(signing the demo user in with email and password); then it prints the console's demo link
+(`/#/demo`: the console signs the demo user in and plays a turn live), how to add users, and
+keeps serving until Ctrl-C (`--once`: exit).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import signal
 import sys
@@ -21,6 +24,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import psycopg
 from psycopg import sql
 from pydantic import SecretStr
@@ -31,13 +35,15 @@ from functions.agent_executor.app import create_app as executor_app
 from functions.agent_planner.app import create_app as planner_app
 from functions.chat.app import create_app as chat_app
 from local import demo, migrate
+from local.auth import ApiKeys, Auth, AuthConfig
+from local.auth import create_app as auth_app
 from local.console import ConsoleSettings, console_routes
 from local.deepseek import DEMO_MODEL, FakeModelServer
 from local.postgres import start_embedded, with_database
 from local.realtime import RealtimeConfig, RealtimeServer
-from local.seed import DEMO_EMAIL, DEMO_USER_ID, SeedSummary, seed_demo
+from local.seed import DEMO_EMAIL, DEMO_PASSWORD, DEMO_USER_ID, SeedSummary, seed_demo
 from local.serving import BackgroundServer
-from shared.auth import mint_token
+from shared.dashboards import OPERATOR, OPERATOR_CLAIM
 from shared.db import Database
 from shared.errors import ConfigurationError
 from shared.services import Services, get_services
@@ -52,7 +58,9 @@ LOCAL_DATABASE = "parley"
 CONSOLE_DEMO_MESSAGE = (
     "plan my week: list my tasks and my calendar, then delete the first calendar event"
 )
-TEN_YEARS = 10 * 365 * 24 * 3600
+JWKS_PATH = "/auth/v1/.well-known/jwks.json"
+REFRESH_TOKEN_REUSE_INTERVAL = 10
+"""Seconds Auth lets a revoked refresh token be swapped still (hosted's default)."""
 DEMO_MODEL_LATENCY = 0.5
 """Seconds the offline demo model takes per reply when `dev.py run` serves: a real model's
 pace, so a turn in the console unfolds where a person can follow it."""
@@ -111,7 +119,9 @@ class RunningStack:
     url: str
     """The functions (`/chat`, `/agent_planner`, `/agent_executor`) and the console (`/`)."""
     realtime: RealtimeServer
-    anon_key: str
+    """The local Supabase project: Realtime, and Auth at `/auth/v1` of its URL."""
+    keys: ApiKeys
+    """The project's API keys (`sb_publishable_…`, `sb_secret_…`, and the legacy JWTs)."""
     jwt_secret: str
     demo_model: bool
     """True when Parley's offline demo model answers (no model configured)."""
@@ -119,6 +129,25 @@ class RunningStack:
     """Seconds between two runs of the sweeper."""
     model_latency: float
     """Seconds the offline demo model takes before each reply (0: at once)."""
+    signing: str = "ES256"
+    """How Auth signs sessions (`AUTH_SIGNING_ALGORITHM`)."""
+
+    def signup_command(self, email: str, password: str) -> str:
+        """The one command that adds a user to the running stack: Auth's sign-up, as
+        `supabase.auth.signUp` calls it (the user is confirmed at once and signed in)."""
+        body = json.dumps({"email": email, "password": password})
+        return (f"curl -s {self.supabase_url}/auth/v1/signup -H 'apikey: {self.anon_key}' "
+                f"-H 'content-type: application/json' -d '{body}'")  # fmt: skip
+
+    @property
+    def supabase_url(self) -> str:
+        """The project URL supabase-js is given (Auth at `/auth/v1`, Realtime `/realtime/v1`)."""
+        return self.realtime.url
+
+    @property
+    def anon_key(self) -> str:
+        """The key a browser holds: the publishable key."""
+        return self.keys.publishable
 
     @property
     def console_url(self) -> str:
@@ -135,40 +164,56 @@ async def running_stack(
     realtime_port: int = 4000,
     demo_message: str = CONSOLE_DEMO_MESSAGE,
     model_latency: float = 0.0,
+    refresh_token_reuse_interval: int = REFRESH_TOKEN_REUSE_INTERVAL,
 ) -> AsyncIterator[RunningStack]:
-    """Realtime, the functions and the console on `database_url` (migrated and seeded).
+    """Auth, Realtime, the functions and the console on `database_url` (migrated and seeded).
 
     `model_latency`: seconds the offline demo model takes before each reply (when it answers).
+    `refresh_token_reuse_interval`: Auth's (hosted: 10 s; a test may want reuse refused at once).
     """
     secret = (
         settings.supabase_jwt_secret.get_secret_value()
         if settings.supabase_jwt_secret
         else LOCAL_JWT_SECRET
     )
-    anon = mint_token(secret, role="anon", expires_in=TEN_YEARS)
-    service = mint_token(secret, role="service_role", expires_in=TEN_YEARS)
+    keys = ApiKeys.derive(secret)
+    auth = Auth(AuthConfig(
+        database_url, jwt_secret=secret, keys=keys, signing=settings.auth_signing_algorithm,
+        signing_key_path=settings.parley_data_dir / "auth" / "signing-key.json",
+        refresh_token_reuse_interval=refresh_token_reuse_interval,
+    ))  # fmt: skip
+    await auth.start()
     with contextlib.ExitStack() as stack:
-        model = _model_settings(settings, stack, model_latency)
-        realtime = RealtimeServer(RealtimeConfig.from_settings(
-            settings, database_url=database_url, jwt_secret=secret, port=realtime_port,
-            connect_error_delay=0.5, join_error_delay=0.5,
-        ))  # fmt: skip
-        await realtime.start()
+        try:
+            await auth.ensure_user(user_id=DEMO_USER_ID, email=DEMO_EMAIL, password=DEMO_PASSWORD,
+                                   app_metadata={OPERATOR_CLAIM: OPERATOR})  # fmt: skip
+            model = _model_settings(settings, stack, model_latency)
+            realtime = RealtimeServer(RealtimeConfig.from_settings(
+                settings, database_url=database_url, jwt_secret=secret, port=realtime_port,
+                jwks_url=JWKS_PATH, api_keys=keys.opaque(),
+                connect_error_delay=0.5, join_error_delay=0.5,
+            ), routes=[Mount("/auth/v1", app=auth_app(auth))])  # fmt: skip
+            await realtime.start()
+        except BaseException:
+            await auth.stop()
+            raise
+        auth.issuer = f"{realtime.url}/auth/v1"
         try:
             local = settings.model_copy(update={
                 "database_url": database_url, "supabase_url": realtime.url,
-                "supabase_anon_key": SecretStr(anon),
-                "supabase_service_role_key": SecretStr(service),
-                "supabase_jwt_secret": SecretStr(secret), "invoker_transport": "in_process",
-                "db_pool_max_size": _pool_size(settings),
+                "supabase_anon_key": SecretStr(keys.publishable),
+                "supabase_service_role_key": SecretStr(keys.secret),
+                "supabase_jwt_secret": SecretStr(secret),
+                "supabase_jwks_url": realtime.url + JWKS_PATH,
+                "invoker_transport": "in_process", "db_pool_max_size": _pool_size(settings),
                 "planner_function_url": (f"http://127.0.0.1:{port}/agent_planner"
                                          if port else None),
                 **model,
             })  # fmt: skip
             services = Services(local)
             console = ConsoleSettings(
-                supabase_url=realtime.url, anon_key=anon, jwt_secret=secret,
-                demo_user_id=DEMO_USER_ID, demo_email=DEMO_EMAIL, demo_message=demo_message,
+                supabase_url=realtime.url, publishable_key=keys.publishable,
+                demo_email=DEMO_EMAIL, demo_password=DEMO_PASSWORD, demo_message=demo_message,
             )  # fmt: skip
             server = BackgroundServer(
                 gateway(services, console), port=port, name="functions",
@@ -177,14 +222,30 @@ async def running_stack(
             stack.enter_context(server)
             sweeper = asyncio.create_task(_sweep_forever(local))
             try:
-                yield RunningStack(server.url, realtime, anon, secret, demo_model=bool(model),
+                yield RunningStack(server.url, realtime, keys, secret, demo_model=bool(model),
                                    sweep_every=local.sweep_interval_seconds,
-                                   model_latency=model_latency if model else 0.0)  # fmt: skip
+                                   model_latency=model_latency if model else 0.0,
+                                   signing=auth.signing.algorithm)  # fmt: skip
             finally:
                 sweeper.cancel()
                 await asyncio.gather(sweeper, return_exceptions=True)
         finally:
             await realtime.stop()
+            await auth.stop()
+
+
+async def password_session(
+    supabase_url: str, apikey: str, email: str, password: str
+) -> dict[str, object]:
+    """A session from the project's Auth, as `supabase.auth.signInWithPassword` gets one."""
+    async with httpx.AsyncClient() as http:
+        response = await http.post(
+            f"{supabase_url}/auth/v1/token", params={"grant_type": "password"},
+            json={"email": email, "password": password}, headers={"apikey": apikey},
+        )  # fmt: skip
+    response.raise_for_status()
+    session: dict[str, object] = response.json()
+    return session
 
 
 def _pool_size(settings: Settings) -> int:
@@ -220,6 +281,9 @@ async def serve(settings: Settings, database: LocalDatabase, args: argparse.Name
               "  The console signs in as the demo user and sends the demo message. You see the "
               "plan graph,\n  two executors' threads filling in over Realtime, and a calendar "
               "event's deletion waiting\n  for your approval.", flush=True)  # fmt: skip
+        add_user = running.signup_command("ana@example.com", "choose-a-password")
+        print(f"\nUsers: the demo user signs in with {DEMO_EMAIL} / {DEMO_PASSWORD}. Add another "
+              f"(or use the console's Create an account):\n  {add_user}", flush=True)  # fmt: skip
         if not args.once:
             print("\nServing until Ctrl-C.", flush=True)
             await _until_interrupted()
@@ -263,15 +327,21 @@ def banner(running: RunningStack) -> None:
           f"{url}/ to sign in)")  # fmt: skip
     print(f"  functions   {url}/chat · {url}/agent_planner · "
           f"{url}/agent_executor  (OpenAPI: {url}/chat/docs)")  # fmt: skip
-    print(f"  realtime    {running.realtime.url}  (SUPABASE_URL for supabase-js; "
-          "channel session:<id>)")  # fmt: skip
+    print(f"  supabase    {running.supabase_url}  (SUPABASE_URL for supabase-js: Auth at "
+          "/auth/v1, Realtime at /realtime/v1, channel session:<id>)")  # fmt: skip
+    keys = running.keys
+    print(f"  keys        publishable {keys.publishable}  secret {keys.secret}  "
+          f"(legacy anon / service_role JWTs too; sessions {running.signing})")  # fmt: skip
     print(f"  sweeper     every {running.sweep_every:g} s (plans whose runner died, approvals "
           "not resumed)", flush=True)  # fmt: skip
 
 
 async def _demo(running: RunningStack, message: str) -> str:
-    """Play the demo turn; the id of its session."""
-    token = mint_token(running.jwt_secret, sub=DEMO_USER_ID, expires_in=24 * 3600)
+    """Play the demo turn, signed in as the demo user; the id of its session."""
+    session = await password_session(
+        running.supabase_url, running.anon_key, DEMO_EMAIL, DEMO_PASSWORD
+    )
+    token = str(session["access_token"])
     print(f"\nDemo turn, as the demo user: {message!r}", flush=True)
     turn = await demo.play(
         functions_url=running.url, realtime_url=running.realtime.realtime_url,
@@ -282,7 +352,7 @@ async def _demo(running: RunningStack, message: str) -> str:
     print(f"\nAnswer ({reply['status']}, {reply['strategy']}, plan {reply['plan_id']}):")
     print("  " + (reply.get("answer") or reply.get("error") or "").replace("\n", "\n  "))
     print(f"\n{len(turn.events)} events arrived over Realtime. Try it yourself:")
-    print(f"  export TOKEN={token}   # the demo user's JWT, valid 24 h")
+    print(f"  export TOKEN={token}   # the demo user's access token, valid an hour")
     print(f"  curl -s {running.url}/chat/chat -H \"Authorization: Bearer $TOKEN\" "
           "-H 'content-type: application/json' -d '{\"message\": \"Hello!\"}'")  # fmt: skip
     return str(reply["session_id"])

@@ -1,4 +1,4 @@
-"""Supabase JWTs: verify them (HS256 project secret, or JWKS for asymmetric keys) and mint them.
+"""Supabase JWTs: verify them (HS256 project secret, or JWKS for asymmetric keys).
 
 Supabase signs user sessions (`role: authenticated`, `aud: authenticated`) and its API keys
 (`role: anon` / `service_role`) as JWTs. Projects on the legacy JWT secret use HS256; projects on
@@ -10,7 +10,6 @@ algorithm-confusion attacks.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -171,27 +170,3 @@ class TokenVerifier:
             ) from exc
         except jwt.PyJWKClientError as exc:
             raise InvalidSignature(f"No signing key matches this token: {exc}") from exc
-
-
-def mint_token(
-    secret: str,
-    *,
-    role: str = "authenticated",
-    sub: UUID | str | None = None,
-    expires_in: int = 3600,
-    extra: Mapping[str, Any] | None = None,
-) -> str:
-    """An HS256 token like Supabase's: for the local stack, demos and tests."""
-    now = int(time.time())
-    claims: dict[str, Any] = {
-        "iss": "parley-local",
-        "role": role,
-        "iat": now,
-        "exp": now + expires_in,
-    }
-    if role == "authenticated":
-        claims["aud"] = "authenticated"
-    if sub is not None:
-        claims["sub"] = str(sub)
-    claims.update(extra or {})
-    return jwt.encode(claims, secret, algorithm="HS256")

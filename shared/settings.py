@@ -213,6 +213,11 @@ class Settings(BaseSettings):
     sweep_interval_seconds: float = Field(default=60.0, gt=0)
     """How often the local stack runs the sweeper (on AWS: the EventBridge schedule)."""
 
+    auth_signing_algorithm: Literal["ES256", "HS256"] = "ES256"
+    """Local stack: how its Auth twin signs sessions: ES256, published as a JWKS that the
+    functions and Realtime verify against (as new Supabase projects), or HS256 with the JWT
+    secret (projects on the legacy secret)."""
+
     realtime_host: str = "127.0.0.1"
     """Interface the local Realtime server listens on (`python -m local.realtime`)."""
     realtime_port: int = Field(default=4000, ge=0, le=65535)
@@ -225,16 +230,22 @@ class Settings(BaseSettings):
     """Local Realtime: how long captured row changes stay in `parley_realtime.changes`."""
     realtime_message_retention_hours: int = Field(default=72, ge=1)
     """Local Realtime: `realtime.messages` partitions older than this are dropped (hosted: 72 h)."""
-    realtime_max_concurrent_users: int = Field(default=200, ge=1)
-    """Local Realtime: sockets with a joined channel at once (hosted Free plan: 200)."""
-    realtime_max_events_per_second: int = Field(default=100, ge=1)
-    """Local Realtime: broadcast messages per second, sent and delivered (hosted Free: 100)."""
-    realtime_max_joins_per_second: int = Field(default=100, ge=1)
-    """Local Realtime: channel joins per second (hosted Free: 100)."""
-    realtime_max_channels_per_client: int = Field(default=100, ge=1)
-    """Local Realtime: channels one socket may join (hosted: 100)."""
-    realtime_max_presence_events_per_second: int = Field(default=20, ge=1)
-    """Local Realtime: presence messages per second (hosted Free: 20)."""
+    realtime_plan: Literal["free", "pro", "pro_no_spend_cap", "team", "enterprise"] = "free"
+    """Local Realtime: the hosted plan whose limits it holds clients to (connections, messages,
+    joins and presence per second, channels per socket, payload size: 256 KB on Free, 3,000 KB
+    on Pro and above). The `REALTIME_MAX_*` settings below override one limit each."""
+    realtime_max_concurrent_users: int | None = Field(default=None, ge=1)
+    """Local Realtime: sockets with a joined channel at once (default: the plan's; Free 200)."""
+    realtime_max_events_per_second: int | None = Field(default=None, ge=1)
+    """Local Realtime: broadcast messages per second, sent and delivered (plan's; Free 100)."""
+    realtime_max_joins_per_second: int | None = Field(default=None, ge=1)
+    """Local Realtime: channel joins per second (the plan's; Free 100)."""
+    realtime_max_channels_per_client: int | None = Field(default=None, ge=1)
+    """Local Realtime: channels one socket may join (every plan: 100)."""
+    realtime_max_presence_events_per_second: int | None = Field(default=None, ge=1)
+    """Local Realtime: presence messages per second (the plan's; Free 20)."""
+    realtime_max_payload_kb: int | None = Field(default=None, ge=1)
+    """Local Realtime: largest broadcast or presence payload, in kB (plan's; Free 256)."""
     realtime_client_presence_max_calls: int = Field(default=5, ge=1)
     """Local Realtime: presence calls one channel may make per window (hosted: 5)."""
     realtime_client_presence_window_ms: int = Field(default=30_000, ge=1)
@@ -328,6 +339,12 @@ class Settings(BaseSettings):
     @field_validator("llm_models_file", mode="before")
     @classmethod
     def _optional_path(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @field_validator("supabase_jwt_secret", mode="before")
+    @classmethod
+    def _empty_secret_is_unset(cls, value: object) -> object:
+        # A deployment verifying tokens through JWKS only passes an empty secret (infra/).
         return None if value == "" else value
 
     @field_validator("supabase_jwt_secret")

@@ -8,7 +8,7 @@ Clients given a project URL `http://host:port` reach `ws://host:port/realtime/v1
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
@@ -54,7 +54,7 @@ async def _refuse(websocket: WebSocket, status: int, message: str) -> None:
     await websocket.send_denial_response(JSONResponse({"error": message}, status_code=status))
 
 
-def routes() -> list[BaseRoute]:
+def _routes() -> list[BaseRoute]:
     """Every route, under both the gateway prefix and the server's own paths."""
     result: list[BaseRoute] = []
     for socket_path, api in (
@@ -70,12 +70,15 @@ def routes() -> list[BaseRoute]:
 
 
 def create_app(
-    config: RealtimeConfig | None = None, *, engine: Realtime | None = None
+    config: RealtimeConfig | None = None,
+    *,
+    engine: Realtime | None = None,
+    routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """The app; it starts and stops its own engine unless one is passed in (already started).
 
     `uvicorn --factory local.realtime.app:create_app` serves it with `Settings` from the
-    environment.
+    environment. `routes`: more of the project's API on the same server (`/auth/v1`).
     """
     owned = engine is None
     realtime = engine or Realtime(config or RealtimeConfig.from_settings(get_settings()))
@@ -93,6 +96,6 @@ def create_app(
     middleware = [
         Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"])
     ]
-    app = Starlette(routes=routes(), middleware=middleware, lifespan=lifespan)
+    app = Starlette(routes=[*_routes(), *routes], middleware=middleware, lifespan=lifespan)
     app.state.realtime = realtime
     return app

@@ -101,16 +101,18 @@ def parse_filters(filter_: str) -> tuple[Filter, ...]:
         raise BindingError(f"Error parsing `filter` params: {exc}") from None
 
 
+def binding_id(params: Mapping[str, Any]) -> int:
+    """A 27-bit id of a binding's params, as hosted's `:erlang.phash2(params)` is
+    (`realtime_channel.ex`, `add_id_to_postgres_changes`): a function of the params alone, so
+    identical bindings in one join get the same id. The value is not Erlang's (clients only
+    compare the ids the server gives them); the map's key order does not change it."""
+    canonical = json.dumps(params, sort_keys=True, default=str, separators=(",", ":"))
+    return zlib.crc32(canonical.encode()) % (1 << 27)
+
+
 def binding_ids(bindings: Iterable[Mapping[str, Any]]) -> list[int]:
-    """Non-zero 27-bit ids (like `:erlang.phash2/1`), stable per binding, distinct per channel."""
-    ids: list[int] = []
-    for binding in bindings:
-        canonical = json.dumps(binding, sort_keys=True, default=str).encode()
-        candidate = zlib.crc32(canonical) % (1 << 27) or 1
-        while candidate in ids:
-            candidate = candidate % ((1 << 27) - 1) + 1
-        ids.append(candidate)
-    return ids
+    """`binding_id` of each binding, in order."""
+    return [binding_id(binding) for binding in bindings]
 
 
 def _action(event: Any) -> str:

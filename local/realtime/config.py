@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from local.realtime.plans import PAYLOAD_PADDING_BYTES, PLANS
 from shared.errors import ConfigurationError
 from shared.settings import LOCAL_JWT_SECRET, Settings
 
@@ -36,15 +37,15 @@ class RealtimeConfig:
     """How often the capture triggers are re-synced with the publication's tables."""
     max_record_bytes: int = 1024 * 1024
     """Changes larger than this arrive with `Error 413` and only their small fields."""
-    max_payload_bytes: int = 3000 * 1000
-    """Largest broadcast or presence payload (hosted default: 3000 kB)."""
+    max_payload_bytes: int = PLANS["free"].max_payload_bytes
+    """Largest broadcast or presence payload (hosted Free plan: 256 kB, plus 500 bytes)."""
     max_frame_bytes: int = 5 * 1024 * 1024
     idle_timeout: float = 60.0
     """A socket that sends nothing (not even heartbeats) for this long is closed."""
     token_check_interval: float = 300.0
     """Channel tokens are re-checked this often (and when they expire)."""
 
-    # Limits, in the hosted server's words and defaults (config/runtime.exs, the Free plan).
+    # Limits, in the hosted server's words; the defaults are the Free plan's (`plans.PLANS`).
     max_concurrent_users: int = 200
     """Sockets with a joined channel at once; beyond: `ConnectionRateLimitReached`."""
     max_events_per_second: int = 100
@@ -77,6 +78,20 @@ class RealtimeConfig:
                 "or pass --database-url postgresql://…"
             )
         secret = settings.supabase_jwt_secret
+        limits = PLANS[settings.realtime_plan].config()
+        for name, value in (
+            ("max_concurrent_users", settings.realtime_max_concurrent_users),
+            ("max_events_per_second", settings.realtime_max_events_per_second),
+            ("max_joins_per_second", settings.realtime_max_joins_per_second),
+            ("max_channels_per_client", settings.realtime_max_channels_per_client),
+            ("max_presence_events_per_second", settings.realtime_max_presence_events_per_second),
+        ):
+            if value is not None:
+                limits[name] = value
+        if settings.realtime_max_payload_kb is not None:
+            limits["max_payload_bytes"] = (
+                settings.realtime_max_payload_kb * 1000 + PAYLOAD_PADDING_BYTES
+            )
         config = cls(
             database_url=settings.database_url or "",
             jwt_secret=secret.get_secret_value() if secret else LOCAL_JWT_SECRET,
@@ -88,15 +103,10 @@ class RealtimeConfig:
             join_error_delay=settings.realtime_join_error_delay_ms / 1000,
             change_retention=float(settings.realtime_change_retention_seconds),
             message_retention_hours=settings.realtime_message_retention_hours,
-            max_concurrent_users=settings.realtime_max_concurrent_users,
-            max_events_per_second=settings.realtime_max_events_per_second,
-            max_joins_per_second=settings.realtime_max_joins_per_second,
-            max_channels_per_client=settings.realtime_max_channels_per_client,
-            max_presence_events_per_second=settings.realtime_max_presence_events_per_second,
             client_presence_max_calls=settings.realtime_client_presence_max_calls,
             client_presence_window=settings.realtime_client_presence_window_ms / 1000,
         )
-        return replace(config, **overrides)
+        return replace(config, **{**limits, **overrides})
 
 
 def _opaque_keys(settings: Settings) -> dict[str, str]:

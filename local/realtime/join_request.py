@@ -35,6 +35,8 @@ class JoinRequest:
     """A `broadcast.replay` key was present (refused on public channels, even when `{}`)."""
     replay: object
     """Its value as sent: `{"since": epoch ms, "limit": n}`, checked by the join."""
+    replication_ready: bool
+    """`broadcast.replication_ready`, read as hosted reads it: any value but null or false."""
     access_token: object
     """`access_token` (or legacy `user_token`) from the payload, if any; checked by the caller."""
 
@@ -60,6 +62,7 @@ def parse_join(payload: JsonObject, subtopic: str) -> JoinRequest:
         new_api=new_api,
         wants_replay="replay" in broadcast,
         replay=broadcast.get("replay"),
+        replication_ready=broadcast.get("replication_ready") not in (None, False),
         access_token=payload.get("access_token") or payload.get("user_token"),
     )
 

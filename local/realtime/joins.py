@@ -5,9 +5,11 @@ private read policies → replay → postgres_changes bindings. Errors are answe
 `join_error_delay` (5 s hosted); a join refused by the joins-per-second limit then ends the
 socket, as hosted disconnects it. Unlike hosted, the bindings are checked and active *before*
 the OK reply, so a change committed after SUBSCRIBED is never missed; the `system` "Subscribed
-to PostgreSQL" message still follows the reply. Likewise a replaying channel is a member of its
-topic before its replay is read: what arrives meanwhile is held and follows the replayed
-messages, without those it already replayed, so nothing falls between replay and live.
+to PostgreSQL" message still follows the reply. A join asking for `broadcast.replication_ready`
+gets hosted's `system` "Replication connection established" after the reply (and any replay).
+Likewise a replaying channel is a member of its topic before its replay is read: what arrives
+meanwhile is held and follows the replayed messages, without those it already replayed, so
+nothing falls between replay and live.
 """
 
 from __future__ import annotations
@@ -208,6 +210,10 @@ def _announce(channel: Channel, frame: Frame, replayed: list[StoredMessage]) -> 
     channel.watch_token()
     for message in replayed:  # V1 sockets cannot carry binary payloads: skipped, as hosted
         channel.push("broadcast", message.replayed())
+    if request.replication_ready:
+        # Hosted waits (up to a minute) for its replication connection; the local server's
+        # change capture is running before it accepts a socket, so it is established at once.
+        channel.push_system("system", "ok", "Replication connection established")
     channel.release()
     if request.presence_enabled and channel.accepts("presence_diff"):
         channel.push_presence_state()

@@ -14,11 +14,13 @@ import asyncio
 import contextlib
 import logging
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import Self
 
 import uvicorn
+from starlette.routing import BaseRoute
 
 from local.realtime.app import create_app
 from local.realtime.config import RealtimeConfig
@@ -48,9 +50,11 @@ class _EmbeddedUvicorn(uvicorn.Server):
 class RealtimeServer:
     """The local Supabase Realtime server, embedded: `await start()`, `await stop()`."""
 
-    def __init__(self, config: RealtimeConfig) -> None:
+    def __init__(self, config: RealtimeConfig, *, routes: Sequence[BaseRoute] = ()) -> None:
         self.config = config
         self.port = config.port
+        self._routes = routes
+        """More of the project's API on the same URL (the local stack mounts Auth at /auth/v1)."""
         self.engine: Realtime | None = None
         self._uvicorn: _EmbeddedUvicorn | None = None
         self._serving: asyncio.Task[None] | None = None
@@ -68,14 +72,18 @@ class RealtimeServer:
     async def start(self) -> Self:
         """Start the engine (database, capture, LISTEN), then listen for clients."""
         redact_uvicorn_logs()
+        sock = _bind(self.config.host, self.config.port)
+        self.port = sock.getsockname()[1]
+        if self.config.jwks_url and self.config.jwks_url.startswith("/"):
+            # A path: the keys are published on this server (Auth mounted beside Realtime).
+            self.config = replace(self.config, jwks_url=self.url + self.config.jwks_url)
         engine = Realtime(self.config)
-        await engine.start()
         try:
-            sock = _bind(self.config.host, self.config.port)
-        except OSError:
-            await engine.stop()
+            await engine.start()
+        except BaseException:
+            sock.close()
             raise
-        self.engine, self.port = engine, sock.getsockname()[1]
+        self.engine = engine
         server = _EmbeddedUvicorn(self._uvicorn_config(engine))
         serving = asyncio.create_task(server.serve(sockets=[sock]), name="realtime-uvicorn")
         listening = asyncio.create_task(server.listening.wait())
@@ -109,7 +117,7 @@ class RealtimeServer:
 
     def _uvicorn_config(self, engine: Realtime) -> uvicorn.Config:
         return uvicorn.Config(
-            create_app(self.config, engine=engine),
+            create_app(self.config, engine=engine, routes=self._routes),
             lifespan="off",
             ws="websockets-sansio",
             ws_max_size=self.config.max_frame_bytes,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from shared.agents import control_tools, prompts
+from shared.agents.changes import changes_note
 from shared.agents.errors import RESUMABLE, AgentStopped, AwaitingApproval, PlanCancelled
 from shared.agents.events import session_emitter
 from shared.agents.leases import LeaseLost, holding
@@ -87,7 +88,7 @@ async def _work(services: Services, opened: OpenedStep, emitter: EventEmitter) -
             step = await plans.update_step(conn, step_id=opened.step.id, status="awaiting_approval")
         return StepOutcome.of(step)
     except (AgentStopped, LLMError) as exc:
-        ending = Ending("fail", readable(exc))
+        ending = Ending("fail", readable(exc) + await _changes(services, worker))
     except RESUMABLE:
         raise
     except Exception as exc:
@@ -96,6 +97,16 @@ async def _work(services: Services, opened: OpenedStep, emitter: EventEmitter) -
         logger.exception("step %s failed unexpectedly", opened.step.id)
         ending = Ending("fail", readable(exc))
     return await worker.close(ending)
+
+
+async def _changes(services: Services, worker: StepWorker) -> str:
+    """What the step's writes had changed before it failed (its calls' receipts)."""
+    calls = {row.tool_call_id for row in worker.rows if row.tool_call_id}
+    if not calls or worker.step.executor_required:  # an executor only reads
+        return ""
+    async with services.db.autocommit() as conn:
+        return await changes_note(conn, plan_id=worker.run.plan.id, who="this step",
+                                  call_ids=calls)  # fmt: skip
 
 
 def _worker(services: Services, opened: OpenedStep, emitter: EventEmitter) -> StepWorker:

@@ -33,6 +33,7 @@ from uuid import UUID
 from pydantic import JsonValue
 
 from shared.agents.accounting import plan_usage
+from shared.agents.changes import changes_note
 from shared.agents.errors import (
     RESUMABLE,
     AgentStopped,
@@ -43,7 +44,7 @@ from shared.agents.errors import (
 from shared.agents.events import approval_data, done_data, step_completed_data
 from shared.agents.executor import readable
 from shared.agents.outcomes import PlanOutcome
-from shared.db import approvals, chats, dialogue, executions, plans, receipts
+from shared.db import approvals, chats, dialogue, executions, plans
 from shared.db.database import Connection
 from shared.db.records import (
     ChatMessage,
@@ -130,31 +131,12 @@ async def _close(
 ) -> PlanOutcome:
     async with emitter.unit() as (conn, outbox):
         if status == "failed" and error is not None:
-            error += _changes_made(await receipts.list_completed(conn, plan_id=plan.id))
+            error += await changes_note(conn, plan_id=plan.id, who="this turn")
         ended, closed = await close_plan_rows(conn, plan.id, status, error)
         announce_closed(outbox, ended, closed)
         outcome = _outcome(ended, None)
         outbox.add("done", _done(outcome, ended), plan_id=plan.id)
     return outcome
-
-
-def _changes_made(done: list[receipts.Receipt]) -> str:
-    """What a failed turn had already changed (its write calls that were done), so the user
-    is never left to guess whether their task was created before the failure."""
-    if not done:
-        return ""
-    listed = "; ".join(_change(receipt) for receipt in done)
-    return f" Before it stopped, this turn made these changes, which stay: {listed}."
-
-
-def _change(receipt: receipts.Receipt) -> str:
-    """A write call as the user reads it: the tool, and the title or name of what it made."""
-    found = receipt.result or {}
-    for value in (found, *(v for v in found.values() if isinstance(v, dict))):
-        label = next((value[k] for k in ("title", "name") if isinstance(value.get(k), str)), None)
-        if label:
-            return f'{receipt.tool_name} ("{label[:80]}")'
-    return receipt.tool_name
 
 
 def announce_closed(outbox: Outbox, plan: Plan, closed: list[PlanStep]) -> None:

@@ -232,3 +232,24 @@ async def test_a_turn_that_fails_after_writing_says_what_it_changed(
     error_text = turn.plan.error or ""
     assert "must be passed back to the API" in error_text  # the API's own words
     assert 'this turn made these changes, which stay: create_task ("Buy seeds")' in error_text
+
+
+async def test_a_step_that_fails_after_writing_says_what_it_changed(
+    db: Database, make_services: MakeServices, script: Script
+) -> None:
+    services = deepseek(make_services, "auto", "disabled")
+    user = await make_user(db)
+    script.planner(plan_call(TWO_STEPS), reply("The step failed after creating the task."))
+    script.step(FIND, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
+    script.step(WRITE, reply(tool_call("create_task", title="Buy seeds")),
+                error(400, "Invalid max_tokens value"), kind="planner_step")  # fmt: skip
+
+    turn = await run_turn(services, user_id=user, session_id=None, message="garden",
+                          publisher=InMemoryPublisher())  # fmt: skip
+
+    rows = await stored(db, turn.started.plan_id)
+    assert turn.plan.status == "completed" and rows.steps[1].status == "failed"
+    said = rows.steps[1].error or ""
+    assert said.startswith("The language model refused the request:")
+    assert 'this step made these changes, which stay: create_task ("Buy seeds")' in said
+    assert await titles(db, user) == ["Buy seeds"]

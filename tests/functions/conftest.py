@@ -9,10 +9,10 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from local.auth.keys import mint_token
 from local.deepseek import FakeModelServer
 from local.serving import BackgroundServer
 from shared.agents import DeepSeekTokenizer
-from shared.auth import mint_token
 from shared.services import Services, get_services
 from shared.settings import load_settings
 from tests.agents.scripting import Script

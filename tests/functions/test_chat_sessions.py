@@ -120,7 +120,7 @@ async def test_missing_or_wrong_tokens_get_401(
 
 
 async def test_expired_token_gets_401(url: str, http: httpx.AsyncClient) -> None:
-    from shared.auth import mint_token
+    from local.auth.keys import mint_token
     from tests.functions.conftest import SECRET
 
     expired = mint_token(SECRET, sub=uuid4(), expires_in=-300)

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from functions.chat.app import create_app
-from shared.auth import mint_token
+from local.auth.keys import mint_token
 from shared.db import Database, agents, chats, executions, plans
 from shared.db.records import Usage
 from shared.services import Services

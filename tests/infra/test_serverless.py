@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from shared.settings import Settings
+from shared.settings import Settings, load_settings
 from tests.infra.conftest import package
 
 FUNCTIONS = {
@@ -80,6 +80,17 @@ def test_each_function_may_read_only_its_stages_secret(template: dict[str, Any])
                  if "secretsmanager:GetSecretValue" in str(s["Action"])]  # fmt: skip
         assert len(reads) == 1 and reads[0]["Action"] == "secretsmanager:GetSecretValue"
         assert reads[0]["Resource"]["Fn::Sub"].endswith(":secret:parley/ci-??????")
+
+
+def test_a_project_verified_through_jwks_needs_no_jwt_secret(template: dict[str, Any]) -> None:
+    """The stage's secret decides how tokens are verified: with SUPABASE_JWT_SECRET (the legacy
+    HS256 secret) or without it — a project on asymmetric signing keys leaves it out, and the
+    functions verify tokens with the project's published keys. Nothing in the template names
+    it, so no deployment needs one (an empty value counts as unset too)."""
+    assert "SUPABASE_JWT_SECRET" not in json.dumps(template)
+    settings = load_settings(supabase_jwt_secret="", supabase_url="https://abcd.supabase.co")
+    assert settings.supabase_jwt_secret is None
+    assert settings.jwks_url == "https://abcd.supabase.co/auth/v1/.well-known/jwks.json"
 
 
 def default(setting: str) -> Any:

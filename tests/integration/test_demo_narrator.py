@@ -10,9 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from local import demo
-from local.seed import DEMO_USER_ID, seed_demo
-from local.stack import RunningStack, running_stack
-from shared.auth import mint_token
+from local.seed import DEMO_EMAIL, DEMO_PASSWORD, seed_demo
+from local.stack import RunningStack, password_session, running_stack
 from shared.db import Database
 from shared.events.realtime import session_topic
 from shared.settings import load_settings
@@ -88,6 +87,7 @@ async def test_a_dropped_narrator_rejoins_with_replay_and_misses_nothing(
 ) -> None:
     lines: list[str] = []
     loop = asyncio.get_running_loop()
+    session = await password_session(stack.supabase_url, stack.anon_key, DEMO_EMAIL, DEMO_PASSWORD)
     async with Cuttable(stack.realtime.port) as network:
 
         def say(line: str) -> None:
@@ -98,7 +98,7 @@ async def test_a_dropped_narrator_rejoins_with_replay_and_misses_nothing(
 
         turn = await demo.play(
             functions_url=stack.url, realtime_url=f"{network.url}/realtime/v1",
-            anon_key=stack.anon_key, user_token=mint_token(stack.jwt_secret, sub=DEMO_USER_ID),
+            anon_key=stack.anon_key, user_token=str(session["access_token"]),
             say=say,
         )  # fmt: skip
 

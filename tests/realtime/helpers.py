@@ -11,8 +11,8 @@ from uuid import UUID
 from realtime import AsyncRealtimeClient
 from websockets.asyncio.client import ClientConnection, connect
 
+from local.auth.keys import mint_token
 from local.realtime import RealtimeConfig
-from shared.auth import mint_token
 from shared.settings import LOCAL_JWT_SECRET
 
 T = TypeVar("T")

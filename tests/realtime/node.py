@@ -16,8 +16,9 @@ CACHE = Path(__file__).resolve().parents[2] / ".parley" / "node" / "realtime-js"
 TIMEOUT = 20.0
 
 
-def node_project() -> Path:
-    """`npm install` the pinned packages once into `.parley/node/realtime-js`; skip without node."""
+def node_project(*scripts: Path) -> Path:
+    """`npm install` the pinned packages once into `.parley/node/realtime-js`, with `flow.mjs`
+    and `scripts` beside them; skip without node."""
     if not (shutil.which("node") and shutil.which("npm")):
         pytest.skip("node and npm are needed to run supabase-js; install Node.js 20+")
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -29,7 +30,8 @@ def node_project() -> Path:
             ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
             cwd=CACHE, check=True, capture_output=True, timeout=300,
         )  # fmt: skip
-    shutil.copy(SOURCE / "flow.mjs", CACHE / "flow.mjs")  # ESM resolves packages beside the script
+    for script in (SOURCE / "flow.mjs", *scripts):  # ESM resolves packages beside the script
+        shutil.copy(script, CACHE / script.name)
     return CACHE
 
 

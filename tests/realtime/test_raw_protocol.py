@@ -12,8 +12,8 @@ from realtime import AsyncRealtimeClient
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from local.auth.keys import mint_token
 from local.realtime import RealtimeServer
-from shared.auth import mint_token
 from shared.settings import LOCAL_JWT_SECRET
 from tests.realtime.helpers import RawSocket, anon_key, service_key
 

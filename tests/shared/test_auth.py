@@ -16,13 +16,13 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from local.auth.keys import mint_token
 from shared.auth import (
     InvalidClaims,
     InvalidSignature,
     MalformedToken,
     TokenExpired,
     TokenVerifier,
-    mint_token,
 )
 from shared.errors import ConfigurationError, UpstreamUnavailable
 

@@ -3,28 +3,35 @@ approval, completes, and reads back the same after a reload; another user cannot
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-import time
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import httpx
 import pytest
 from playwright.async_api import Locator, Page, Route, WebSocketRoute, expect
 
-from local.seed import DEMO_USER_ID
-from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack, banner
-from shared.auth import mint_token
+from local.seed import DEMO_EMAIL, DEMO_PASSWORD
+from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack, banner, password_session
 from shared.db import Database
-from tests.factories import make_user
 from tests.web.conftest import Tab, Wire, screenshot
 
 
-async def sign_in_as_demo_user(page: Page) -> None:
-    await page.get_by_role("button", name="Sign in as the demo user").click()
+async def sign_in(page: Page, email: str, password: str) -> None:
+    """Email and password, through Supabase Auth (the local stack's, at /auth/v1)."""
+    form = page.get_by_role("region", name="Sign in").locator("form").first
+    await form.get_by_role("textbox", name="Email").fill(email)
+    await form.get_by_label("Password").fill(password)
+    await form.get_by_role("button", name="Sign in").click()
     await expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+
+
+async def sign_in_as_demo_user(page: Page) -> None:
+    await sign_in(page, DEMO_EMAIL, DEMO_PASSWORD)
 
 
 async def start_demo_turn(page: Page) -> None:
@@ -192,8 +199,8 @@ class Network:
 async def approve_elsewhere(stack: RunningStack, plan_id: str | None) -> None:
     """The user approves the plan's call elsewhere (another tab, another device); the plan
     resumes and completes."""
-    token = mint_token(stack.jwt_secret, sub=DEMO_USER_ID)
-    headers = {"Authorization": f"Bearer {token}"}
+    session = await password_session(stack.supabase_url, stack.anon_key, DEMO_EMAIL, DEMO_PASSWORD)
+    headers = {"Authorization": f"Bearer {session['access_token']}"}
     async with httpx.AsyncClient(base_url=f"{stack.url}/agent_planner", headers=headers) as http:
         [waiting] = (await http.get(f"/plans/{plan_id}/approvals")).json()["approvals"]
         decided = await http.post(f"/plans/{plan_id}/approvals/{waiting['id']}",
@@ -294,11 +301,11 @@ async def test_another_user_cannot_open_the_demo_users_session_by_url(
     session_url = page.url
     await page.get_by_role("button", name="Sign out").click()
 
-    intruder = mint_token(stack.jwt_secret, sub=await make_user(db), extra={"email": "eve@x.test"})
-    await page.get_by_text("Use an access token").click()
-    await page.get_by_role("textbox", name=re.compile("Access token")).fill(intruder)
-    await page.get_by_role("button", name="Sign in with this token").click()
-    await expect(page.get_by_text("eve@x.test")).to_be_visible()
+    # A second user, made with the one command `dev.py run` prints for it.
+    eve = f"eve-{uuid4().hex[:8]}@example.com"
+    await add_user(stack, eve, "eves-password")
+    await sign_in(page, eve, "eves-password")
+    await expect(page.get_by_text(eve)).to_be_visible()
     heard = len(tab.wire.events)
     await page.goto(session_url)
     await page.reload()
@@ -406,13 +413,29 @@ async def test_operators_see_cost_and_step_duration_charts(tab: Tab) -> None:
     await expect(page.locator("table").last).to_contain_text("parley-demo")
 
 
-async def test_the_demo_user_token_is_minted_only_for_the_demo_user(stack: RunningStack) -> None:
+async def test_the_local_config_offers_supabase_auth_and_no_secret(stack: RunningStack) -> None:
     async with httpx.AsyncClient() as http:
-        minted = (await http.post(f"{stack.url}/local/demo-session")).json()
         config = (await http.get(f"{stack.url}/config.json")).json()
-    assert minted["user"]["id"] == str(DEMO_USER_ID)
-    assert config["auth"]["mode"] == "local" and config["demoMessage"] == CONSOLE_DEMO_MESSAGE
-    assert stack.jwt_secret not in str(config)
+        minted = await http.post(f"{stack.url}/local/demo-session")
+    assert config["auth"] == {
+        "mode": "supabase", "methods": ["password", "signup"],
+        "demoUser": {"email": DEMO_EMAIL, "password": DEMO_PASSWORD},
+    }  # fmt: skip
+    assert config["supabaseUrl"] == stack.supabase_url
+    assert config["supabaseAnonKey"].startswith("sb_publishable_")
+    assert config["demoMessage"] == CONSOLE_DEMO_MESSAGE
+    assert stack.jwt_secret not in str(config) and stack.keys.secret not in str(config)
+    assert minted.status_code != 200  # no token is minted outside Auth any more
+
+
+async def add_user(stack: RunningStack, email: str, password: str) -> None:
+    """Run the command `dev.py run` prints to add a user, as printed."""
+    command = stack.signup_command(email, password)
+    process = await asyncio.create_subprocess_exec(
+        *shlex.split(command), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await process.communicate()
+    assert process.returncode == 0 and json.loads(out)["user"]["email"] == email, out
 
 
 FOCUSED = """() => {
@@ -474,58 +497,20 @@ async def test_the_demo_turn_can_be_played_and_approved_with_the_keyboard_alone(
     await expect(page.locator('.step[data-step="3"]')).to_contain_text("completed")
 
 
-async def test_supabase_auth_signs_in_by_password_or_magic_link_and_its_token_is_used(
+async def test_a_new_user_signs_up_and_their_session_is_what_the_functions_and_channel_get(
     tab: Tab, stack: RunningStack, db: Database
 ) -> None:
-    """Deployed (`auth.mode: "supabase"`), the console signs in through supabase-js against
-    Supabase Auth — here its two endpoints answered at the wire as GoTrue answers them — and
-    the session's access token is what the functions and the private channel get."""
+    """ "Create an account" signs up through supabase-js against the stack's Auth (confirmed at
+    once, as locally and on projects without email confirmation); the session's access token is
+    what the functions and the private channel get."""
     page = tab.page
-    async with httpx.AsyncClient() as http:
-        local = (await http.get(f"{stack.url}/config.json")).json()
-    config = {**local, "auth": {"mode": "supabase", "methods": ["password", "magic_link"]}}
-    user = await make_user(db)
-    token = mint_token(stack.jwt_secret, sub=user, extra={"email": "ana@x.test"})
-    asked: dict[str, list[Any]] = {"token": [], "otp": []}
-    cors = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Headers": "*"}
-
-    async def gotrue(route: Route) -> None:
-        request = route.request
-        if request.method == "OPTIONS":
-            await route.fulfill(status=204, headers=cors)
-            return
-        if "/auth/v1/otp" in request.url:
-            asked["otp"].append(request.post_data_json)
-            await route.fulfill(status=200, json={}, headers=cors)
-            return
-        asked["token"].append((request.url, request.post_data_json))
-        await route.fulfill(status=200, headers=cors, json={
-            "access_token": token, "token_type": "bearer", "expires_in": 3600,
-            "expires_at": int(time.time()) + 3600, "refresh_token": "refresh-1",
-            "user": {"id": str(user), "aud": "authenticated", "role": "authenticated",
-                     "email": "ana@x.test", "app_metadata": {}, "user_metadata": {},
-                     "created_at": "2026-11-01T00:00:00Z"},
-        })  # fmt: skip
-
-    await page.route("**/config.json", lambda route: route.fulfill(json=config))
-    await page.route("**/auth/v1/**", gotrue)
-    await page.reload()
-
-    magic = page.locator("form").filter(has=page.get_by_role("button", name="Email me"))
-    await magic.get_by_role("textbox", name="Email").fill("ana@x.test")
-    await magic.get_by_role("button", name="Email me a sign-in link").click()
-    await expect(page.get_by_role("status")).to_contain_text("Check your email")
-    assert asked["otp"][0]["email"] == "ana@x.test"
-    assert asked["otp"][0]["create_user"] is False  # the console signs in; it never signs up
-
-    password = page.locator("form").filter(has=page.get_by_label("Password"))
-    await password.get_by_role("textbox", name="Email").fill("ana@x.test")
-    await password.get_by_label("Password").fill("correct horse")
-    await password.get_by_role("button", name="Sign in").click()
-    await expect(page.get_by_text("ana@x.test")).to_be_visible()
-    ((url, body),) = asked["token"]
-    assert "grant_type=password" in url
-    assert body == {"email": "ana@x.test", "password": "correct horse", "gotrue_meta_security": {}}
+    ana = f"ana-{uuid4().hex[:8]}@example.com"
+    await page.get_by_text("Create an account").click()
+    signup = page.get_by_role("form", name="Sign up")
+    await signup.get_by_role("textbox", name="Email").fill(ana)
+    await signup.get_by_label("New password").fill("correct horse")
+    await signup.get_by_role("button", name="Sign up").click()
+    await expect(page.get_by_text(ana)).to_be_visible()
 
     await page.get_by_role("link", name="+ New chat").click()
     await page.get_by_role("textbox", name="Message").fill("Hello!")
@@ -535,7 +520,46 @@ async def test_supabase_auth_signs_in_by_password_or_magic_link_and_its_token_is
     )
     assert [j["status"] for j in tab.wire.joins] == ["ok"]  # the private channel took the token
     async with db.service() as conn:
-        cur = await conn.execute("SELECT count(*) AS n FROM chat_sessions WHERE user_id = %s",
-                                 (user,))  # fmt: skip
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM chat_sessions s JOIN auth.users u ON u.id = s.user_id "
+            "WHERE u.email = %s",
+            (ana,),
+        )
         row = await cur.fetchone()
     assert row is not None and row["n"] == 1  # the functions saw Ana, not the demo user
+
+    await page.get_by_role("button", name="Sign out").click()
+    await sign_in(page, ana, "correct horse")  # and she signs in again with her password
+    await page.get_by_role("button", name="Sign out").click()
+    form = page.get_by_role("region", name="Sign in").locator("form").first
+    await form.get_by_role("textbox", name="Email").fill(ana)
+    await form.get_by_label("Password").fill("wrong horse")
+    await form.get_by_role("button", name="Sign in").click()
+    await expect(page.get_by_role("alert")).to_have_text("Invalid login credentials")
+
+
+async def test_a_deployed_console_sends_magic_links(tab: Tab, stack: RunningStack) -> None:
+    """With `auth.methods` offering it, the console asks Supabase Auth (`/otp`, answered here at
+    the wire: the local Auth sends no email) for a link, and never to create a user."""
+    page = tab.page
+    async with httpx.AsyncClient() as http:
+        local = (await http.get(f"{stack.url}/config.json")).json()
+    config = {**local, "auth": {"mode": "supabase", "methods": ["password", "magic_link"]}}
+    asked: list[Any] = []
+    cors = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Headers": "*"}
+
+    async def otp(route: Route) -> None:
+        if route.request.method != "OPTIONS":
+            asked.append(route.request.post_data_json)
+        await route.fulfill(status=200, json={}, headers=cors)
+
+    await page.route("**/config.json", lambda route: route.fulfill(json=config))
+    await page.route("**/auth/v1/otp**", otp)
+    await page.reload()
+    await expect(page.get_by_role("button", name="Sign in as the demo user")).to_have_count(0)
+    magic = page.locator("form").filter(has=page.get_by_role("button", name="Email me"))
+    await magic.get_by_role("textbox", name="Email").fill("ana@x.test")
+    await magic.get_by_role("button", name="Email me a sign-in link").click()
+    await expect(page.get_by_role("status")).to_contain_text("Check your email")
+    assert asked[0]["email"] == "ana@x.test"
+    assert asked[0]["create_user"] is False  # the console signs in; it never signs up this way

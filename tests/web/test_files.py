@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from uuid import uuid4
 
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
@@ -67,7 +66,7 @@ def test_the_guides_code_is_the_consoles_code() -> None:
 
 
 def test_the_local_console_may_not_be_framed_by_another_site() -> None:
-    settings = ConsoleSettings("http://127.0.0.1:4000", "anon", "s" * 32, uuid4(), "d@x", "hi")
+    settings = ConsoleSettings("http://127.0.0.1:4000", "sb_publishable_x", "d@x", "pw", "hi")
     with TestClient(Starlette(routes=console_routes(settings))) as client:
         for path in ("/", "/src/main.js", "/console.css"):
             response = client.get(path)

@@ -61,6 +61,8 @@ class Subscription:
     subscriber: ChangeSubscriber
     binding_id: int
     spec: BindingSpec
+    binding: int
+    """The binding's position in its join: identical bindings share an id, not a position."""
 
 
 class SubscriptionFailed(Exception):
@@ -96,9 +98,10 @@ class ChangeRouter:
             await self.sync()
         self.unsubscribe(subscriber)
         subscriptions = self._by_subscriber.setdefault(id(subscriber), [])
-        for (binding_id, spec), relids in zip(specs, tables, strict=True):
+        for position, ((binding_id, spec), relids) in enumerate(zip(specs, tables, strict=True)):
             for relid in relids:
-                sub = Subscription(str(next(self._keys)), relid, subscriber, binding_id, spec)
+                key = str(next(self._keys))
+                sub = Subscription(key, relid, subscriber, binding_id, spec, position)
                 self._by_table.setdefault(relid, {})[sub.key] = sub
                 subscriptions.append(sub)
 
@@ -137,16 +140,17 @@ class ChangeRouter:
         return sent
 
     def _deliver(self, data: RawJson, change_type: str, subs: list[Subscription]) -> int:
-        ids_by_subscriber: dict[int, tuple[ChangeSubscriber, list[int]]] = {}
+        # One id per matching binding, as hosted's MessageDispatcher lists them: two identical
+        # bindings (one id) that both match make the id appear twice.
+        bindings_by_subscriber: dict[int, tuple[ChangeSubscriber, dict[int, int]]] = {}
         for sub in subs:
             if id(sub.subscriber) not in self._by_subscriber:
                 continue  # left while the change was being checked
-            entry = ids_by_subscriber.setdefault(id(sub.subscriber), (sub.subscriber, []))
-            if sub.binding_id not in entry[1]:
-                entry[1].append(sub.binding_id)
-        for subscriber, ids in ids_by_subscriber.values():
-            subscriber.deliver_change(ids, change_type, data)
-        return len(ids_by_subscriber)
+            entry = bindings_by_subscriber.setdefault(id(sub.subscriber), (sub.subscriber, {}))
+            entry[1].setdefault(sub.binding, sub.binding_id)
+        for subscriber, ids in bindings_by_subscriber.values():
+            subscriber.deliver_change(list(ids.values()), change_type, data)
+        return len(bindings_by_subscriber)
 
     async def _check(self, spec: BindingSpec, role: str) -> frozenset[int]:
         """The published tables `spec` covers, checked like `realtime.subscription` inserts."""

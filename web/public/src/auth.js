@@ -1,11 +1,9 @@
-// Who is signed in, and the one supabase-js client (Realtime, and Auth on a real project).
+// Who is signed in, and the one supabase-js client (Auth and Realtime).
 //
-// * "supabase" mode: Supabase Auth (email + password, or a magic link). supabase-js keeps the
-//   session, refreshes it, and hands each new access token to Realtime by itself.
-// * "local" mode (the local stack has no Supabase Auth): the stack mints the demo user's token,
-//   or you paste an access token; supabase-js asks us for it through `accessToken`.
-
-const STORE = 'parley.console.session';
+// Supabase Auth signs users in — email and password (and sign-up), or a magic link — on a
+// hosted project and on the local stack alike (the stack serves Supabase Auth's API at
+// /auth/v1). supabase-js keeps the session, refreshes it, and hands each new access token to
+// Realtime by itself; `token` is what the functions get.
 
 /** The claims of a JWT (not verified here: the functions and Realtime verify it). */
 export function claimsOf(token) {
@@ -18,7 +16,6 @@ export function claimsOf(token) {
 function sessionFromToken(token) {
   const claims = claimsOf(token);
   if (!claims.sub || !claims.exp) throw new Error('The token has no user (sub) or no expiry (exp)');
-  if (claims.exp * 1000 <= Date.now()) throw new Error('The token has expired');
   return {
     token,
     expiresAt: claims.exp * 1000,
@@ -33,30 +30,13 @@ export class Auth {
     this.session = null;
     this.listeners = new Set();
     const { createClient } = window.supabase;
-    if (config.auth.mode === 'supabase') {
-      this.client = createClient(config.supabaseUrl, config.supabaseAnonKey);
-    } else {
-      this.client = createClient(config.supabaseUrl, config.supabaseAnonKey, {
-        accessToken: async () => this.session?.token ?? config.supabaseAnonKey,
-      });
-    }
+    this.client = createClient(config.supabaseUrl, config.supabaseAnonKey);
   }
 
   async start() {
-    if (this.config.auth.mode === 'supabase') {
-      const { data } = await this.client.auth.getSession();
-      this.#fromSupabase(data.session);
-      this.client.auth.onAuthStateChange((_event, session) => this.#fromSupabase(session));
-      return;
-    }
-    const saved = localStorage.getItem(STORE);
-    if (saved) {
-      try {
-        this.#set(sessionFromToken(saved));
-      } catch {
-        localStorage.removeItem(STORE);
-      }
-    }
+    const { data } = await this.client.auth.getSession();
+    this.#fromSupabase(data.session);
+    this.client.auth.onAuthStateChange((_event, session) => this.#fromSupabase(session));
   }
 
   get token() {
@@ -68,22 +48,22 @@ export class Auth {
     return () => this.listeners.delete(listener);
   }
 
-  /** Local stack: the stack mints the demo user's token. */
-  async signInAsDemoUser() {
-    const response = await fetch(this.config.auth.demoSession, { method: 'POST' });
-    if (!response.ok) throw new Error(`The local stack refused the demo sign-in (${response.status})`);
-    const { access_token: token } = await response.json();
-    this.#useToken(token);
-  }
-
-  /** Local stack: any user's access token (e.g. one minted with the project's JWT secret). */
-  signInWithToken(token) {
-    this.#useToken(token.trim());
-  }
-
   async signInWithPassword(email, password) {
     const { error } = await this.client.auth.signInWithPassword({ email, password });
     if (error) throw error;
+  }
+
+  /** A new account; true when it is signed in at once (no email confirmation asked). */
+  async signUp(email, password) {
+    const { data, error } = await this.client.auth.signUp({ email, password });
+    if (error) throw error;
+    return Boolean(data.session);
+  }
+
+  /** The local stack's demo user, whose credentials its config.json gives (`auth.demoUser`). */
+  async signInAsDemoUser() {
+    const { email, password } = this.config.auth.demoUser;
+    await this.signInWithPassword(email, password);
   }
 
   async sendMagicLink(email) {
@@ -97,18 +77,8 @@ export class Auth {
 
   async signOut() {
     await this.client.removeAllChannels();
-    if (this.config.auth.mode === 'supabase') {
-      await this.client.auth.signOut();
-    } else {
-      localStorage.removeItem(STORE);
-      this.#set(null);
-    }
-  }
-
-  #useToken(token) {
-    const session = sessionFromToken(token);
-    localStorage.setItem(STORE, token);
-    this.#set(session);
+    await this.client.auth.signOut();
+    this.#set(null);
   }
 
   #fromSupabase(session) {

@@ -1,5 +1,6 @@
 // The console's configuration: `config.json` beside index.html (served by the local stack, or
-// copied from config.example.json for a deployment). It holds no secrets: the anon key is public.
+// copied from config.example.json for a deployment). It holds no secrets: the anon key is public
+// (so are the local stack's demo user's credentials, `auth.demoUser`: local only).
 
 export async function loadConfig() {
   const response = await fetch('config.json', { cache: 'no-store' });
@@ -12,8 +13,8 @@ export async function loadConfig() {
   const config = await response.json();
   const missing = ['supabaseUrl', 'supabaseAnonKey', 'functions', 'auth'].filter((k) => !config[k]);
   if (missing.length) throw new Error(`config.json lacks ${missing.join(', ')}`);
-  if (!['local', 'supabase'].includes(config.auth.mode)) {
-    throw new Error('config.json: auth.mode must be "supabase" (or "local" on the local stack)');
+  if (config.auth.mode !== 'supabase') {
+    throw new Error('config.json: auth.mode must be "supabase" (the local stack serves Supabase Auth too)');
   }
   const base = new URL('.', window.location.href);
   const resolve = (url) => new URL(url, base).href.replace(/\/+$/, '');
