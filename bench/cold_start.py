@@ -22,7 +22,10 @@ start one. Per round, interleaved so that the machine's load falls on all alike:
 * the same with MCP configured (`MCP_SERVERS`: the tests' stdio echo server): the chat never
   runs the planner, so its first `202` must load nothing of MCP's; the line says which of
   `mcp`'s modules, if any, its process imported;
-* the planner function as deployed: import, then the "run plan" messages of those two sends,
+* the same with its secrets in the stage's Secrets Manager secret (`SETTINGS_SECRET_ID`, on
+  moto's server), as infra/serverless.yml deploys it: its import includes reading the secret;
+  and that read timed alone, by Parley's client and by boto3's;
+* the planner function as deployed: import, then the "run plan" messages of those sends,
   each as the SQS event Lambda delivers (the model answers them at once, its text streamed as
   `token` events): the first run pays for whatever the function loads on first use rather than
   at init — the Realtime broadcast's HTTP client among it: the tokens go to the local Realtime
@@ -46,7 +49,7 @@ import statistics
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -121,6 +124,8 @@ print(json.dumps({"import": imported, "first": times[0], "warm": times[1], "aws_
                   "mcp": len(mcp)}))
 """
 MCP_ECHO = ROOT / "tests" / "tools" / "mcp_echo_server.py"
+MODES = ("", ", MCP configured", ", settings from the secret")
+"""The deployed chat as is, with MCP servers configured, with its settings in the secret."""
 
 PLANNED = """
 import json, sys, time
@@ -136,6 +141,25 @@ for event in json.loads(sys.argv[1]):
 print(json.dumps({"import": imported, "first": times[0], "warm": times[1]}))
 """
 
+SECRET_OWN_LINE = "read the stage's secret: Parley's client"
+SECRET_OWN = """
+import sys, time
+import shared.settings  # a function has it loaded: the read is what comes on top
+started = time.perf_counter()
+from shared.aws.secrets import secret_settings
+assert secret_settings(sys.argv[1])
+print(time.perf_counter() - started)
+"""
+SECRET_BOTO3_LINE = "read the stage's secret: boto3"
+SECRET_BOTO3 = """
+import json, sys, time
+import shared.settings
+started = time.perf_counter()
+import boto3
+answer = boto3.client("secretsmanager").get_secret_value(SecretId=sys.argv[1])
+assert json.loads(answer["SecretString"])
+print(time.perf_counter() - started)
+"""
 BOTO3_LINE = "import boto3 + SQS client"
 BOTO3 = """
 import time
@@ -225,6 +249,24 @@ def queued_environment(env: dict[str, str], endpoint: str, realtime: str) -> dic
     return {**kept, **environment(endpoint), **queues, **supabase, "INVOKER_TRANSPORT": "sqs"}
 
 
+def with_secret(env: dict[str, str], endpoint: str) -> tuple[dict[str, str], str]:
+    """`env` as infra/serverless.yml configures a function: the database URL and the JWT
+    secret only in the stage's secret (made here on moto's Secrets Manager), which
+    `SETTINGS_SECRET_ID` names; and that name."""
+    import boto3
+
+    secrets = boto3.client(
+        "secretsmanager", endpoint_url=endpoint, region_name=FAKE_AWS["AWS_REGION"],
+        aws_access_key_id=FAKE_AWS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=FAKE_AWS["AWS_SECRET_ACCESS_KEY"],
+    )  # fmt: skip
+    name = f"parley/bench-{uuid4().hex[:8]}"
+    held = ("DATABASE_URL", "SUPABASE_JWT_SECRET", "SUPABASE_SERVICE_ROLE_KEY")
+    secrets.create_secret(Name=name, SecretString=json.dumps({k: env[k] for k in held}))
+    kept = {k: v for k, v in env.items() if k not in held}
+    return {**kept, "SETTINGS_SECRET_ID": name, "AWS_ENDPOINT_URL_SECRETS_MANAGER": endpoint}, name
+
+
 def with_mcp(env: dict[str, str]) -> dict[str, str]:
     """`env` with one MCP server configured: the tests' stdio echo server."""
     server = {"name": "echo", "command": sys.executable, "args": [str(MCP_ECHO)]}
@@ -263,6 +305,10 @@ def median_ms(values: list[float]) -> float:
     return statistics.median(values) * 1000
 
 
+def min_ms(values: list[float]) -> float:
+    return min(values) * 1000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -272,6 +318,7 @@ def main() -> None:
     with harness() as h, moto_server() as endpoint, realtime_server(h.url) as (realtime, got):
         env = child_environment(h)
         queued_env = queued_environment(env, endpoint, realtime)
+        secret_env, secret = with_secret(queued_env, endpoint)
         event = event_for(asyncio.run(h.user()))
         compile_code()
         figures: dict[str, list[float]] = {}
@@ -286,14 +333,17 @@ def main() -> None:
             for key, value in turns.items():
                 figures.setdefault(f"chat in_process: {key}", []).append(value)
             figures.setdefault(BOTO3_LINE, []).append(float(child(BOTO3, env)))
-            for mode, mode_env in (("", queued_env), (", MCP configured", with_mcp(queued_env))):
+            for line, code in ((SECRET_OWN_LINE, SECRET_OWN), (SECRET_BOTO3_LINE, SECRET_BOTO3)):
+                figures.setdefault(line, []).append(float(child(code, secret_env, secret)))
+            environments = (queued_env, with_mcp(queued_env), secret_env)
+            for mode, mode_env in zip(MODES, environments, strict=True):
                 queued = json.loads(child(QUEUED, mode_env, event, uuid4().hex))
                 seen["aws_sdk"].update(queued.pop("aws_sdk"))
                 seen["mcp"].add(f"{queued.pop('mcp')} mcp modules{mode}")
                 for key, value in queued.items():
                     figures.setdefault(f"chat sqs (deployed{mode}): {key}", []).append(value)
             before = got[0]
-            events = planner_events(queued_env, endpoint, expected=4)
+            events = planner_events(queued_env, endpoint, expected=6)
             planned = json.loads(child(PLANNED, queued_env, events))
             broadcasts.append(got[0] - before)
             for key, value in planned.items():
@@ -307,24 +357,36 @@ def report(
     print(f"Python {sys.version.split()[0]} (the Lambda functions run 3.12: infra/serverless.yml)")
     for name, values in figures.items():
         print(f"{name:<48} p50 {median_ms(values):8.1f} ms   (min {min(values) * 1000:.1f})")
-    chat = median_ms(figures["import functions.chat.handler"])
-    openai = median_ms(figures["import openai"])
-    floor = median_ms(figures[LIBRARIES_LINE])
-    print(f"chat handler import ÷ import openai:               {chat / openai:.2f}")
-    deployed = median_ms(figures["chat sqs (deployed): import"])
-    print(f"  as deployed (sqs, its send path loaded at init):  {deployed / openai:.2f}")
-    print(f"  of which its libraries (floor) ÷ import openai:   {floor / openai:.2f}")
-    print(f"  Parley's own share (handler − floor) ÷ openai:    {(chat - floor) / openai:.2f}")
-    print(f"  as deployed, own share ÷ openai:                  {(deployed - floor) / openai:.2f}")
-    for mode in ("chat in_process", "chat sqs (deployed)", "chat sqs (deployed, MCP configured)",
-                 "planner sqs (deployed)"):  # fmt: skip
+    print("ratios of medians (and of minimums: the least disturbed runs on a shared machine)")
+    medians = {name: median_ms(values) for name, values in figures.items()}
+    minimums = {name: min_ms(values) for name, values in figures.items()}
+    chat, deployed = "import functions.chat.handler", "chat sqs (deployed): import"
+    openai, floor = "import openai", LIBRARIES_LINE
+    lines: list[tuple[str, Callable[[dict[str, float]], float]]] = [
+        ("chat handler import ÷ import openai", lambda f: f[chat] / f[openai]),
+        ("  as deployed (sqs, its send path at init)", lambda f: f[deployed] / f[openai]),
+        ("  its libraries alone (floor) ÷ import openai", lambda f: f[floor] / f[openai]),
+        ("  Parley's own share (handler − floor) ÷ openai",
+         lambda f: (f[chat] - f[floor]) / f[openai]),
+        ("  as deployed, own share ÷ openai", lambda f: (f[deployed] - f[floor]) / f[openai]),
+    ]  # fmt: skip
+    for label, ratio in lines:
+        print(f"{label:<50} {ratio(medians):.2f}  (min {ratio(minimums):.2f})")
+    modes = [
+        "chat in_process",
+        *(f"chat sqs (deployed{m})" for m in MODES),
+        "planner sqs (deployed)",
+    ]
+    for mode in modes:
         first, warm = median_ms(figures[f"{mode}: first"]), median_ms(figures[f"{mode}: warm"])
-        print(f"{mode + ': first ÷ warm turn:':<56}{first / warm:.1f}")
-    print(f"planner sqs (deployed): Realtime messages received per round (4 runs): {broadcasts}")
+        print(f"{mode + ': first ÷ warm turn:':<62}{first / warm:.1f}")
+    print(f"planner sqs (deployed): Realtime messages received per round (6 runs): {broadcasts}")
     loaded = ", ".join(sorted(seen["aws_sdk"])) or "neither"
     print(f"chat sqs (deployed): boto3 / botocore loaded:   {loaded}")
     print(f"chat sqs (deployed): MCP loaded:                {'; '.join(sorted(seen['mcp']))}")
     print(f"{BOTO3_LINE}: what the first 202 would add if the send path used boto3")
+    print(f"{SECRET_BOTO3_LINE}: what init would add reading the secret with boto3 (as "
+          "pydantic-settings' AWSSecretsManagerSettingsSource does)")  # fmt: skip
 
 
 if __name__ == "__main__":

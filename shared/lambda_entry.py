@@ -114,11 +114,16 @@ class LambdaHandler:
 
         Init is billed like the rest, so this costs nothing more; it takes the work off the
         first request (the deployed chat's first `202`: ~45 ms → ~27 ms here, plus the CA
-        certificates' 20–40 ms on AWS, `bench.cold_start`), and a SnapStart snapshot would keep
-        it. Nothing connects: a connection opened here would not survive a snapshot's restore.
-        Invalid settings are logged and left to the first request, which answers them as a 503
-        problem, as it would have anyway."""
+        certificates' 20–40 ms on AWS, `bench.cold_start`), and a SnapStart snapshot keeps it
+        (`shared.snapstart`, whose hooks are registered here: they finish init's work and close
+        whatever connected before the snapshot, and make each restored copy its own). Nothing
+        connects here — but the settings read the stage's secret (`SETTINGS_SECRET_ID`) over
+        one request, closed at once. Invalid settings are logged and left to the first request,
+        which answers them as a 503 problem, as it would have anyway."""
+        from shared import snapstart
+
         logs.install()  # the work's ids on every record, whatever the settings
+        snapstart.register(self)
         if self.agent is not None:
             load_agent_core(self.agent)
         try:

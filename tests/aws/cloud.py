@@ -88,6 +88,10 @@ class Function:
         result: dict[str, Any] = self.handler(event, context)
         return result
 
+    def on_its_thread(self, work: Callable[..., Any], *args: Any) -> Any:
+        """Run `work(*args)` on the function's thread, as the runtime runs its hooks."""
+        return self._worker.submit(work, *args).result()
+
     def close(self) -> None:
         self._worker.submit(self._loop.run_until_complete, self.services.aclose()).result()
         self._worker.submit(self._loop.close).result()
