@@ -9,9 +9,14 @@ invoker's headers (`carrier()` on the way out, `span(parent=...)` on the way in)
 Off by default. `start` turns it on when the settings ask for an exporter: an OTLP endpoint
 (`OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), or
 `OTEL_TRACES_EXPORTER=otlp|console`; `OTEL_SDK_DISABLED=true` keeps it off. Only then is the
-SDK imported (`shared.tracing.sdk`, the optional `parley[otel]`): off, this module is all that
-loads — no OpenTelemetry package, not even its API (~35 ms of imports) — and `span()` yields a
-span that records nothing, `carrier()` is empty and `trace_id()` None.
+SDK imported (`shared.tracing.sdk`, the optional `parley[otel]`, with its exporter: ~70 ms and
+~250 modules at init, `bench.cold_start`). Off, Parley imports nothing of OpenTelemetry — the
+functions load only the API FastAPI itself imports — and `span()` yields a span that records
+nothing, `carrier()` is empty and `trace_id()` None.
+
+Parley's spans go through a tracer provider of its own, not the process-wide one of the
+OpenTelemetry API: FastAPI's built-in request telemetry, which uses that one, stays idle (the
+SERVER span of a request is Parley's, `shared.tracing.http_server`).
 """
 
 from __future__ import annotations
