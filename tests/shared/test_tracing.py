@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import SecretStr
 
 from shared import logs, tracing
 from shared.settings import Settings
@@ -157,8 +158,9 @@ def test_spans_go_to_the_otlp_endpoint_with_the_configured_headers() -> None:
     """The SDK's own OTLP/HTTP exporter, configured from the settings (which the stage's
     secret may hold): `<endpoint>/v1/traces`, protobuf, the headers, the service's name."""
     with otlp_receiver() as receiver:
+        headers = SecretStr("x-api-key=k%3Dv,team=parley")
         settings = Settings(otel_exporter_otlp_endpoint=receiver.url,
-                            otel_exporter_otlp_headers="x-api-key=k%3Dv,team=parley")  # fmt: skip
+                            otel_exporter_otlp_headers=headers)  # fmt: skip
         assert tracing.start(settings, service="parley-chat")
         try:
             with tracing.span("exported", attributes={"parley.plan.id": "p"}):
