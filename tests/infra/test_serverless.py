@@ -276,3 +276,23 @@ def test_what_the_stack_stores_is_private_and_encrypted(template: dict[str, Any]
     assert grants["CloudWatchAlarmsPublish"]["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
     assert sorted(grants["CloudWatchAlarmsPublish"]["Action"]) == [
         "kms:Decrypt", "kms:GenerateDataKey*"]  # fmt: skip
+
+
+def test_logs_are_json_lines_at_the_stages_level_and_traces_go_where_named(
+    template: dict[str, Any],
+) -> None:
+    """Every function writes Lambda's JSON log format (a record's extra fields — the work's
+    ids — kept as top-level keys: shared/logs.py), filtered at LOG_LEVEL's level; traces are
+    exported only where the stage names a collector (`otlpEndpoint`)."""
+    prod = package("prod", into="prod-traced", otlpEndpoint="http://localhost:4318")
+    for stage, level, lambda_level, endpoint in (
+        (template, "INFO", "INFO", ""), (prod, "WARNING", "WARN", "http://localhost:4318"),
+    ):  # fmt: skip
+        for logical_id in FUNCTIONS:
+            properties = stage["Resources"][logical_id]["Properties"]
+            assert properties["LoggingConfig"] == {
+                "LogFormat": "JSON", "ApplicationLogLevel": lambda_level}  # fmt: skip
+            variables = properties["Environment"]["Variables"]
+            assert variables["LOG_LEVEL"] == level
+            assert variables["OTEL_EXPORTER_OTLP_ENDPOINT"] == endpoint
+    assert Settings(otel_exporter_otlp_endpoint="").otel_exporter_otlp_endpoint is None
