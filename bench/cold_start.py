@@ -39,9 +39,11 @@ start one. Per round, interleaved so that the machine's load falls on all alike:
 * `import boto3` + an SQS client, timed on its own: what the first `202` would add if the
   send path used boto3.
 
-Prints the median of each over the rounds, and the ratios the performance targets use:
-chat handler import ÷ `import openai`, Parley's own share of it (the handler's import less the
-libraries' floor) ÷ `import openai`, first turn ÷ warm turn. Parley's own code is
+Prints the median and the minimum of each over the rounds, and the ratios the performance
+targets use: chat handler import ÷ `import openai`, Parley's own share of it (the handler's
+import less the libraries' floor) ÷ `import openai` — of wall time and of CPU time (the
+imports' CPU time moves far less than their wall time with a shared machine's load) — and
+first turn ÷ warm turn. Parley's own code is
 byte-compiled first, as the Lambda bundle ships it (installed packages have their bytecode).
 """
 
@@ -73,25 +75,28 @@ EVENT = ROOT / "tests" / "lambda_events" / "chat_send_message.json"
 HANDLERS = ("chat", "agent_planner", "agent_executor")
 
 IMPORT = """
-import json, sys, time
-started = time.perf_counter()
+import sys, time
+started, cpu = time.perf_counter(), time.process_time()
 import {module}
-seconds = time.perf_counter() - started
-otel = [m for m in sys.modules if m.split(".")[0] == "opentelemetry"]
-print(json.dumps({{"seconds": seconds, "modules": len(sys.modules), "otel": len(otel)}}))
+wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+otel = sum(1 for m in sys.modules if m.split(".")[0] == "opentelemetry")
+print(wall, cpu, len(sys.modules), otel)
 """
 TRACED_IMPORT = "import functions.chat.handler (tracing on)"
 
 LIBRARIES = """
 import time
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 import fastapi, mangum, psycopg, psycopg_pool, jwt, pydantic_settings
 app = fastapi.FastAPI()
 @app.get("/n")
 async def n(n: int) -> dict[str, int]:
     return {"n": n}
-print(time.perf_counter() - started)
+print(time.perf_counter() - started, time.process_time() - cpu)
 """
+CPU = " (CPU)"
+"""Suffix of an import's CPU time (`process_time`): an import is CPU work, and its CPU time
+moves far less than its wall time with the load of a shared machine."""
 LIBRARIES_LINE = "import the chat's libraries, one route"
 
 TURNS = """
@@ -136,7 +141,9 @@ print(json.dumps({"import": imported, "first": times[0], "warm": times[1], "aws_
 TRACED = ", tracing on"
 """The deployed chat and planner exporting their spans (`OTEL_EXPORTER_OTLP_ENDPOINT`)."""
 MCP_ECHO = ROOT / "tests" / "tools" / "mcp_echo_server.py"
-MODES = ("", ", MCP configured", ", settings from the secret")
+SECRETS = (ROOT / "shared" / "aws" / "secrets.py").exists()
+"""Whether this tree reads a stage's secret (a checkout from before it is measured without)."""
+MODES = ("", ", MCP configured", *((", settings from the secret",) if SECRETS else ()))
 """The deployed chat as is, with MCP servers configured, with its settings in the secret."""
 
 PLANNED = """
@@ -321,6 +328,13 @@ def event_for(user: User) -> str:
     return EVENT.read_text().replace("{{TOKEN}}", token(user.id))
 
 
+def timed(figures: dict[str, list[float]], name: str, printed: str) -> None:
+    """Record an import's wall time under `name`, its CPU time under `name` + `CPU`."""
+    wall, cpu = (float(part) for part in printed.split()[:2])
+    figures.setdefault(name, []).append(wall)
+    figures.setdefault(name + CPU, []).append(cpu)
+
+
 def median_ms(values: list[float]) -> float:
     return statistics.median(values) * 1000
 
@@ -356,17 +370,19 @@ def main() -> None:
             ]
             imports.append((TRACED_IMPORT, "functions.chat.handler", traced(env, receiver)))
             for line, module, import_env in imports:
-                found = json.loads(child(IMPORT.format(module=module), import_env))
-                figures.setdefault(line, []).append(found["seconds"])
-                counts.setdefault(line, set()).add((found["modules"], found["otel"]))
-            figures.setdefault(LIBRARIES_LINE, []).append(float(child(LIBRARIES, env)))
+                printed = child(IMPORT.format(module=module), import_env)
+                timed(figures, line, printed)
+                modules, otel = (int(part) for part in printed.split()[2:4])
+                counts.setdefault(line, set()).add((modules, otel))
+            timed(figures, LIBRARIES_LINE, child(LIBRARIES, env))
             turns = json.loads(child(TURNS, env, event, uuid4().hex))  # new turns
             for key, value in turns.items():
                 figures.setdefault(f"chat in_process: {key}", []).append(value)
             figures.setdefault(BOTO3_LINE, []).append(float(child(BOTO3, env)))
             for line, code in ((SECRET_OWN_LINE, SECRET_OWN), (SECRET_BOTO3_LINE, SECRET_BOTO3)):
-                figures.setdefault(line, []).append(float(child(code, secret_env, secret)))
-            environments = (queued_env, with_mcp(queued_env), secret_env)
+                if SECRETS:
+                    figures.setdefault(line, []).append(float(child(code, secret_env, secret)))
+            environments = (queued_env, with_mcp(queued_env), secret_env)[: len(MODES)]
             for mode, mode_env in zip(MODES, environments, strict=True):
                 queued = json.loads(child(QUEUED, mode_env, event, uuid4().hex))
                 seen["aws_sdk"].update(queued.pop("aws_sdk"))
@@ -374,7 +390,7 @@ def main() -> None:
                 for key, value in queued.items():
                     figures.setdefault(f"chat sqs (deployed{mode}): {key}", []).append(value)
             before = got[0]
-            events = planner_events(queued_env, endpoint, expected=6)
+            events = planner_events(queued_env, endpoint, expected=2 * len(MODES))
             planned = json.loads(child(PLANNED, queued_env, events))
             broadcasts.append(got[0] - before)
             for key, value in planned.items():
@@ -401,27 +417,39 @@ def traced_round(
     return len(receiver.spans()) - before
 
 
+def import_ratios(
+    medians: dict[str, float], minimums: dict[str, float], *, deployed: str | None, cpu: str
+) -> None:
+    """The chat handler's import ÷ `import openai`, the floor's, and Parley's own share."""
+    chat, openai, floor = (f"import functions.chat.handler{cpu}", f"import openai{cpu}",
+                           LIBRARIES_LINE + cpu)  # fmt: skip
+    lines: list[tuple[str, Callable[[dict[str, float]], float]]] = [
+        ("chat handler import ÷ import openai", lambda f: f[chat] / f[openai]),
+        ("  its libraries alone (floor) ÷ import openai", lambda f: f[floor] / f[openai]),
+        ("  Parley's own share (handler − floor) ÷ openai",
+         lambda f: (f[chat] - f[floor]) / f[openai]),
+    ]  # fmt: skip
+    if deployed is not None:
+        lines += [
+            ("  as deployed (sqs, its send path at init)", lambda f: f[deployed] / f[openai]),
+            ("  as deployed, own share ÷ openai", lambda f: (f[deployed] - f[floor]) / f[openai]),
+        ]  # fmt: skip
+    for label, ratio in lines:
+        print(f"{label:<50} {ratio(medians):.2f}  (min {ratio(minimums):.2f})")
+
+
 def report(
     figures: dict[str, list[float]], seen: dict[str, set[str]], broadcasts: list[int]
 ) -> None:
     print(f"Python {sys.version.split()[0]} (the Lambda functions run 3.12: infra/serverless.yml)")
     for name, values in figures.items():
         print(f"{name:<48} p50 {median_ms(values):8.1f} ms   (min {min(values) * 1000:.1f})")
-    print("ratios of medians (and of minimums: the least disturbed runs on a shared machine)")
+    print("import ratios, wall time: of medians (and of minimums: the least disturbed runs)")
     medians = {name: median_ms(values) for name, values in figures.items()}
     minimums = {name: min_ms(values) for name, values in figures.items()}
-    chat, deployed = "import functions.chat.handler", "chat sqs (deployed): import"
-    openai, floor = "import openai", LIBRARIES_LINE
-    lines: list[tuple[str, Callable[[dict[str, float]], float]]] = [
-        ("chat handler import ÷ import openai", lambda f: f[chat] / f[openai]),
-        ("  as deployed (sqs, its send path at init)", lambda f: f[deployed] / f[openai]),
-        ("  its libraries alone (floor) ÷ import openai", lambda f: f[floor] / f[openai]),
-        ("  Parley's own share (handler − floor) ÷ openai",
-         lambda f: (f[chat] - f[floor]) / f[openai]),
-        ("  as deployed, own share ÷ openai", lambda f: (f[deployed] - f[floor]) / f[openai]),
-    ]  # fmt: skip
-    for label, ratio in lines:
-        print(f"{label:<50} {ratio(medians):.2f}  (min {ratio(minimums):.2f})")
+    import_ratios(medians, minimums, deployed="chat sqs (deployed): import", cpu="")
+    print("import ratios, CPU time: of medians (and of minimums)")
+    import_ratios(medians, minimums, deployed=None, cpu=CPU)
     modes = [
         "chat in_process",
         *(f"chat sqs (deployed{m})" for m in MODES),
@@ -430,13 +458,17 @@ def report(
     for mode in modes:
         first, warm = median_ms(figures[f"{mode}: first"]), median_ms(figures[f"{mode}: warm"])
         print(f"{mode + ': first ÷ warm turn:':<62}{first / warm:.1f}")
-    print(f"planner sqs (deployed): Realtime messages received per round (6 runs): {broadcasts}")
+    runs = 2 * len(MODES)
+    print(
+        f"planner sqs (deployed): Realtime messages received per round ({runs} runs): {broadcasts}"
+    )
     loaded = ", ".join(sorted(seen["aws_sdk"])) or "neither"
     print(f"chat sqs (deployed): boto3 / botocore loaded:   {loaded}")
     print(f"chat sqs (deployed): MCP loaded:                {'; '.join(sorted(seen['mcp']))}")
     print(f"{BOTO3_LINE}: what the first 202 would add if the send path used boto3")
-    print(f"{SECRET_BOTO3_LINE}: what init would add reading the secret with boto3 (as "
-          "pydantic-settings' AWSSecretsManagerSettingsSource does)")  # fmt: skip
+    if SECRETS:
+        print(f"{SECRET_BOTO3_LINE}: what init would add reading the secret with boto3 (as "
+              "pydantic-settings' AWSSecretsManagerSettingsSource does)")  # fmt: skip
 
 
 def report_tracing(

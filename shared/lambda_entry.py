@@ -102,7 +102,8 @@ class LambdaHandler:
 
     def prepare(self) -> None:
         """Do now, in Lambda's init phase, what every request would do first: read and check
-        the settings (the model registry with them); for the planner and executor, load the
+        the settings, and load the model registry (every turn's budgets and prices need it:
+        ~10 ms the chat's first `202` would pay); for the planner and executor, load the
         agent core (`load_agent_core`) and build the tool registry; with
         `INVOKER_TRANSPORT=sqs`, load what sends work on to a queue (`SqsInvoker` and
         `shared.queues.sqs_http`, which needs only the standard library — never boto3); and
@@ -128,6 +129,7 @@ class LambdaHandler:
             load_agent_core(self.agent)
         try:
             services = self.services()
+            services.models  # noqa: B018 — loaded now, not on the first request
         except ConfigurationError as exc:
             log.error("%s (each request will answer it as a 503)", exc)
             return
@@ -139,6 +141,7 @@ class LambdaHandler:
         if settings.invoker_transport == "sqs":
             importlib.import_module("shared.queues.sqs")
             importlib.import_module("shared.queues.sqs_http")
+            importlib.import_module("encodings.idna")  # a host name's encoding, on connecting
         signing_keys_only = settings.jwks_url and not settings.supabase_jwt_secret
         if settings.invoker_transport == "sqs" or signing_keys_only:
             from shared.tls import tls_context
@@ -156,10 +159,22 @@ class LambdaHandler:
         return asyncio.get_event_loop().run_until_complete(work)
 
 
+FIRST_RUN_MODULES = (
+    "shared.queues.consumer",
+    "shared.llm.openai_client",
+    "shared.llm.history",
+    "shared.events.realtime",
+    "anyio._backends._asyncio",
+)
+"""What an agent's first run would import (~40 ms here): the queue consumer, the model client
+and the history rules, the Realtime publisher (token batches), and the asyncio backend the
+httpx2 clients (the model's, Realtime's) load on their first connection."""
+
+
 def load_agent_core(agent: Literal["planner", "executor"]) -> None:
     """Import what every invocation of the planner or executor function runs: the model
     client's libraries (the `openai` package, a few hundred ms) and its TLS settings, the
-    agent's module and the queue consumer (~100 ms more, which the first event would pay).
+    agent's module and `FIRST_RUN_MODULES` (~150 ms more, which the first event would pay).
 
     For these functions Lambda's init phase is the place: the work costs the same wherever it
     happens, the first event does not wait for it, and a SnapStart snapshot (Python 3.12+)
@@ -168,7 +183,8 @@ def load_agent_core(agent: Literal["planner", "executor"]) -> None:
     from shared.llm import _openai_wire
 
     importlib.import_module(f"shared.agents.{agent}")
-    importlib.import_module("shared.queues.consumer")
+    for module in FIRST_RUN_MODULES:
+        importlib.import_module(module)
     try:
         _openai_wire.model_tls_context()
     except OSError as exc:  # e.g. SSL_CERT_FILE naming no file: init goes on, as for settings
