@@ -235,7 +235,7 @@ def _detail(kind: str, data: dict[str, Any]) -> str:
         tool = f" {data['tool_name']}" if data.get("tool_name") else ""
         return f"{data['message_type']}{tool}: {data.get('content') or data.get('tool_args') or ''}"
     if kind in ("tool_call", "tool_result"):
-        return f"{data.get('tool_name')} {data.get('arguments') or data.get('content') or ''}"
+        return f"{data.get('tool_name')} {data.get('tool_args') or data.get('content') or ''}"
     if kind == "usage":
         call = data.get("call") or {}
         tokens = f"{call.get('prompt_tokens')} in / {call.get('completion_tokens')} out"

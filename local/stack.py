@@ -38,6 +38,7 @@ from local import demo, migrate
 from local.auth import ApiKeys, Auth, AuthConfig
 from local.auth import create_app as auth_app
 from local.console import ConsoleSettings, console_routes
+from local.cors import cors
 from local.deepseek import DEMO_MODEL, FakeModelServer
 from local.postgres import start_embedded, with_database
 from local.realtime import RealtimeConfig, RealtimeServer
@@ -102,7 +103,7 @@ async def seed(url: str) -> tuple[SeedSummary, str]:
 
 def gateway(services: Services, console: ConsoleSettings | None = None) -> Starlette:
     """The three functions under one server, each at its own prefix (as three URLs would be),
-    and the console at `/`."""
+    answering CORS as the function URLs do (`local.cors`), and the console at `/`."""
     routes: list[BaseRoute] = []
     for prefix, app in (("/chat", chat_app()), ("/agent_planner", planner_app()),
                         ("/agent_executor", executor_app())):  # fmt: skip
@@ -110,7 +111,7 @@ def gateway(services: Services, console: ConsoleSettings | None = None) -> Starl
         routes.append(Mount(prefix, app=app))
     if console is not None:
         routes += console_routes(console)
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, middleware=[cors(services.settings.cors_allowed_origins)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +321,8 @@ def banner(running: RunningStack) -> None:
         label = f"{DEMO_MODEL} — Parley's OFFLINE DEMO MODEL, canned replies (set DEEPSEEK_API_KEY)"
         if running.model_latency:
             label += f", {running.model_latency:g} s each"
+        label += ";\n              served by DeepSeek's local twin, held to DeepSeek's API rules "
+        label += "(python3 dev.py check-model checks a real key)"
     else:
         label = "as configured (LLM_BASE_URL, LLM_PLANNER_MODEL, LLM_EXECUTOR_MODEL)"
     url = running.url

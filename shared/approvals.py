@@ -42,7 +42,7 @@ async def list_approvals(services: Services, user: User, plan_id: UUID) -> list[
     """The plan's approvals, oldest first, whatever their status; `NotFound` unless the plan
     is the user's (read under the user's RLS)."""
     async with services.db.as_user(user.id, read_only=True, claims=user.claims) as conn:
-        plan = await plans.get_plan(conn, plan_id=plan_id)
+        plan = await plans.get_user_plan(conn, plan_id=plan_id)
         if plan is None:
             raise NotFound(f"Plan {plan_id} not found")
         return await approvals.list_approvals(conn, plan_id=plan_id)
@@ -59,9 +59,10 @@ async def decide_approval(
 ) -> Approval:
     """Record the user's decision on a pending approval of their plan; the updated row.
 
-    `NotFound`: not the user's plan, or no such approval in it. `Conflict`: the approval was
-    already decided, or its plan has ended or is being cancelled. `InvalidInput`: a decision
-    that does not fit the approval's kind, an `answer` without text, text over 4000 characters.
+    `NotFound`: not the user's plan (or its session was deleted), or no such approval in it.
+    `Conflict`: the approval was already decided, or its plan has ended or is being cancelled.
+    `InvalidInput`: a decision that does not fit the approval's kind, an `answer` without text,
+    text over 4000 characters.
     """
     if decision not in get_args(Decision):
         raise InvalidInput("decision must be one of: approve, reject, answer")
@@ -70,7 +71,7 @@ async def decide_approval(
         raise InvalidInput(f"text is longer than {MAX_TEXT} characters")
     async with services.db.service() as conn:
         # The plan's row lock orders this decision against a run about to wait for it.
-        plan = await plans.get_plan(conn, plan_id=plan_id, user_id=user.id, lock=True)
+        plan = await plans.get_user_plan(conn, plan_id=plan_id, user_id=user.id, lock=True)
         if plan is None:
             raise NotFound(f"Plan {plan_id} not found")
         approval = await approvals.get_approval(

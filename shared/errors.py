@@ -6,6 +6,7 @@ AppError
 ├── Conflict               the request clashes with the current state (e.g. a turn is running)
 ├── InvalidInput           the request is well-formed JSON but makes no sense
 ├── Unauthenticated        no credentials, or credentials that do not verify
+│   └── AccountGone        a valid token of a user that no longer exists
 ├── PermissionDenied       authenticated, but not allowed to do this
 ├── UpstreamUnavailable    a service this one depends on could not be reached
 └── Overloaded             this process runs as many turns as it may; retry after a while
@@ -58,6 +59,15 @@ class Unauthenticated(AppError):
     """Missing or invalid credentials."""
 
     title = "Unauthenticated"
+
+
+class AccountGone(Unauthenticated):
+    """The token verifies, but its user was deleted (Supabase does not revoke such tokens)."""
+
+    title = "Unauthenticated"
+
+    def __init__(self) -> None:
+        super().__init__("The account this token was issued for no longer exists: sign in again")
 
 
 class PermissionDenied(AppError):

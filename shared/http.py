@@ -11,16 +11,21 @@ import logging
 from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Annotated, Any
+from uuid import UUID
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from shared.auth import Identity, User
+from shared.db import users
+from shared.db.records import PlanStatus
 from shared.errors import (
+    AccountGone,
     AppError,
     ConfigurationError,
     Conflict,
@@ -62,6 +67,46 @@ class Problem(BaseModel):
     status: int
     detail: str
     errors: list[dict[str, Any]] | None = None
+
+
+class TurnStillRunningProblem(Problem):
+    """409 for a message sent while a turn of the session runs: the turn it waits for."""
+
+    plan_id: UUID = Field(description="The running turn's plan: wait for it, decide, or cancel.")
+    plan_status: PlanStatus = Field(
+        description="`awaiting_approval`: it waits for the user's decision; else it is working."
+    )
+
+
+class ClientMessageIdReusedProblem(Problem):
+    """409 for a `client_message_id` the session already has, sent with another message."""
+
+    client_message_id: str
+    message_id: UUID = Field(description="The message stored with that id.")
+    plan_id: UUID = Field(description="Its turn.")
+
+
+SERVER_SENT_EVENT: dict[str, Any] = {
+    "type": "object",
+    "title": "ServerSentEvent",
+    "description": "One message of a `text/event-stream` response (each response is a "
+    "sequence of them, as OpenAPI 3.2's `itemSchema` would say): `id` is the event's `seq` "
+    "(so `Last-Event-ID` means after this seq), `event` its type, `data` the event as JSON.",
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9]+$"},
+        "event": {"type": "string"},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"$ref": "#/components/schemas/Event"},
+        },
+    },
+    "required": ["id", "event", "data"],
+}
+EVENT_STREAM: dict[str, Any] = {
+    "text/event-stream": {"schema": {"$ref": "#/components/schemas/ServerSentEvent"}}
+}
+"""The content of a response that streams events (`components/schemas/ServerSentEvent`)."""
 
 
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -106,9 +151,17 @@ def problem(
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
+NOT_CONFIGURED = "This function is not configured; an operator finds the cause in its log."
+
+
 def error_problem(error: AppError) -> JSONResponse:
-    """The problem+json response for an application error."""
-    return problem(status_of(error), str(error), title=error.title, headers=error.headers(),
+    """The problem+json response for an application error. A configuration error names the
+    settings to fix: those go to the log, never to the caller."""
+    detail = str(error)
+    if isinstance(error, ConfigurationError):
+        log.error("%s: %s", type(error).__name__, detail)
+        detail = NOT_CONFIGURED
+    return problem(status_of(error), detail, title=error.title, headers=error.headers(),
                    **error.problem_fields())  # fmt: skip
 
 
@@ -129,12 +182,33 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
-    return problem(exc.status_code, str(exc.detail))
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:  # RFC 9110: `Allow` lists every method the resource has
+        headers["Allow"] = ", ".join(_allowed(request))
+    return problem(exc.status_code, str(exc.detail), headers=headers)
+
+
+def _allowed(request: Request) -> list[str]:
+    """The methods of every route of the app at the request's path (FastAPI makes one route
+    per method, and Starlette's 405 names only the first one's)."""
+    methods: set[str] = set()
+    for route in request.app.routes:
+        match, _ = route.matches(request.scope)
+        if match != Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return sorted(methods)
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return problem(500, "An unexpected error occurred; it has been logged.")
+
+
+def function_url(request: Request) -> str:
+    """This function's URL as the caller reached it — behind a gateway's prefix too (the local
+    stack mounts each function at its own; `base_url` would give the gateway's root)."""
+    url = request.url
+    return f"{url.scheme}://{url.netloc}{request.scope.get('root_path', '')}".rstrip("/")
 
 
 _bearer = HTTPBearer(
@@ -154,10 +228,17 @@ Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
 async def current_user(services: ServicesDep, credentials: Credentials) -> User:
-    """The signed-in user behind the request's Supabase access token."""
+    """The signed-in user behind the request's Supabase access token — still a user: Supabase
+    does not revoke the tokens of a user it deletes, and such a token answers 401 on every
+    route (its rows are gone with the user, so each route would otherwise answer differently:
+    an empty list, a 404, a 401 where it creates a session)."""
     if credentials is None:
         raise Unauthenticated("Missing bearer token: send 'Authorization: Bearer <access token>'")
-    return services.verifier.user(credentials.credentials)
+    user = services.verifier.user(credentials.credentials)
+    async with services.db.autocommit() as conn:
+        if not await users.user_exists(conn, user_id=user.id):
+            raise AccountGone
+    return user
 
 
 async def service_caller(services: ServicesDep, credentials: Credentials) -> Identity:
@@ -201,7 +282,9 @@ def create_base_app(*, title: str, description: str, routers: Sequence[APIRouter
 
 
 def _document_problems(app: FastAPI) -> None:
-    """Add `Problem` to the OpenAPI document's schemas, which `problems()` refer to."""
+    """Complete the OpenAPI document with the schemas routes refer to by name: `Problem`
+    (`problems()`) and its 409 for a running turn, and the events (`Event`, `ServerSentEvent`:
+    `EVENT_STREAM`)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -210,6 +293,23 @@ def _document_problems(app: FastAPI) -> None:
         document = build()  # FastAPI's, which it keeps in `app.openapi_schema`
         schemas = document.setdefault("components", {}).setdefault("schemas", {})
         schemas["Problem"] = Problem.model_json_schema()
+        schemas["TurnStillRunningProblem"] = TurnStillRunningProblem.model_json_schema()
+        schemas["ClientMessageIdReusedProblem"] = ClientMessageIdReusedProblem.model_json_schema()
+        from shared.events.schema import openapi_components  # the event models: only here
+
+        for name, schema in openapi_components().items():
+            schemas.setdefault(name, schema)
+        schemas["ServerSentEvent"] = SERVER_SENT_EVENT
+        _document_unreadable_bodies(document)
         return document
 
     app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way
+
+
+def _document_unreadable_bodies(document: dict[str, Any]) -> None:
+    """A route that takes a body answers 400 to one that is not JSON at all (FastAPI's own
+    answer, before validation)."""
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            if isinstance(operation, dict) and "requestBody" in operation:
+                operation["responses"].setdefault("400", problems(400)[400])

@@ -42,7 +42,7 @@ class SessionPlans:
 async def plan_detail(db: Database, user: User, plan_id: UUID) -> PlanDetail:
     """The user's plan with everything that happened in it; `NotFound` for anyone else."""
     async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
-        plan = await plans.get_plan(conn, plan_id=plan_id)
+        plan = await plans.get_user_plan(conn, plan_id=plan_id)
         if plan is None:
             raise NotFound(f"Plan {plan_id} not found")
         [detail] = await _details(conn, [{name: getattr(plan, name) for name in PLAN_FIELDS}])

@@ -155,11 +155,13 @@ async def _holding(slot: Slot | None, run: Awaitable[T]) -> T:
             slot.release()
 
 
-async def resume_plan(services: Services, *, plan_id: UUID) -> PlanOutcome:
-    """Take a plan up again after the user decided an approval: in this invocation, or — with
-    `sqs` — by queueing it (the outcome then says where it stands, `handed_off`)."""
-    if services.settings.invoker_transport != "sqs":
-        return await run_plan_here(services, plan_id=plan_id)
+async def resume_plan(services: Services, *, plan_id: UUID, wait: bool = True) -> PlanOutcome:
+    """Take a plan up again after the user decided an approval: in this invocation until it
+    ends or pauses, or — not `wait`ing, or with `sqs` — handed on to run without this caller
+    (the outcome then says where it stands, `handed_off`)."""
+    if wait and services.settings.invoker_transport != "sqs":
+        # A plan that ended meanwhile (cancelled, its session deleted) is only reported.
+        return await run_plan_here(services, plan_id=plan_id, replay_ended=False)
     from shared.agents.finishing import handed_off
 
     await start_plan(services, plan_id=plan_id)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from shared.agents.outcomes import PlanOutcome, TurnStarted
@@ -30,13 +31,15 @@ from shared.models.turns import ChatTurnAccepted, ChatTurnReply, ChatTurnRequest
 from shared.runs import invoker_for, open_publisher, start_plan
 
 if TYPE_CHECKING:
+    from shared.admission import Slot
     from shared.services import Services
 
 Answer = Literal["wait", "stream", "accept"]
+SETTLED = frozenset({"completed", "failed", "cancelled", "awaiting_approval"})
+"""A plan's statuses in which no run works on it: it ended, or waits for the user."""
 QUEUED_ONLY = (
-    "This deployment runs turns through queues (INVOKER_TRANSPORT=sqs), so it cannot {what}: "
-    "send with `wait: false` (the default here) and follow the turn on the session's Realtime "
-    "channel."
+    "This deployment runs turns through queues, so it cannot {what}: send with `wait: false` "
+    "(the default here) and follow the turn on the session's Realtime channel."
 )
 
 
@@ -66,15 +69,36 @@ def respond_async(prefer: str | None) -> bool:
 
 async def send(services: Services, user: User, request: ChatTurnRequest) -> ChatTurnReply:
     """Store the message, run (or resume) its turn, and return where it ended (`Overloaded`
-    before anything is stored when this process runs as many turns as it may)."""
+    before anything is stored when this process runs as many turns as it may). A resend of a
+    turn that has ended or waits for the user is only reported (`reported`)."""
     with _slot(services):
         started = await _start(services, user, request)
+        if reported(started):
+            return reply(started, await standing(services, started))
         publisher = open_publisher(services)
         try:
             outcome = await invoker_for(services, publisher).run_plan(plan_id=started.plan_id)
         finally:
             await publisher.aclose()
     return reply(started, outcome)
+
+
+def reported(started: TurnStarted) -> bool:
+    """Whether a send only reports its turn, running and announcing nothing: a resend of a turn
+    that has ended (its `done` was sent) or waits for the user's decision (nothing to do
+    until they decide)."""
+    return not started.created and started.plan_status in SETTLED
+
+
+async def standing(services: Services, started: TurnStarted) -> PlanOutcome:
+    """Where the turn's plan stands (an ended one with its answer), read, not run."""
+    from shared.agents.finishing import outcome_of  # the agent core: a send that waits has it
+    from shared.db import plans
+
+    async with services.db.autocommit() as conn:
+        plan = await plans.get_plan(conn, plan_id=started.plan_id)
+    assert plan is not None  # plans are never deleted
+    return await outcome_of(services, plan)
 
 
 def _slot(services: Services) -> AbstractContextManager[object]:
@@ -84,57 +108,90 @@ def _slot(services: Services) -> AbstractContextManager[object]:
     return services.turn_slots.take()
 
 
-async def accept(services: Services, user: User, request: ChatTurnRequest) -> ChatTurnAccepted:
+async def accept(
+    services: Services, user: User, request: ChatTurnRequest, *, chat_url: str
+) -> ChatTurnAccepted:
     """Store the message, hand its turn to the planner without waiting, say where to watch.
 
     A resend of a turn that is still open hands it over again (harmless: the planner resumes
-    it, or finds it running); one that has ended is only reported."""
+    it, or finds it running); one that has ended or waits for the user is only reported.
+    `chat_url`: this function's URL as the caller reached it (`watch.messages` is on it)."""
     slot = services.turn_slots.take() if services.settings.invoker_transport != "sqs" else None
     try:
         started = await _start(services, user, request)
-        if started.plan_status not in ("completed", "failed", "cancelled"):
-            await start_plan(services, plan_id=started.plan_id, slot=slot)
-            slot = None  # the run gives it back when it ends
-    finally:
+        return await _hand_over(services, started, slot, chat_url)
+    except BaseException:
         if slot is not None:
             slot.release()
+        raise
+
+
+async def _hand_over(
+    services: Services, started: TurnStarted, slot: Slot | None, chat_url: str
+) -> ChatTurnAccepted:
+    """Hand a stored turn to the planner (unless it is only `reported`) and say where to
+    watch it; `slot` goes with the run, or back."""
+    if reported(started):
+        if slot is not None:
+            slot.release()
+    else:
+        await start_plan(services, plan_id=started.plan_id, slot=slot)  # gives it back
     return ChatTurnAccepted(
         session_id=started.session_id, message_id=started.message_id, plan_id=started.plan_id,
-        created=started.created, status=started.plan_status, watch=watch(services, started),
+        created=started.created, status=started.plan_status,
+        watch=watch(services, started, chat_url),
     )  # fmt: skip
 
 
-def watch(services: Services, started: TurnStarted) -> TurnWatch:
+def watch(services: Services, started: TurnStarted, chat_url: str) -> TurnWatch:
+    """Where to follow a turn: the channel, the plan on the planner's URL
+    (`PLANNER_FUNCTION_URL`), the messages on the chat function's (`chat_url`)."""
     planner = services.settings.planner_function_url or ""
     return TurnWatch(
         realtime_channel=f"session:{started.session_id}",
         private=services.settings.realtime_private_channels,
         plan=f"{planner}/plans/{started.plan_id}",
-        messages=f"/sessions/{started.session_id}/messages",
+        messages=f"{chat_url}/sessions/{started.session_id}/messages",
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Streaming:
+    """A turn whose events stream to this response as it runs."""
+
+    started: TurnStarted
+    events: AsyncIterator[str]
+
+
 async def send_streaming(
-    services: Services, user: User, request: ChatTurnRequest
-) -> tuple[TurnStarted, AsyncIterator[str]]:
+    services: Services, user: User, request: ChatTurnRequest, *, chat_url: str
+) -> Streaming | ChatTurnReply | ChatTurnAccepted:
     """Store the message, then stream the turn's events as SSE while it runs.
 
     The turn runs to its end even if the client goes away: the tables and Realtime have it all.
+    A resend streams nothing: a turn that ended or waits for the user is reported (JSON), and
+    one still open — running elsewhere, whose events this response cannot carry — is handed
+    over again and answered 202, with where to watch it.
     """
-    if services.settings.invoker_transport == "http":
+    slot = services.turn_slots.take() if services.settings.invoker_transport != "http" else None
+    try:
         started = await _start(services, user, request)
-        # The planner runs in its own function and publishes there: relay its SSE.
+    except BaseException:
+        if slot is not None:
+            slot.release()
+        raise
+    if not started.created:
+        if reported(started):
+            if slot is not None:
+                slot.release()
+            return reply(started, await standing(services, started))
+        return await _hand_over(services, started, slot, chat_url)
+    if slot is None:  # `http`: the planner runs in its own function; relay its SSE
         remote = invoker_for(services, FanoutPublisher())
         from shared.agents.http_invoker import HttpInvoker
 
         assert isinstance(remote, HttpInvoker)
-        return started, remote.stream_plan(plan_id=started.plan_id)
-    slot = services.turn_slots.take()
-    try:
-        started = await _start(services, user, request)
-    except BaseException:
-        slot.release()
-        raise
+        return Streaming(started, remote.stream_plan(plan_id=started.plan_id))
     sse = SSEPublisher()
     publisher = open_publisher(services, sse)
     invoker = invoker_for(services, publisher)
@@ -147,7 +204,7 @@ async def send_streaming(
                 await publisher.aclose()
 
     run_in_background(run(), name=f"turn {started.plan_id}")
-    return started, sse.stream()
+    return Streaming(started, sse.stream())
 
 
 async def _start(services: Services, user: User, request: ChatTurnRequest) -> TurnStarted:

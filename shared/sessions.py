@@ -1,22 +1,29 @@
 """Use cases over a user's chat sessions: CRUD, fork, messages, timeline, plan transcript.
 
 Reads run as the user (`db.as_user`), so RLS decides what exists: another user's session is
-simply not found. Writes the user may not make directly (copying messages for a fork) run as
-the service, after ownership was established under RLS.
+simply not found. Writes the user may not make directly run as the service: copying messages
+for a fork, after ownership was established under RLS; deleting a session, which stops its
+turns, in one statement that checks the owner.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from shared.auth import User
 from shared.db import Database, chats
 from shared.db._rows import fetch_all
 from shared.db.records import ChatMessage, ChatSession, SessionStatus
-from shared.errors import InvalidInput, NotFound
+from shared.errors import Conflict, NotFound
+
+if TYPE_CHECKING:
+    from shared.services import Services
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +37,8 @@ class TimelineEntry:
     kind: str
     sender_role: str
     agent_id: UUID | None
-    agent_session_id: UUID | None
+    thread_id: UUID | None
+    """The agent thread (`agent_chat_sessions` row) of an agent message."""
     plan_id: UUID | None
     content: str
     tool_name: str | None
@@ -48,14 +56,51 @@ async def create_session(db: Database, user: User, *, title: str | None = None) 
         return await chats.create_session(conn, user_id=user.id, title=title or "New chat")
 
 
+@dataclass(frozen=True, slots=True)
+class SessionPage:
+    """A page of the user's sessions, and the cursor of the next one (None: the last)."""
+
+    sessions: list[ChatSession]
+    next_cursor: str | None
+
+
 async def list_sessions(
-    db: Database, user: User, *, include_archived: bool = False, limit: int = 50
-) -> list[ChatSession]:
-    """The user's sessions, most recently active first."""
+    db: Database,
+    user: User,
+    *,
+    include_archived: bool = False,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> SessionPage:
+    """The user's sessions, most recently active first, a page of `limit` after `cursor` (a
+    page's `next_cursor`). A session active while the pages are read moves to the front: it
+    may be seen twice, or not at all on the later pages."""
+    before = _read_cursor(cursor) if cursor is not None else None
     async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
-        return await chats.list_sessions(
-            conn, user_id=user.id, include_archived=include_archived, limit=limit
-        )
+        found = await chats.list_sessions(
+            conn, user_id=user.id, include_archived=include_archived, limit=limit + 1,
+            before=before,
+        )  # fmt: skip
+    page = found[:limit]
+    more = len(found) > limit
+    return SessionPage(page, _cursor(page[-1]) if more else None)
+
+
+CURSOR = r"^[0-9]{1,16}_[0-9a-f]{32}$"
+"""A page's cursor: the last session's `updated_at` (microseconds since the epoch) and `id`
+(hex). Any string of this form is a place in the list, so none is refused."""
+
+
+def _cursor(last: ChatSession) -> str:
+    """Where the next page starts (after `last`)."""
+    at = last.updated_at - EPOCH
+    micros = (at.days * 86_400 + at.seconds) * 1_000_000 + at.microseconds
+    return f"{micros}_{last.id.hex}"
+
+
+def _read_cursor(cursor: str) -> tuple[datetime, UUID]:
+    micros, last = cursor.split("_")
+    return EPOCH + timedelta(microseconds=int(micros)), UUID(hex=last)
 
 
 async def get_session(db: Database, user: User, session_id: UUID) -> ChatSession:
@@ -86,9 +131,17 @@ async def update_session(
     return updated
 
 
-async def delete_session(db: Database, user: User, session_id: UUID) -> None:
-    """Delete a session: it disappears from every listing and lookup."""
-    await update_session(db, user, session_id, status="deleted")
+async def delete_session(services: Services, user: User, session_id: UUID) -> None:
+    """Delete a session: it disappears from every listing and lookup (its plans and approvals
+    too), and its turns stop — one waiting for the user (or not started) is closed
+    `cancelled` at once with its approvals, a running one before its next model or tool call.
+    One service transaction, the session's row checked to be the user's and locked first."""
+    from shared.agents.turns import stop_turns  # the agent core, only to stop turns
+
+    async with services.db.service() as conn:
+        if not await chats.delete_session(conn, session_id=session_id, user_id=user.id):
+            raise NotFound(f"Chat session {session_id} not found")
+        await stop_turns(services, conn, session_id=session_id)
 
 
 async def fork_session(
@@ -103,7 +156,7 @@ async def fork_session(
     async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
         message = await chats.get_message(conn, message_id=at_message_id)
     if message is None or message.session_id != session_id:
-        raise InvalidInput(f"Message {at_message_id} is not part of session {session_id}")
+        raise Conflict(f"Message {at_message_id} is not part of session {session_id}")
     async with db.service() as conn:
         fork = await chats.create_session(
             conn,
@@ -128,13 +181,20 @@ async def fork_session(
 
 
 async def list_messages(
-    db: Database, user: User, session_id: UUID, *, after_seq: int = 0, limit: int = 200
+    db: Database,
+    user: User,
+    session_id: UUID,
+    *,
+    after_seq: int = 0,
+    limit: int = 200,
+    internal: bool = False,
 ) -> list[ChatMessage]:
-    """The session's messages after `after_seq`, in order (catch-up for realtime clients)."""
+    """The session's messages after `after_seq`, in order (catch-up for realtime clients);
+    the planner's tool rounds and results only if `internal`."""
     await get_session(db, user, session_id)
     async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
         return await chats.list_messages(
-            conn, session_id=session_id, after_seq=after_seq, limit=limit
+            conn, session_id=session_id, after_seq=after_seq, limit=limit, internal=internal
         )
 
 
@@ -148,8 +208,8 @@ async def timeline(
             conn,
             TimelineEntry,
             """SELECT session_id, seq, source, message_id, kind, sender_role, agent_id,
-                      agent_session_id, plan_id, content, tool_name, model, prompt_tokens,
-                      completion_tokens, cost_usd, user_id, created_at
+                      agent_session_id AS thread_id, plan_id, content, tool_name, model,
+                      prompt_tokens, completion_tokens, cost_usd, user_id, created_at
                  FROM session_timeline
                 WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s""",
             (session_id, after_seq, limit),

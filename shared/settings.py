@@ -212,6 +212,10 @@ class Settings(BaseSettings):
     is failed by the sweeper (one waiting for the user's approval is left waiting)."""
     sweep_interval_seconds: float = Field(default=60.0, gt=0)
     """How often the local stack runs the sweeper (on AWS: the EventBridge schedule)."""
+    cors_allowed_origins: str = Field(default="*", min_length=1)
+    """Origins whose pages may call the local stack's functions (CORS), comma-separated, or
+    `*` for any: what infra/serverless.yml's `consoleOrigin` is to the function URLs. Tokens
+    travel in `Authorization`, never in cookies, so `*` is safe."""
 
     auth_signing_algorithm: Literal["ES256", "HS256"] = "ES256"
     """Local stack: how its Auth twin signs sessions: ES256, published as a JWKS that the

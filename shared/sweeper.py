@@ -86,9 +86,11 @@ async def _fail_old(services: Services, publisher: Any) -> list[UUID]:
         old = await plans.too_old_plans(conn, max_age_seconds=settings.plan_max_age_seconds)
     hours = settings.plan_max_age_seconds / 3600
     error = (
-        f"This request did not finish within {hours:g} hour(s) (PLAN_MAX_AGE_SECONDS) and was "
-        "stopped. Your message is saved; send it again to retry."
+        f"This request did not finish within {hours:g} hour(s) and was stopped. Your message "
+        "is saved; send it again to retry."
     )
+    if old:
+        log.warning("sweep: failing %d plan(s) older than PLAN_MAX_AGE_SECONDS", len(old))
     failed = []
     for plan_id in old:
         with logs.bound(plan_id=plan_id):

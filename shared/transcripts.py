@@ -21,9 +21,10 @@ PREVIEW = 2000
 
 
 async def plan_transcript(db: Database, user: User, plan_id: UUID) -> str:
-    """The Markdown transcript of one of the user's plans; `NotFound` for anyone else."""
+    """The Markdown transcript of one of the user's plans; `NotFound` for anyone else, and
+    once its session is deleted."""
     async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
-        plan = await plans.get_plan(conn, plan_id=plan_id)
+        plan = await plans.get_user_plan(conn, plan_id=plan_id)
         if plan is None:
             raise NotFound(f"Plan {plan_id} not found")
         steps = await plans.list_steps(conn, plan_id=plan_id)

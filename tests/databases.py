@@ -95,6 +95,17 @@ def create_database(url: str, *, template: str | None) -> str:
     return supabase_project.as_owner(with_database(url, name))
 
 
+def drop_checked(url: str, database_url: str) -> None:
+    """Drop a test database, having held every event sent in it against the events' schema
+    (`tests/event_check.py`): how every event the suite produces is checked."""
+    from tests.event_check import check_database_events
+
+    try:
+        check_database_events(database_url)
+    finally:
+        drop_database(url, database_url)
+
+
 def drop_database(url: str, database_url: str) -> None:
     name = urlsplit(database_url).path.lstrip("/")
     with admin(url) as conn:

@@ -165,7 +165,7 @@ def harness(server_url: str | None = None, *, model_seconds: float = 0.0) -> Ite
             script_turns(fake, model_seconds=model_seconds)
             yield Harness(server, url, fake, tokenizer, models_file)
     finally:
-        databases.drop_database(server, url)
+        databases.drop_checked(server, url)
 
 
 async def send(services: Services, user: User, kind: Kind) -> ChatTurnReply:

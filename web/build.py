@@ -2,16 +2,20 @@
 """Vendor the console's JavaScript dependencies into `web/public/vendor/` (no bundler).
 
 The console is plain ES modules; its dependencies are single browser files published in their
-npm packages (the supabase-js UMD bundle, Preact, htm, uPlot). This script installs exactly
+npm packages (the supabase-js UMD bundle, Preact, htm, uPlot), and Parley's own client,
+`@parley/client` (`clients/js/src/`, plain ES modules too). This script installs exactly
 `package-lock.json` (`npm ci`) and copies those files, with their licences, into
-`public/vendor/`, then writes `public/vendor/manifest.json`: each file's package, version and
-SHA-256, and the lockfile's SHA-256. The vendored files are committed, so serving the console
-needs no Node; only changing `package.json` does.
+`public/vendor/`, copies the client's modules into `public/vendor/parley-client/`, then writes
+`public/vendor/manifest.json`: each file's package, version and SHA-256, and the lockfile's
+SHA-256. The vendored files are committed, so serving the console needs no Node; only changing
+`package.json` does (copying the client needs none).
 
-    python3 web/build.py             rebuild public/vendor/ from package-lock.json (needs npm)
-    python3 web/build.py --check     exit 1 if public/vendor/ does not match the lockfile
-    python3 web/build.py --if-stale  rebuild only if it does not match and npm is installed
-                                     (what `python3 dev.py run` does); otherwise just say so
+    python3 web/build.py             rebuild public/vendor/ (needs npm)
+    python3 web/build.py --check     exit 1 if public/vendor/ does not match the lockfile and
+                                     clients/js/src/
+    python3 web/build.py --if-stale  re-copy the client if it changed; rebuild the rest only if
+                                     it does not match and npm is installed (what
+                                     `python3 dev.py run` does); otherwise just say so
 
 Standard library only: `dev.py` runs it before the virtualenv matters.
 """
@@ -29,6 +33,11 @@ WEB = Path(__file__).resolve().parent
 VENDOR = WEB / "public" / "vendor"
 MANIFEST = VENDOR / "manifest.json"
 LOCK = WEB / "package-lock.json"
+CLIENT = WEB.parent / "clients" / "js"
+CLIENT_DIR = "parley-client"
+CLIENT_FILES = ("index.js", "client.js", "sse.js", "sequencer.js", "watch.js",
+                "generated/routes.js")  # fmt: skip
+"""@parley/client's modules the browser loads (its `.d.ts` files are for editors only)."""
 
 FILES = {  # vendored name: (package, path inside the package)
     "supabase.js": ("@supabase/supabase-js", "dist/umd/supabase.js"),
@@ -51,7 +60,25 @@ def locked_versions() -> dict[str, str]:
 
 
 def problems() -> list[str]:
-    """Why `public/vendor/` does not match the lockfile (empty: it does)."""
+    """Why `public/vendor/` does not match the lockfile and the client (empty: it does)."""
+    return npm_problems() + client_problems()
+
+
+def client_problems() -> list[str]:
+    """Why `public/vendor/parley-client/` is not `clients/js/src/` (empty: it is)."""
+    found = []
+    for name in CLIENT_FILES:
+        copy, source = VENDOR / CLIENT_DIR / name, CLIENT / "src" / name
+        if not copy.exists() or copy.read_bytes() != source.read_bytes():
+            found.append(f"{CLIENT_DIR}/{name} is not clients/js/src/{name}")
+    extra = {p.relative_to(VENDOR / CLIENT_DIR).as_posix() for p in (VENDOR / CLIENT_DIR).rglob("*")
+             if p.is_file()} - set(CLIENT_FILES)  # fmt: skip
+    found += [f"{CLIENT_DIR}/{name} is not one of the client's modules" for name in sorted(extra)]
+    return found
+
+
+def npm_problems() -> list[str]:
+    """Why the npm packages' files in `public/vendor/` do not match the lockfile."""
     if not MANIFEST.exists():
         return ["public/vendor/manifest.json is missing"]
     manifest = json.loads(MANIFEST.read_text())
@@ -73,8 +100,27 @@ def problems() -> list[str]:
     return found
 
 
+def vendor_client() -> None:
+    """Copy @parley/client's modules and record them in the manifest (no npm needed)."""
+    target = VENDOR / CLIENT_DIR
+    if target.exists():
+        shutil.rmtree(target)
+    version = json.loads((CLIENT / "package.json").read_text())["version"]
+    manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {"files": {}}
+    files = {k: v for k, v in manifest["files"].items() if not k.startswith(f"{CLIENT_DIR}/")}
+    for name in CLIENT_FILES:
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(CLIENT / "src" / name, target / name)
+        files[f"{CLIENT_DIR}/{name}"] = {
+            "package": "@parley/client", "version": version,
+            "source": f"clients/js/src/{name}", "sha256": sha256(target / name),
+        }  # fmt: skip
+    MANIFEST.write_text(json.dumps({**manifest, "files": files}, indent=2) + "\n")
+    print(f"web/build.py: copied @parley/client into {target.relative_to(WEB.parent)}")
+
+
 def build() -> None:
-    """`npm ci`, then copy the files and their licences and write the manifest."""
+    """`npm ci`, then copy the files and their licences, the client, and write the manifest."""
     npm = shutil.which("npm")
     if npm is None:
         sys.exit("web/build.py: npm is needed to rebuild public/vendor/ (install Node.js 20+)")
@@ -94,6 +140,7 @@ def build() -> None:
     manifest = {"lock_sha256": sha256(LOCK), "files": files}
     MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
     print(f"web/build.py: vendored {len(files)} files into {VENDOR.relative_to(WEB.parent)}")
+    vendor_client()
 
 
 def main(argv: list[str]) -> int:
@@ -102,7 +149,9 @@ def main(argv: list[str]) -> int:
             print(f"web/build.py: {problem}", file=sys.stderr)
         return 1 if problems() else 0
     if argv == ["--if-stale"]:
-        stale = problems()
+        if client_problems():
+            vendor_client()
+        stale = npm_problems()
         if not stale:
             return 0
         if shutil.which("npm") is None:

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Annotated
 from uuid import UUID
 
-from fastapi import APIRouter, status
-from fastapi.responses import StreamingResponse
+from fastapi import APIRouter, Header, Request, status
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from shared import approvals
 from shared.agents import request_cancel
-from shared.http import CurrentUser, ServiceCaller, ServicesDep, problems
+from shared.http import (
+    EVENT_STREAM,
+    CurrentUser,
+    ServiceCaller,
+    ServicesDep,
+    function_url,
+    problems,
+)
 from shared.models.turns import (
     ApprovalList,
     ApprovalOut,
@@ -21,15 +29,15 @@ from shared.models.turns import (
 )
 from shared.plan_views import plan_detail
 from shared.runs import resume_plan, run_plan_here, stream_plan_here
+from shared.sending import respond_async
 
 router = APIRouter(tags=["plans"])
-STREAM = {"text/event-stream": {"schema": {"type": "string", "description": "SSE of events"}}}
 
 
 @router.post(
     "/plans/{plan_id}/run",
     response_model=PlanOutcomeOut,
-    responses={200: {"content": STREAM}, **problems(403, 404)},
+    responses={200: {"content": EVENT_STREAM}, **problems(403, 404)},
 )
 async def run_plan(
     plan_id: UUID, _: ServiceCaller, services: ServicesDep, stream: bool = False
@@ -58,25 +66,53 @@ async def list_approvals(plan_id: UUID, user: CurrentUser, services: ServicesDep
     return ApprovalList(approvals=[ApprovalOut.model_validate(a) for a in found])
 
 
-@router.post("/plans/{plan_id}/approvals/{approval_id}", responses=problems(404, 409, 502, 503))
+DECISION_ACCEPTED = {
+    "model": DecisionReply,
+    "description": "The decision is recorded and the plan handed on to resume (`Prefer: "
+    "respond-async`, or a deployment with queues): `plan.handed_off` is true and its status "
+    "as it stands; watch Realtime or `Location`.",
+    "headers": {
+        "Location": {"description": "The plan (`GET /plans/{id}`).", "required": True,
+                     "schema": {"type": "string", "format": "uri-reference"}},
+        "Preference-Applied": {"description": "`respond-async` when it was asked for.",
+                               "schema": {"type": "string", "enum": ["respond-async"]}},
+    },
+}  # fmt: skip
+
+
+@router.post(
+    "/plans/{plan_id}/approvals/{approval_id}",
+    response_model=DecisionReply,
+    responses={202: DECISION_ACCEPTED, **problems(404, 409, 502, 503)},
+)
 async def decide_approval(
     plan_id: UUID,
     approval_id: UUID,
     body: DecisionRequest,
+    request: Request,
     user: CurrentUser,
     services: ServicesDep,
-) -> DecisionReply:
+    prefer: Annotated[str | None, Header(description="`respond-async` asks for 202")] = None,
+) -> DecisionReply | JSONResponse:
     """Approve or reject a destructive call, or answer or reject an escalation — then resume
-    the plan and answer where it got to (its events stream as usual). With
-    `INVOKER_TRANSPORT=sqs` the plan is queued instead (`plan.handed_off`: watch Realtime)."""
+    the plan and answer where it got to (its events stream as usual). With `Prefer:
+    respond-async`, or `INVOKER_TRANSPORT=sqs` (the plan is queued), it answers **202** once
+    the decision is recorded and the plan handed on (`plan.handed_off`: watch Realtime)."""
     decided = await approvals.decide_approval(
         services, user, plan_id=plan_id, approval_id=approval_id, decision=body.decision,
         text=body.text,
     )  # fmt: skip
-    resumed = await resume_plan(services, plan_id=plan_id)
-    return DecisionReply(
+    asked = respond_async(prefer)
+    resumed = await resume_plan(services, plan_id=plan_id, wait=not asked)
+    reply = DecisionReply(
         approval=ApprovalOut.model_validate(decided), plan=PlanOutcomeOut.model_validate(resumed)
     )
+    if not resumed.handed_off:
+        return reply
+    headers = {"Location": f"{function_url(request)}/plans/{plan_id}"}
+    if asked:
+        headers["Preference-Applied"] = "respond-async"
+    return JSONResponse(reply.model_dump(mode="json"), status_code=202, headers=headers)
 
 
 @router.post(

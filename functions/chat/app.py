@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from functions.chat import dashboards, sessions, turns
+from functions.chat import dashboards, event_schema, sessions, turns
 from shared.admission import TurnAdmission, TurnSlots
 from shared.http import create_base_app
 from shared.services import services_of
@@ -16,7 +16,7 @@ def create_app() -> FastAPI:
         title="chat",
         description="User-facing chat: sessions, messages, the timeline and turns; operators' "
         "dashboards.",
-        routers=[turns.router, sessions.router, dashboards.router],
+        routers=[turns.router, sessions.router, dashboards.router, event_schema.router],
     )
 
     def slots() -> TurnSlots:

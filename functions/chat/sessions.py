@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 from uuid import UUID
 
 from fastapi import APIRouter, Query, Response, status
@@ -22,11 +22,20 @@ from shared.models.sessions import (
     TimelineEntryOut,
 )
 from shared.models.turns import PlanList
+from shared.sessions import CURSOR
 
 router = APIRouter(tags=["sessions"])
 AfterSeq = Annotated[int, Query(ge=0, description="Only entries with a larger `seq`.")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many entries.")]
 PlanLimit = Annotated[int, Query(ge=1, le=200, description="At most this many plans.")]
+Cursor = Annotated[
+    str | None,
+    Query(pattern=CURSOR, description="A page's `next_cursor`: the page after it."),
+]
+Include = Annotated[
+    Literal["internal"] | None,
+    Query(description="`internal`: the planner's tool rounds and tool results too."),
+]
 NOT_FOUND = problems(404)
 
 
@@ -42,13 +51,21 @@ async def create_session(
 
 @router.get("/sessions")
 async def list_sessions(
-    user: CurrentUser, services: ServicesDep, include_archived: bool = False, limit: Limit = 50
+    user: CurrentUser,
+    services: ServicesDep,
+    include_archived: bool = False,
+    limit: Limit = 50,
+    cursor: Cursor = None,
 ) -> SessionList:
-    """The user's sessions, most recently active first (archived ones on request)."""
-    found = await sessions.list_sessions(
-        services.db, user, include_archived=include_archived, limit=limit
+    """The user's sessions, most recently active first (archived ones on request), a page at a
+    time: pass a page's `next_cursor` as `cursor` for the next."""
+    page = await sessions.list_sessions(
+        services.db, user, include_archived=include_archived, limit=limit, cursor=cursor
     )
-    return SessionList(sessions=[SessionOut.model_validate(s) for s in found])
+    return SessionList(
+        sessions=[SessionOut.model_validate(s) for s in page.sessions],
+        next_cursor=page.next_cursor,
+    )
 
 
 @router.get("/sessions/{session_id}", responses=NOT_FOUND)
@@ -72,18 +89,23 @@ async def update_session(
     "/sessions/{session_id}", status_code=status.HTTP_204_NO_CONTENT, responses=NOT_FOUND
 )
 async def delete_session(session_id: UUID, user: CurrentUser, services: ServicesDep) -> Response:
-    """Delete a session; it disappears from every listing and lookup."""
-    await sessions.delete_session(services.db, user, session_id)
+    """Delete a session; it disappears from every listing and lookup, its plans and approvals
+    too (404), and its turns stop: one waiting for an approval is cancelled at once, a running
+    one before its next model or tool call."""
+    await sessions.delete_session(services, user, session_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post(
-    "/sessions/{session_id}/fork", status_code=status.HTTP_201_CREATED, responses=NOT_FOUND
+    "/sessions/{session_id}/fork",
+    status_code=status.HTTP_201_CREATED,
+    responses=problems(404, 409),
 )
 async def fork_session(
     session_id: UUID, body: ForkRequest, user: CurrentUser, services: ServicesDep
 ) -> SessionOut:
-    """A new session with this one's conversation up to and including `at_message_id`."""
+    """A new session with this one's conversation up to and including `at_message_id` (409 if
+    that message is not one of the session's)."""
     fork = await sessions.fork_session(
         services.db, user, session_id, at_message_id=body.at_message_id, title=body.title
     )
@@ -97,11 +119,15 @@ async def list_messages(
     services: ServicesDep,
     after_seq: AfterSeq = 0,
     limit: Limit = 200,
+    include: Include = None,
 ) -> MessageList:
-    """Messages in order; `after_seq` catches a realtime client up after a gap."""
+    """The conversation in order — the user's messages and the answers; `after_seq` catches a
+    realtime client up after a gap. `include=internal` adds the planner's own rows: its tool
+    rounds (assistant messages with `tool_calls`) and their results (`tool`)."""
     found = await sessions.list_messages(
-        services.db, user, session_id, after_seq=after_seq, limit=limit
-    )
+        services.db, user, session_id, after_seq=after_seq, limit=limit,
+        internal=include == "internal",
+    )  # fmt: skip
     last = found[-1].seq if found else after_seq
     return MessageList(messages=[MessageOut.model_validate(m) for m in found], last_seq=last)
 

@@ -3,32 +3,77 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from shared import sending
-from shared.http import CurrentUser, ServicesDep, problems
+from shared.http import (
+    EVENT_STREAM,
+    PROBLEM_JSON,
+    CurrentUser,
+    ServicesDep,
+    function_url,
+    problems,
+)
 from shared.models.turns import ChatTurnAccepted, ChatTurnReply, ChatTurnRequest
 
 router = APIRouter(tags=["chat"])
 
-STREAM = {"text/event-stream": {"schema": {"type": "string", "description": "SSE of events"}}}
+
+def _uuid_header(description: str) -> dict[str, Any]:
+    return {"description": description, "schema": {"type": "string", "format": "uuid"}}
+
+
+ANSWERED = {
+    "description": "JSON: the turn has ended or paused (`stream: false`). Server-sent events: "
+    "the turn's events while it runs (`stream: true`), ending with `done`.",
+    "content": EVENT_STREAM,
+    "headers": {
+        "X-Parley-Session-Id": _uuid_header("The session (server-sent events only)."),
+        "X-Parley-Plan-Id": _uuid_header("The turn's plan (server-sent events only)."),
+        "X-Parley-Message-Id": _uuid_header("The stored message (server-sent events only)."),
+    },
+}
 ACCEPTED = {
     "model": ChatTurnAccepted,
     "description": "The message is stored and the turn handed to the planner; it runs on. "
-    "`Location` is the plan (GET /plans/{id} on the agent_planner function).",
+    "Also the answer to a resend of a turn still running elsewhere, whatever was asked.",
+    "headers": {
+        "Location": {
+            "description": "The plan: `GET /plans/{id}` on the agent_planner function "
+            "(`watch.plan`).",
+            "required": True,
+            "schema": {"type": "string", "format": "uri-reference"},
+        },
+        "Preference-Applied": {
+            "description": "`respond-async` when `Prefer: respond-async` was honoured.",
+            "schema": {"type": "string", "enum": ["respond-async"]},
+        },
+    },
 }
+CONFLICTS: dict[int | str, dict[str, Any]] = {
+    409: {
+        "description": "A turn of the session is still running or waits for the user "
+        "(`TurnStillRunningProblem`), or the `client_message_id` was sent before with another "
+        "message (`ClientMessageIdReusedProblem`).",
+        "content": {PROBLEM_JSON: {"schema": {"oneOf": [
+            {"$ref": "#/components/schemas/TurnStillRunningProblem"},
+            {"$ref": "#/components/schemas/ClientMessageIdReusedProblem"},
+        ]}}},
+    }
+}  # fmt: skip
 
 
 @router.post(
     "/chat",
     response_model=ChatTurnReply,
-    responses={200: {"content": STREAM}, 202: ACCEPTED, **problems(404, 409, 502, 503)},
+    responses={200: ANSWERED, 202: ACCEPTED, **problems(404, 502, 503), **CONFLICTS},
 )
 async def post_chat(
     body: ChatTurnRequest,
+    request: Request,
     user: CurrentUser,
     services: ServicesDep,
     prefer: Annotated[str | None, Header(description="`respond-async` asks for 202")] = None,
@@ -40,17 +85,26 @@ async def post_chat(
     is the event's `seq`, `event` its type); or **202 Accepted** at once, with the ids and
     where to watch. Every event also goes to the session's Realtime channel
     `session:<session_id>`. With `INVOKER_TRANSPORT=sqs` (AWS) the turn is always accepted.
+
+    A resend (the same `client_message_id` and message) never runs or announces again what
+    happened: a turn that ended or waits for the user is answered as it stands (JSON, or 202
+    when asked for); one still running elsewhere is answered 202 with where to watch it, also
+    when `stream` was asked. The same id with another message is a 409.
     """
     answer = sending.how_to_answer(services, body, prefer)
+    here = function_url(request)
     if answer == "wait":
         return await sending.send(services, user, body)
     if answer == "accept":
-        accepted = await sending.accept(services, user, body)
-        headers = {"Location": accepted.watch.plan}
-        if body.wait is None and sending.respond_async(prefer):
-            headers["Preference-Applied"] = "respond-async"
-        return JSONResponse(accepted.model_dump(mode="json"), status_code=202, headers=headers)
-    started, events = await sending.send_streaming(services, user, body)
+        accepted = await sending.accept(services, user, body, chat_url=here)
+        asked = body.wait is None and sending.respond_async(prefer)
+        return _accepted(accepted, preference_applied=asked)
+    streamed = await sending.send_streaming(services, user, body, chat_url=here)
+    if isinstance(streamed, ChatTurnReply):
+        return streamed
+    if isinstance(streamed, ChatTurnAccepted):
+        return _accepted(streamed, preference_applied=False)
+    started = streamed.started
     headers = {
         "Cache-Control": "no-cache",
         "X-Accel-Buffering": "no",
@@ -58,4 +112,11 @@ async def post_chat(
         "X-Parley-Plan-Id": str(started.plan_id),
         "X-Parley-Message-Id": str(started.message_id),
     }
-    return StreamingResponse(events, media_type="text/event-stream", headers=headers)
+    return StreamingResponse(streamed.events, media_type="text/event-stream", headers=headers)
+
+
+def _accepted(accepted: ChatTurnAccepted, *, preference_applied: bool) -> JSONResponse:
+    headers = {"Location": accepted.watch.plan}
+    if preference_applied:
+        headers["Preference-Applied"] = "respond-async"
+    return JSONResponse(accepted.model_dump(mode="json"), status_code=202, headers=headers)

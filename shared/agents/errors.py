@@ -8,7 +8,8 @@ AppError
     ├── PlanNotWritten        the planner kept writing invalid plans
     └── AwaitingApproval      an approval gate holds a call or escalation for the user
 Conflict
-└── TurnStillRunning          a new message while the session's last turn is still running
+├── TurnStillRunning          a new message while the session's last turn is still running
+└── ClientMessageIdReused     a `client_message_id` sent again with another message
 
 StepsHandedOff (not an error) the plan's steps run elsewhere; this invocation ends here
 """
@@ -33,9 +34,14 @@ invocation to resume; any other unexpected error ends it `failed`."""
 
 
 class AgentStopped(AppError):
-    """An agent cannot go on; `str(error)` is the readable reason."""
+    """An agent cannot go on; `str(error)` is the readable reason, shown to the user — never
+    naming a server setting: `for_operators()` adds those, for the log."""
 
     title = "Agent stopped"
+
+    def for_operators(self) -> str:
+        """The reason as the log gives it (with the settings an operator may change)."""
+        return str(self)
 
 
 class PlanCancelled(AgentStopped):
@@ -55,10 +61,13 @@ class CostCapReached(AgentStopped):
     def __init__(self, *, spent: Decimal, cap: Decimal) -> None:
         super().__init__(
             f"Stopped: this request has used ${spent:.4f} of model calls, reaching its cap of "
-            f"${cap:.4f} (PLAN_MAX_COST_USD). Ask a narrower question or raise the cap."
+            f"${cap:.4f}. Ask a narrower question."
         )
         self.spent = spent
         self.cap = cap
+
+    def for_operators(self) -> str:
+        return f"{self} (the cap is PLAN_MAX_COST_USD)"
 
 
 class PromptTooLarge(AgentStopped):
@@ -68,12 +77,15 @@ class PromptTooLarge(AgentStopped):
 
     def __init__(self, *, needed: int, budget: int) -> None:
         super().__init__(
-            f"The prompt needs {needed} tokens even after leaving out history and shortening "
-            f"tool results, but this agent's budget is {budget} tokens. Send a shorter message "
-            "or raise the budget (PLANNER_TOKEN_BUDGET / EXECUTOR_TOKEN_BUDGET)."
+            f"This request needs {needed} tokens of context even with earlier messages left "
+            f"out and tool results shortened, more than the agent can take ({budget} tokens). "
+            "Ask about less at once."
         )
         self.needed = needed
         self.budget = budget
+
+    def for_operators(self) -> str:
+        return f"{self} (the budgets are PLANNER_TOKEN_BUDGET and EXECUTOR_TOKEN_BUDGET)"
 
 
 class PlanNotWritten(AgentStopped):
@@ -123,3 +135,25 @@ class TurnStillRunning(Conflict):
 
     def problem_fields(self) -> dict[str, Any]:
         return {"plan_id": str(self.plan_id), "plan_status": self.status}
+
+
+class ClientMessageIdReused(Conflict):
+    """A send whose `client_message_id` the session has already stored with another message
+    (HTTP 409: the id is taken; the request itself is valid): a resend must repeat the
+    message, a new message needs a new id."""
+
+    title = "client_message_id already used"
+
+    def __init__(self, client_message_id: str, *, message_id: UUID, plan_id: UUID) -> None:
+        super().__init__(
+            f"client_message_id {client_message_id!r} was already sent in this session with a "
+            f"different message (message {message_id}). Resend that message unchanged to get "
+            "its turn, or send this one with a new client_message_id."
+        )
+        self.client_message_id = client_message_id
+        self.message_id = message_id
+        self.plan_id = plan_id
+
+    def problem_fields(self) -> dict[str, Any]:
+        return {"client_message_id": self.client_message_id, "message_id": str(self.message_id),
+                "plan_id": str(self.plan_id)}  # fmt: skip

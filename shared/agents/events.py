@@ -161,19 +161,20 @@ def done_data(
     }
 
 
+def error_data(
+    message: str, *, code: str | None = None, message_id: UUID | None = None
+) -> dict[str, JsonValue]:
+    """`error`: why the plan failed (readable), and what a client may act on."""
+    return {"message": message, "code": code, "message_id": _id(message_id)}
+
+
 def _json(value: Any) -> JsonValue:
     return value  # type: ignore[no-any-return]  # stored JSON is JSON
 
 
 def approval_data(approval: Approval) -> dict[str, JsonValue]:
-    """One pending approval as `status_update{awaiting_approval}` lists it."""
-    return {
-        "approval_id": str(approval.id),
-        "kind": approval.kind,
-        "step_id": _id(approval.step_id),
-        "agent_id": str(approval.agent_id),
-        "tool_call_id": approval.tool_call_id,
-        "tool_name": approval.tool_name if approval.kind == "tool_call" else None,
-        "arguments": approval.tool_args,
-        "reason": clip(approval.reason),
-    }
+    """One pending approval as `status_update{awaiting_approval}` lists it: as the approvals
+    routes give it (`ApprovalOut`), so a client reads both with one type."""
+    from shared.models.turns import ApprovalOut
+
+    return ApprovalOut.model_validate(approval).model_dump(mode="json")

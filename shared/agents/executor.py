@@ -30,7 +30,13 @@ from shared.agents.step_setup import OpenedStep, StepBusy, open_step
 from shared.db import plans
 from shared.db.records import PlanStep
 from shared.events import EventEmitter, Publisher
-from shared.llm import LLMAuthenticationFailed, LLMBadRequest, LLMError, LLMOutOfBalance
+from shared.llm import (
+    LLMAuthenticationFailed,
+    LLMBadRequest,
+    LLMError,
+    LLMNotConfigured,
+    LLMOutOfBalance,
+)
 from shared.models.text import storable
 from shared.tools import offered_tools
 
@@ -127,6 +133,7 @@ async def _work(services: Services, opened: OpenedStep, emitter: EventEmitter) -
             step = await plans.update_step(conn, step_id=opened.step.id, status="awaiting_approval")
         return StepOutcome.of(step)
     except (AgentStopped, LLMError) as exc:
+        logger.warning("step %s failed: %s", opened.step.id, for_operators(exc))
         ending = Ending("fail", readable(exc) + await _changes(services, worker))
     except RESUMABLE:
         raise
@@ -179,7 +186,17 @@ def readable(exc: Exception) -> str:
     return "An unexpected error stopped this work (it is logged); your message is saved."
 
 
+def for_operators(exc: Exception) -> str:
+    """What the log says of an error that stopped an agent: its cause, settings included."""
+    if isinstance(exc, AgentStopped):
+        return exc.for_operators()
+    return f"{type(exc).__name__}: {exc}"
+
+
 def _model_failure(exc: LLMError) -> str:
+    if isinstance(exc, LLMNotConfigured):  # its message names the settings to set
+        return ("No language model is configured, so this could not be answered. Your message "
+                "is saved (the operator has been told).")  # fmt: skip
     if isinstance(exc, LLMOutOfBalance):
         return ("The language model's account has no balance left, so this could not be "
                 "answered. Your message is saved: send it again once the account is topped up "

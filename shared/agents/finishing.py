@@ -41,8 +41,8 @@ from shared.agents.errors import (
     PlanCancelled,
     StepsHandedOff,
 )
-from shared.agents.events import approval_data, done_data, step_completed_data
-from shared.agents.executor import readable
+from shared.agents.events import approval_data, done_data, error_data, step_completed_data
+from shared.agents.executor import for_operators, readable
 from shared.agents.outcomes import PlanOutcome
 from shared.db import approvals, chats, dialogue, executions, plans
 from shared.db.database import Connection
@@ -64,7 +64,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 TERMINAL: frozenset[PlanStatus] = frozenset({"completed", "failed", "cancelled"})
-NOT_CONFIGURED = "Parley cannot answer yet: no language model is configured. "
+NOT_CONFIGURED = (
+    "Parley cannot answer yet: no language model is configured. An operator finds what to set "
+    "in the server's log; your message is saved."
+)
 Work = Callable[[], Awaitable[PlanOutcome]]
 
 
@@ -99,6 +102,7 @@ async def finish_plan(
                 return waiting
             decisions = await _decisions(services, plan.id)
         except (AgentStopped, LLMError) as exc:
+            logger.warning("plan %s failed: %s", plan.id, for_operators(exc))
             return await _close(plan, emitter, "failed", readable(exc))
         except RESUMABLE:
             raise
@@ -133,10 +137,14 @@ async def _close(
         if status == "failed" and error is not None:
             error += await changes_note(conn, plan_id=plan.id, who="this turn")
         ended, closed = await close_plan_rows(conn, plan.id, status, error)
-        announce_closed(outbox, ended, closed)
-        outcome = _outcome(ended, None)
-        outbox.add("done", _done(outcome, ended), plan_id=plan.id)
-    return outcome
+        announce_ended(outbox, ended, closed)
+    return _outcome(ended, None)
+
+
+def announce_ended(outbox: Outbox, plan: Plan, closed: list[PlanStep]) -> None:
+    """The events of a plan ended `failed` or `cancelled` (`close_plan_rows`), `done` last."""
+    announce_closed(outbox, plan, closed)
+    outbox.add("done", _done(_outcome(plan, None), plan), plan_id=plan.id)
 
 
 def announce_closed(outbox: Outbox, plan: Plan, closed: list[PlanStep]) -> None:
@@ -144,7 +152,7 @@ def announce_closed(outbox: Outbox, plan: Plan, closed: list[PlanStep]) -> None:
     for step in closed:
         outbox.add("step_completed", step_completed_data(step, "abandoned"), plan_id=plan.id)
     if plan.status == "failed":
-        outbox.add("error", {"message": plan.error}, plan_id=plan.id)
+        outbox.add("error", error_data(plan.error or ""), plan_id=plan.id)
     else:
         outbox.add("status_update", {"status": "cancelled"}, plan_id=plan.id)
 
@@ -192,15 +200,16 @@ async def _awaiting(plan: Plan, emitter: EventEmitter, why: str, seen: int) -> P
 
 
 async def _not_configured(plan: Plan, emitter: EventEmitter, exc: LLMNotConfigured) -> PlanOutcome:
-    notice = NOT_CONFIGURED + str(exc)
+    logger.warning("plan %s cannot be answered: %s", plan.id, exc)  # names what to set
+    notice = NOT_CONFIGURED
     async with emitter.unit() as (conn, outbox):
         message = await chats.add_message(
             conn, session_id=plan.session_id, user_id=plan.user_id, role="assistant",
             content=notice, plan_id=plan.id, metadata={"kind": "configuration"},
         )  # fmt: skip
         ended = await plans.update_plan(conn, plan_id=plan.id, status="failed", error=notice)
-        outbox.add("error", {"message": notice, "code": "llm_not_configured",
-                             "message_id": str(message.id)}, plan_id=plan.id)  # fmt: skip
+        outbox.add("error", error_data(notice, code="llm_not_configured", message_id=message.id),
+                   plan_id=plan.id)  # fmt: skip
         outcome = _outcome(ended, message)
         outbox.add("done", _done(outcome, ended), plan_id=plan.id)
     return outcome

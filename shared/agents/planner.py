@@ -498,11 +498,6 @@ class PlannerRun:
     ) -> None:
         transition = self.transition()
         result = record_result(transition, self.run, call, outcome, thread=None, step_id=None)
-        if isinstance(outcome, ToolResult) and result.error == "permission_denied":
-            reason = str(result.payload.get("message", ""))  # the user did not approve it
-            transition.event("permission_denied", {"tool_name": call.name,
-                             "tool_call_id": call.id, "reason": reason},
-                             agent_id=self.run.agent.id)  # fmt: skip
         self._tool_row(transition, call, result.content(), result)
         transition.read_agent(self.run.agent.id)
         if last:
@@ -626,7 +621,7 @@ def _call_data(message_id: UUID, call: ToolCall) -> dict[str, JsonValue]:
         dict(call.arguments) if call.valid else {"unparsed": call.arguments_json[:2000]}
     )
     return {"message_id": str(message_id), "tool_call_id": call.id, "tool_name": call.name,
-            "arguments": arguments}  # fmt: skip
+            "tool_args": arguments}  # fmt: skip
 
 
 def _plan_data(draft: PlanDraft, step_ids: Sequence[UUID]) -> dict[str, JsonValue]:

@@ -6,7 +6,7 @@ control state (a cancel request stops the agent here) and the agent's row as it 
 check's record (the call counted on the execution, a denial logged as a `permission_denied`
 dialogue row with its events) goes into the statement that stores the result
 (`record_result`). For a destructive tool the agent is allowed to use, the approval gate is
-asked first.
+asked first; a call the user rejected is recorded as a denial too (docs/events.md).
 """
 
 from __future__ import annotations
@@ -49,12 +49,11 @@ async def run_tool(
     state: State,
     thread: AgentThread | None = None,
     step_id: UUID | None = None,
-) -> Checked | ToolResult:
-    """The result of `call` for the acting agent (never raises for a tool's own failure):
-    `Checked` when the permission check ran (record it with `record_result`), a bare
-    `ToolResult` when the approval gate answered instead. With tracing on, the call is an
-    `execute_tool <name>` span (its arguments and result are not recorded: they hold the
-    user's data)."""
+) -> Checked:
+    """The result of `call` for the acting agent (never raises for a tool's own failure),
+    to record with `record_result`: the permission check's, or the approval gate's denial.
+    With tracing on, the call is an `execute_tool <name>` span (its arguments and result are
+    not recorded: they hold the user's data)."""
     check_cancel(state.control or await read_control(run.services.db, run.plan.id))
     if not tracing.enabled():
         return await _run(run, call, state=state, turn=turn, thread=thread, step_id=step_id)
@@ -65,9 +64,8 @@ async def run_tool(
     with tracing.span(f"execute_tool {call.name}", attributes=attributes,
                       expected=(AwaitingApproval,)) as span:  # fmt: skip
         outcome = await _run(run, call, state=state, turn=turn, thread=thread, step_id=step_id)
-        result = outcome.result if isinstance(outcome, Checked) else outcome
-        if result.error is not None:
-            span.set_attribute("error.type", result.error)  # the tool's answer says why
+        if outcome.result.error is not None:
+            span.set_attribute("error.type", outcome.result.error)  # the tool's answer says why
     return outcome
 
 
@@ -79,10 +77,10 @@ async def _run(
     turn: TurnCache,
     thread: AgentThread | None,
     step_id: UUID | None,
-) -> Checked | ToolResult:
+) -> Checked:
     agent = state.agent or await _read_agent(run.services.db, run.agent.id)
     refused = await _gate(run, agent, call, step_id)
-    if refused is not None:
+    if refused is not None:  # a destructive call the user did not approve: a denial
         return refused
     context = CallContext(
         agent_id=run.agent.id,
@@ -109,7 +107,7 @@ def record_result(
     """Add the check's record to `transition` — the call counted on the execution; a denial
     as its `permission_denied` dialogue row and events — and return the result to store."""
     if isinstance(outcome, ToolResult):
-        return outcome  # the approval gate answered: no check ran, nothing to count
+        return outcome  # a result no check produced: nothing to count
     transition.account(run.execution.id, tool_calls=1, denials=int(outcome.denial is not None))
     if outcome.denial is not None:
         _record_denial(transition, run, call, outcome, thread=thread, step_id=step_id)
@@ -135,10 +133,10 @@ def _record_denial(
         receiver_agent_id=None, tool_name=call.name, tool_call_id=call.id,
         tool_args=checked.arguments, announce=thread is not None,
     )  # fmt: skip
-    data: dict[str, JsonValue] = {"tool_name": call.name, "tool_call_id": call.id,
-                                  "reason": reason}  # fmt: skip
-    if thread is not None:
-        data |= {"message_id": str(row_id), "step_id": str(step_id) if step_id else None}
+    data: dict[str, JsonValue] = {
+        "tool_name": call.name, "tool_call_id": call.id, "reason": reason,
+        "message_id": str(row_id), "step_id": str(step_id) if step_id else None,
+    }  # fmt: skip
     transition.event("permission_denied", data, agent_id=run.agent.id)
 
 
@@ -149,7 +147,7 @@ async def _read_agent(db: Database, agent_id: UUID) -> Agent | None:
 
 async def _gate(
     run: AgentRun, agent: Agent | None, call: ToolCall, step_id: UUID | None
-) -> ToolResult | None:
+) -> Checked | None:
     tool = run.services.tools.get(call.name)
     if tool is None or not tool.destructive or not decide(agent, tool).allowed:
         return None  # not destructive, or the executor will refuse it anyway
@@ -165,6 +163,7 @@ async def _gate(
     if verdict.decision == "allow":
         return None
     if verdict.decision == "deny":
-        reason = verdict.text or "the user did not approve this action"
-        return failure(call.id, call.name, "permission_denied", f"Not approved: {reason}")
+        reason = f"Not approved: {verdict.text or 'the user did not approve this action'}"
+        return Checked(failure(call.id, call.name, "permission_denied", reason), reason,
+                       dict(call.arguments), agent.id if agent else None)  # fmt: skip
     raise AwaitingApproval(f"Waiting for the user to approve {call.name}.")

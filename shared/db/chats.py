@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -24,7 +25,7 @@ from shared.db.records import (
     Usage,
     columns,
 )
-from shared.errors import Unauthenticated
+from shared.errors import AccountGone
 
 SESSION = columns(ChatSession)
 MESSAGE = columns(ChatMessage)
@@ -63,9 +64,7 @@ def _owner_exists() -> Iterator[None]:
     except errors.ForeignKeyViolation as exc:
         if exc.diag.constraint_name != OWNER_KEY:
             raise
-        raise Unauthenticated(
-            "The account this token was issued for no longer exists: sign in again"
-        ) from None
+        raise AccountGone from None
 
 
 async def get_session(
@@ -112,17 +111,26 @@ async def session_for_first_message(
 
 
 async def list_sessions(
-    conn: Connection, *, user_id: UUID, include_archived: bool = False, limit: int = 50
+    conn: Connection,
+    *,
+    user_id: UUID,
+    include_archived: bool = False,
+    limit: int = 50,
+    before: tuple[datetime, UUID] | None = None,
 ) -> list[ChatSession]:
-    """The user's sessions, most recently active first; deleted ones are never listed."""
+    """The user's sessions, most recently active first (`updated_at`, then `id`, descending),
+    those after `before` (the last session of the previous page) only; deleted ones are never
+    listed."""
     statuses = ["active", "archived"] if include_archived else ["active"]
+    at, last = before if before is not None else (None, None)
     return await fetch_all(
         conn,
         ChatSession,
         f"""SELECT {SESSION} FROM chat_sessions
             WHERE user_id = %s AND status = ANY(%s) AND status <> 'deleted'
-            ORDER BY updated_at DESC LIMIT %s""",
-        (user_id, statuses, limit),
+              AND (%s::timestamptz IS NULL OR (updated_at, id) < (%s, %s))
+            ORDER BY updated_at DESC, id DESC LIMIT %s""",
+        (user_id, statuses, at, at, last, limit),
     )
 
 
@@ -144,6 +152,17 @@ async def update_session(
             WHERE id = %s AND status <> 'deleted' RETURNING {SESSION}""",
         (title, status, session_id),
     )
+
+
+async def delete_session(conn: Connection, *, session_id: UUID, user_id: UUID) -> bool:
+    """Mark the user's session deleted (its row locked until the transaction ends); False if
+    it does not exist, is someone else's or was deleted already."""
+    cur = await conn.execute(
+        """UPDATE chat_sessions SET status = 'deleted'
+            WHERE id = %s AND user_id = %s AND status <> 'deleted' RETURNING id""",
+        (session_id, user_id),
+    )
+    return await cur.fetchone() is not None
 
 
 async def add_message(
@@ -224,15 +243,24 @@ async def get_message(conn: Connection, *, message_id: UUID) -> ChatMessage | No
 
 
 async def list_messages(
-    conn: Connection, *, session_id: UUID, after_seq: int = 0, limit: int = 500
+    conn: Connection,
+    *,
+    session_id: UUID,
+    after_seq: int = 0,
+    limit: int = 500,
+    internal: bool = True,
 ) -> list[ChatMessage]:
-    """Messages of a session in order, those after `after_seq` only (catch-up after a gap)."""
+    """Messages of a session in order, those after `after_seq` only (catch-up after a gap);
+    not `internal`: the conversation alone — the user's messages and the answers, without the
+    planner's own rows (its tool rounds and their results)."""
     return await fetch_all(
         conn,
         ChatMessage,
         f"""SELECT {MESSAGE} FROM chat_messages
-            WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s""",
-        (session_id, after_seq, limit),
+            WHERE session_id = %s AND seq > %s
+              AND (%s OR NOT (role = 'tool' OR (role = 'assistant' AND tool_calls IS NOT NULL)))
+            ORDER BY seq LIMIT %s""",
+        (session_id, after_seq, internal, limit),
     )
 
 

@@ -94,6 +94,33 @@ async def get_plan(
     )
 
 
+async def get_user_plan(
+    conn: Connection, *, plan_id: UUID, user_id: UUID | None = None, lock: bool = False
+) -> Plan | None:
+    """The plan as its user sees it: None if it does not exist, is not `user_id`'s (when
+    given; under the user's RLS, omit it), or its session was deleted — every route of a
+    deleted session answers 404. `lock` holds the plan's row until the transaction ends."""
+    query = f"""SELECT {PLAN} FROM agent_plans p
+                WHERE id = %(id)s AND (%(user)s::uuid IS NULL OR user_id = %(user)s)
+                  AND EXISTS (SELECT 1 FROM chat_sessions s
+                              WHERE s.id = p.session_id AND s.status <> 'deleted')"""
+    return await fetch_optional(
+        conn, Plan, query + " FOR UPDATE OF p" if lock else query, {"id": plan_id, "user": user_id}
+    )
+
+
+async def list_open_plans(conn: Connection, *, session_id: UUID) -> list[Plan]:
+    """The session's plans that have not ended, their rows locked until the transaction ends."""
+    return await fetch_all(
+        conn,
+        Plan,
+        f"""SELECT {PLAN} FROM agent_plans
+            WHERE session_id = %s AND status NOT IN ('completed', 'failed', 'cancelled')
+            ORDER BY created_at FOR UPDATE""",
+        (session_id,),
+    )
+
+
 async def update_plan(
     conn: Connection,
     *,

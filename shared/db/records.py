@@ -69,7 +69,7 @@ class Usage:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cache_hit_tokens": self.cache_hit_tokens,
-            "cost_usd": str(self.cost_usd),
+            "cost_usd": format(self.cost_usd, "f"),  # never exponent notation ("0E-8")
         }
 
 

@@ -13,3 +13,10 @@ async def ensure_user(conn: Connection, *, user_id: UUID, email: str) -> None:
         "INSERT INTO auth.users (id, email) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING",
         (user_id, email),
     )
+
+
+async def user_exists(conn: Connection, *, user_id: UUID) -> bool:
+    """Whether `auth.users` still has the user (a token outlives the user it was issued to)."""
+    cur = await conn.execute("SELECT EXISTS (SELECT 1 FROM auth.users WHERE id = %s)", (user_id,))
+    row = await cur.fetchone()
+    return bool(row and next(iter(row.values())))

@@ -127,6 +127,13 @@ def str_or_none(value: UUID | None) -> str | None:
     return str(value) if value is not None else None
 
 
+async def send_outbox(conn: Connection, outbox: Outbox) -> None:
+    """Send `outbox` in `conn`'s transaction, for code with no publisher of its own to deliver
+    to: Realtime gets the events from the database when the transaction commits."""
+    if outbox:
+        await conn.execute(f"SELECT {SEND})", outbox.params())
+
+
 class EventEmitter:
     """Emits the events of one chat session."""
 

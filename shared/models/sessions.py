@@ -9,6 +9,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.db.records import AgentMessageType, AgentRole, MessageRole
 from shared.models.text import StoredText
 
 
@@ -47,7 +48,7 @@ class SessionOut(_Out):
 
     id: UUID
     title: str
-    status: str
+    status: Literal["active", "archived"]
     forked_from_session_id: UUID | None
     forked_at_message_id: UUID | None
     last_seq: int
@@ -61,7 +62,12 @@ class SessionOut(_Out):
 
 
 class SessionList(BaseModel):
+    """A page of the user's sessions, most recently active first."""
+
     sessions: list[SessionOut]
+    next_cursor: str | None = Field(
+        description="Pass it as `cursor` for the next page; null: this is the last page."
+    )
 
 
 class MessageOut(_Out):
@@ -70,7 +76,7 @@ class MessageOut(_Out):
     id: UUID
     session_id: UUID
     seq: int
-    role: str
+    role: MessageRole
     content: str
     tool_calls: list[dict[str, Any]] | None
     tool_call_id: str | None
@@ -96,10 +102,16 @@ class TimelineEntryOut(_Out):
     seq: int
     source: Literal["chat", "agent"]
     message_id: UUID
-    kind: str = Field(description="Chat role, or the agent message type.")
-    sender_role: str
+    kind: MessageRole | AgentMessageType = Field(
+        description="Chat role (`source: chat`), or the agent message type (`agent`)."
+    )
+    sender_role: MessageRole | AgentRole = Field(
+        description="The chat role, or the sending agent's role (`system`: no agent)."
+    )
     agent_id: UUID | None
-    agent_session_id: UUID | None
+    thread_id: UUID | None = Field(
+        description="The agent thread (`GET /plans/{id}`'s `threads[].id`) of an agent message."
+    )
     plan_id: UUID | None
     content: str
     tool_name: str | None

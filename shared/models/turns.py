@@ -7,25 +7,48 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue
 
+from shared.db.records import (
+    AgentRole,
+    ApprovalStatus,
+    ExecutionStatus,
+    PlanStatus,
+    PlanStrategy,
+    StepStatus,
+    ThreadStatus,
+)
 from shared.models.sessions import _Out
-from shared.models.text import StoredText
+from shared.models.text import NOT_BLANK, NotBlank, StoredText
+
+STREAM_WITHOUT_WAITING: dict[str, JsonValue] = {
+    "required": ["stream", "wait"],
+    "properties": {"stream": {"const": True}, "wait": {"const": False}},
+}
+"""`stream: true` answers while the turn runs: it cannot also answer at once (`wait: false`)."""
 
 
 class ChatTurnRequest(BaseModel):
     """Send the user's message to the planner."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"not": STREAM_WITHOUT_WAITING})
 
     session_id: UUID | None = Field(default=None, description="Omit to start a new session.")
-    message: StoredText = Field(min_length=1, max_length=32_000)
+    message: Annotated[StoredText, NotBlank] = Field(
+        min_length=1,
+        max_length=32_000,
+        json_schema_extra=NOT_BLANK,
+        description="Not only whitespace; at most 32,000 characters, and at most half the "
+        "planner's token budget (12,000 tokens by default): a longer message is refused with "
+        "422, nothing stored.",
+    )
     client_message_id: StoredText | None = Field(
         default=None,
         min_length=1,
         max_length=200,
-        description="Your id for this send: a retry with the same id returns the original turn "
-        "instead of storing the message twice.",
+        description="Your id for this send: a retry with the same id and message returns the "
+        "original turn instead of storing the message twice (and runs or announces nothing "
+        "again); the same id with another message is a 422.",
     )
     stream: bool = Field(
         default=False, description="Answer with server-sent events instead of one JSON body."
@@ -46,8 +69,8 @@ class ChatTurnReply(BaseModel):
     message_id: UUID = Field(description="The stored user message.")
     plan_id: UUID
     created: bool = Field(description="False when `client_message_id` matched an earlier send.")
-    status: str = Field(description="The plan's status: completed, failed, cancelled, …")
-    strategy: str | None
+    status: PlanStatus = Field(description="The plan's status: completed, failed, cancelled, …")
+    strategy: PlanStrategy | None
     answer: str | None
     answer_message_id: UUID | None
     error: str | None
@@ -73,8 +96,8 @@ class TurnWatch(BaseModel):
         "threads and executions; its `status` ends completed, failed or cancelled."
     )
     messages: str = Field(
-        description="GET this (the chat function) for the session's messages after the "
-        "user's: the answer once the turn ends."
+        description="GET this (the chat function, as absolute as the URL the send reached) "
+        "for the session's messages: the answer once the turn ends."
     )
 
 
@@ -85,8 +108,8 @@ class ChatTurnAccepted(BaseModel):
     message_id: UUID = Field(description="The stored user message.")
     plan_id: UUID
     created: bool = Field(description="False when `client_message_id` matched an earlier send.")
-    status: str = Field(description="The plan's status now: pending, executing, … (or how a "
-                        "resent turn ended).")  # fmt: skip
+    status: PlanStatus = Field(description="The plan's status now: pending, executing, … (or "
+                               "how a resent turn ended).")  # fmt: skip
     watch: TurnWatch
 
 
@@ -95,8 +118,8 @@ class PlanOutcomeOut(_Out):
 
     plan_id: UUID
     session_id: UUID
-    status: str
-    strategy: str | None
+    status: PlanStatus
+    strategy: PlanStrategy | None
     answer: str | None
     message_id: UUID | None
     error: str | None
@@ -128,7 +151,7 @@ class StepOutcomeOut(_Out):
 
     step_id: UUID
     step_number: int
-    status: str
+    status: StepStatus
     result: str | None
     error: str | None
     running_elsewhere: bool = False
@@ -142,7 +165,7 @@ class StepOut(_Out):
     depends_on: list[int]
     tools: list[str]
     assigned_agent_id: UUID | None
-    status: str
+    status: StepStatus
     result: str | None
     error: str | None
     started_at: datetime | None
@@ -156,7 +179,7 @@ class ThreadOut(_Out):
     step_id: UUID | None
     parent_agent_id: UUID
     child_agent_id: UUID
-    status: str
+    status: ThreadStatus
     turn_count: int
     max_turns: int
     result: str | None
@@ -171,11 +194,14 @@ class ExecutionOut(_Out):
     id: UUID
     step_id: UUID | None
     agent_id: UUID
-    agent_session_id: UUID | None
-    agent_role: str
+    thread_id: UUID | None = Field(
+        validation_alias=AliasChoices("thread_id", "agent_session_id"),
+        description="The step's thread (`threads[].id`; the `agent_chat_sessions` row).",
+    )
+    agent_role: AgentRole
     model: str
     attempt: int
-    status: str
+    status: ExecutionStatus
     llm_calls: int
     prompt_tokens: int
     completion_tokens: int
@@ -200,8 +226,8 @@ class PlanDetail(_Out):
     id: UUID
     session_id: UUID
     user_message_id: UUID
-    strategy: str | None
-    status: str
+    strategy: PlanStrategy | None
+    status: PlanStatus
     goal: str | None
     error: str | None
     prompt_tokens: int
@@ -244,7 +270,7 @@ class ApprovalOut(_Out):
     tool_name: str | None
     tool_args: dict[str, Any] | None
     reason: str | None
-    status: str
+    status: ApprovalStatus
     response: str | None
     decided_at: datetime | None
     created_at: datetime
@@ -274,5 +300,5 @@ class DecisionReply(BaseModel):
 
 class CancelReply(BaseModel):
     plan_id: UUID
-    status: str
+    status: PlanStatus
     cancel_requested: Literal[True] = True

@@ -31,7 +31,7 @@ def database_url(server_url: str, template_name: str) -> Iterator[str]:
     """A database of this module's own: the views must hold exactly these runs."""
     url = databases.create_database(server_url, template=template_name)
     yield url
-    databases.drop_database(server_url, url)
+    databases.drop_checked(server_url, url)
 
 
 @pytest.fixture(scope="module")

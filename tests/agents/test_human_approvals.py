@@ -17,6 +17,7 @@ from shared.agents.approvals import DatabaseApprovals, Escalation, Verdict
 from shared.approvals import decide_approval, list_approvals
 from shared.db import Database
 from shared.errors import Conflict, InvalidInput, NotFound
+from shared.models.turns import ApprovalOut
 from shared.services import Services
 from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices
@@ -61,7 +62,8 @@ def script_delete(script: Script, where: str, event: UUID, after: Any) -> str:
 
 
 async def deletes_run(db: Database, plan_id: UUID) -> tuple[int, int]:
-    """(times the tool executor ran a call for the plan, results stored for the delete)."""
+    """(calls counted on the plan's executions — a denied one too —, results stored for the
+    delete)."""
     calls = await scalar(
         db, "SELECT coalesce(sum(tool_call_count), 0) FROM agent_executions WHERE plan_id = %s",
         plan_id,
@@ -113,13 +115,10 @@ async def test_a_rejected_delete_does_not_run_and_the_model_is_told(
                                               ["awaiting_approval"])  # fmt: skip
     waiting = memory.events[-2]
     assert (waiting.type, waiting.data["status"]) == ("status_update", "awaiting_approval")
-    assert waiting.data["approvals"] == [{
-        "approval_id": str(pending.id), "kind": "tool_call", "step_id": (
-            str(pending.step_id) if pending.step_id else None),
-        "agent_id": str(pending.agent_id), "tool_call_id": pending.tool_call_id,
-        "tool_name": "delete_calendar_event", "arguments": {"event_id": str(event)},
-        "reason": None,
-    }]  # fmt: skip
+    # Listed as the approvals routes give them: one type for a client.
+    listed = ApprovalOut.model_validate(pending).model_dump(mode="json")
+    assert waiting.data["approvals"] == [listed]
+    assert listed["tool_args"] == {"event_id": str(event)}
 
     decided = await decide_approval(
         services, as_user(user), plan_id=plan_id, approval_id=pending.id, decision="reject",
@@ -131,7 +130,7 @@ async def test_a_rejected_delete_does_not_run_and_the_model_is_told(
 
     assert resumed.status == "completed"
     assert (await fetch_row(db, "calendar_events", event))["deleted_at"] is None
-    assert await deletes_run(db, plan_id) == (0, 1)  # answered, never run
+    assert await deletes_run(db, plan_id) == (1, 1)  # counted as a call, denied, never run
     told = tool_results(requests_of(fake, kind)[-1])[-1]
     assert "the user rejected this delete_calendar_event call (their reason: I still need it)" in (
         told
@@ -371,3 +370,38 @@ async def test_cancelling_a_waiting_plan_closes_it_and_its_approvals_at_once(
         await decide_approval(services, as_user(user), plan_id=plan_id,
                               approval_id=pending.id, decision="approve")  # fmt: skip
     assert (await fetch_row(db, "calendar_events", event))["deleted_at"] is None
+
+
+@pytest.mark.parametrize("where", WHERE)
+async def test_a_rejected_call_is_recorded_and_announced_as_a_permission_denial(
+    db: Database, services: Services, script: Script, where: str
+) -> None:
+    """docs/events.md: a destructive call not approved is a `permission_denied` — its event,
+    its dialogue row and a denial counted on the execution, as for a call refused at call
+    time (issue 21, defect 5)."""
+    user, _, plan_id, _, _ = await start_waiting(db, services, script, where, echo(where))
+    (pending,) = await list_approvals(services, as_user(user), plan_id)
+    await decide_approval(services, as_user(user), plan_id=plan_id, approval_id=pending.id,
+                          decision="reject", text="keep it")  # fmt: skip
+    memory = InMemoryPublisher()
+    await InProcessInvoker(services, memory).run_plan(plan_id=plan_id)
+
+    (denied,) = [e for e in memory.events if e.type == "permission_denied"]
+    assert denied.data["tool_call_id"] == pending.tool_call_id
+    assert "rejected this delete_calendar_event call (their reason: keep it)" in str(
+        denied.data["reason"]
+    )
+    assert denied.data["step_id"] == (str(pending.step_id) if pending.step_id else None)
+    async with db.service() as conn:
+        cur = await conn.execute(
+            "SELECT message_type, tool_name, tool_args FROM agent_chat_messages WHERE id = %s",
+            (UUID(str(denied.data["message_id"])),),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    assert (row["message_type"], row["tool_name"]) == ("permission_denied",
+                                                       "delete_calendar_event")  # fmt: skip
+    denials = await scalar(
+        db, "SELECT sum(permission_denials) FROM agent_executions WHERE plan_id = %s", plan_id
+    )
+    assert denials == 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import pytest
+
 from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import InProcessInvoker, run_turn, start_turn
 from shared.db import Database
@@ -16,6 +18,7 @@ from tests.agents.scripting import Script, requests_of, tool_results
 from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import make_task, snapshot
+from tests.user_facing import assert_names_no_setting
 
 LOOKUP = "Look up the user's tasks"
 ONE_STEP: dict[str, Any] = {
@@ -164,8 +167,9 @@ async def test_a_planner_that_keeps_writing_invalid_plans_fails_the_turn_clearly
 
 
 async def test_the_cost_cap_stops_a_plan_before_the_next_model_call(
-    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
-) -> None:
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
     services = make_services(plan_max_cost_usd=Decimal("0.000001"))
     script.planner(reply(tool_call("list_tasks")), reply("never sent"))
     memory = InMemoryPublisher()
@@ -176,13 +180,33 @@ async def test_the_cost_cap_stops_a_plan_before_the_next_model_call(
     )
 
     assert len(fake.requests) == 1
-    assert turn.plan.status == "failed" and "PLAN_MAX_COST_USD" in (turn.plan.error or "")
+    assert turn.plan.status == "failed" and "cap" in (turn.plan.error or "")
     (error,) = of_type(memory, "error")
-    assert "cap" in str(error.data["message"])
+    assert error.data["message"] == turn.plan.error
+    assert_names_no_setting(turn.plan.error)  # the setting is the operator's: in the log
+    assert any("PLAN_MAX_COST_USD" in r.getMessage() for r in caplog.records)
     rows = await stored(db, turn.started.plan_id)
     assert rows.plan.cost_usd > Decimal("0.000001")  # the call that crossed it is accounted
     assert [m.role for m in rows.messages] == ["user", "assistant", "tool"]
     assert memory.events[-1].type == "done" and memory.events[-1].data["status"] == "failed"
+
+
+async def test_a_prompt_too_large_for_the_budget_is_told_without_naming_settings(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    # The smallest budget: a message of half of it is taken, but does not fit beside the
+    # planner's system prompt and tools (about 1,100 tokens).
+    services = make_services(planner_token_budget=2000)
+    memory = InMemoryPublisher()
+    turn = await run_turn(services, user_id=await make_user(db), session_id=None,
+                          message="word " * 990, publisher=memory)  # fmt: skip
+
+    assert fake.requests == [] and turn.plan.status == "failed"
+    (error,) = of_type(memory, "error")
+    assert "tokens" in str(error.data["message"])
+    assert_names_no_setting(turn.plan.error)
+    assert any("PLANNER_TOKEN_BUDGET" in r.getMessage() for r in caplog.records)
 
 
 async def test_a_denied_call_of_the_planners_own_loop_is_a_dialogue_row_and_counted(

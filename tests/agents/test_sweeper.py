@@ -26,6 +26,7 @@ from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.kills import Kill
 from tests.tools.builders import make_event, make_task
+from tests.user_facing import assert_names_no_setting
 
 
 @pytest.fixture
@@ -122,6 +123,7 @@ async def test_a_plan_past_its_age_that_nobody_runs_is_failed_cleanly(
     after = await stored(db, plan_id)
     assert after.plan.status == "failed"
     assert after.plan.error is not None and "did not finish within 1 hour" in after.plan.error
+    assert_names_no_setting(after.plan.error)
     (done,) = [e for e in of_type(events, "done") if e.plan_id == plan_id]
     assert done.data["status"] == "failed"
     assert fake.requests == []

@@ -33,7 +33,7 @@ STORED = Decimal("0.000001")
 def database_url(server_url: str, template_name: str) -> Iterator[str]:
     url = databases.create_database(server_url, template=template_name)
     yield url
-    databases.drop_database(server_url, url)
+    databases.drop_checked(server_url, url)
 
 
 @pytest.fixture(scope="module")

@@ -36,6 +36,7 @@ from tests.factories import make_user
 from tests.functions.conftest import SECRET
 from tests.functions.test_handlers import load_event
 from tests.tools.builders import make_event, make_task
+from tests.user_facing import assert_names_no_setting
 
 Functions = dict[str, Function]
 ROOT = Path(__file__).resolve().parents[2]
@@ -211,7 +212,8 @@ async def test_a_send_that_asks_to_wait_is_refused_before_anything_is_stored(
         event["body"] = json.dumps({"message": "Plan my week", **body})
         response = await functions["chat"].invoke(event)
         assert response["statusCode"] == 422
-        assert "INVOKER_TRANSPORT=sqs" in body_of(response)["detail"]
+        assert "runs turns through queues" in body_of(response)["detail"]
+        assert_names_no_setting(body_of(response)["detail"])
     assert await scalar(db, "SELECT count(*) FROM chat_messages WHERE user_id = %s", user) == 0
     assert cloud.depth("planner") == 0
 
@@ -262,7 +264,8 @@ async def test_a_decision_queues_the_plan_instead_of_running_it_in_the_request(
         request(user, "POST", path, {"decision": "approve"})
     )
 
-    assert decided["statusCode"] == 200
+    assert decided["statusCode"] == 202  # recorded, and the plan queued: accepted
+    assert decided["headers"]["location"].endswith(f"/plans/{plan_id}")
     plan = body_of(decided)["plan"]
     assert (plan["status"], plan["handed_off"]) == ("awaiting_approval", True)
     assert cloud.bodies("planner") == [{"type": "run_plan", "plan_id": str(plan_id)}]

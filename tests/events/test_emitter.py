@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from shared.agents.events import dialogue_data
 from shared.db import Database, chats
 from shared.events import Event, EventEmitter, FanoutPublisher
+from tests.event_check import done_data
 from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_session, make_user
 
@@ -28,8 +30,10 @@ async def test_events_and_rows_share_one_monotonic_seq(db: Database) -> None:
         row = await chats.add_message(
             conn, session_id=session.id, user_id=user, role="assistant", content="hi"
         )
-    await emitter.emit("agent_message", {"id": str(row.id)}, seq=row.seq)
-    await emitter.emit("done")
+    said = dialogue_data(row.id, thread_id=None, step_id=None, message_type="status",
+                         sender_agent_id=None, receiver_agent_id=None, content="hi")  # fmt: skip
+    await emitter.emit("agent_message", said, seq=row.seq)
+    await emitter.emit("done", done_data())
     assert [e.seq for e in memory.events] == [1, 2, 3]
     assert memory.types() == ["status_update", "agent_message", "done"]
     assert all(e.session_id == session.id for e in memory.events)
@@ -41,11 +45,11 @@ async def test_tokens_are_coalesced_and_flushed_before_other_events(db: Database
     emitter = EventEmitter(db, memory, session_id=session.id, token_batch_chars=10, clock=clock)
     for piece in ["Hel", "lo ", "wor", "ld", "!"]:  # the 4th delta fills the 10-char batch
         await emitter.token(piece, plan_id=None, agent_id=None)
-    await emitter.emit("done")
+    await emitter.emit("done", done_data())
     assert [(e.type, e.data) for e in memory.events] == [
         ("token", {"text": "Hello world"}),
         ("token", {"text": "!"}),
-        ("done", {}),
+        ("done", done_data()),
     ]
 
 
@@ -72,6 +76,6 @@ async def test_a_failing_publisher_never_fails_the_turn(db: Database) -> None:
     session = await make_session(db, await make_user(db))
     memory = InMemoryPublisher()
     emitter = EventEmitter(db, FanoutPublisher(Broken(), memory), session_id=session.id)
-    await emitter.emit("done")
+    await emitter.emit("done", done_data())
     await FanoutPublisher(Broken()).aclose()
     assert memory.types() == ["done"]

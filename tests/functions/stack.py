@@ -1,7 +1,10 @@
-"""The three functions served over HTTP, wired to the test database and the fake model."""
+"""The three functions served over HTTP, wired to the test database and the fake model; every
+event they publish is held against the events' schema when the stack stops."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,9 +18,10 @@ from functions.chat.app import create_app as chat_app
 from local.deepseek import FakeModelServer
 from local.serving import BackgroundServer
 from shared.agents import DeepSeekTokenizer
-from shared.events import Publisher
+from shared.events import Event, Publisher
 from shared.services import Services, get_services
 from shared.settings import Settings
+from tests.event_check import assert_valid
 from tests.functions.conftest import SECRET
 from tests.models import EXECUTOR_MODEL, PLANNER_MODEL
 
@@ -38,6 +42,32 @@ class FaultInjector:
             await send({"type": "http.response.body", "body": b"injected fault"})
             return
         await self.app(scope, receive, send)
+
+
+class Heard:
+    """Every event the stack's functions publish — each server publishes from its own thread
+    and loop, so a thread-safe list, and waits that block a worker thread, not the loop."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self._changed = threading.Condition()
+
+    async def publish(self, events: Sequence[Event]) -> None:
+        with self._changed:
+            self.events.extend(events)
+            self._changed.notify_all()
+
+    async def aclose(self) -> None:
+        return None
+
+    async def wait_for(self, predicate: Callable[[list[Event]], bool]) -> None:
+        """Until `predicate(events)` holds (an AssertionError after 15 seconds)."""
+
+        def wait() -> bool:
+            with self._changed:
+                return self._changed.wait_for(lambda: predicate(self.events), timeout=15)
+
+        assert await asyncio.to_thread(wait), "the awaited events never came"
 
 
 class Stack:
@@ -69,7 +99,10 @@ class Stack:
             "invoker_retry_delay_seconds": 0,
             **settings,
         }
-        self._tokenizer, self._sinks = tokenizer, sinks
+        self.heard = Heard()
+        """Every event the stack's functions published (token batches too): held against
+        the events' schema when the stack stops."""
+        self._tokenizer, self._sinks = tokenizer, [*sinks, self.heard]
         self.services: dict[str, Services] = {}
         self.servers: dict[str, BackgroundServer] = {}
         self.executor_faults = FaultInjector(executor_app())
@@ -85,6 +118,7 @@ class Stack:
     def stop(self) -> None:
         for server in reversed(list(self.servers.values())):
             server.stop()
+        assert_valid(event.wire() for event in self.heard.events)
 
     def url(self, function: str) -> str:
         return self.servers[function].url

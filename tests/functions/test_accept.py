@@ -85,7 +85,8 @@ async def test_wait_false_answers_202_while_the_turn_runs_on(
         "realtime_channel": f"session:{session_id}",
         "private": True,
         "plan": f"{stack.url('agent_planner')}/plans/{plan_id}",
-        "messages": f"/sessions/{session_id}/messages",
+        # Absolute, as `plan` is (issue 21, defect 7): the chat function as it was reached.
+        "messages": f"{stack.url('chat')}/sessions/{session_id}/messages",
     }
     assert sent.headers["location"] == body["watch"]["plan"]
     assert "preference-applied" not in sent.headers
@@ -93,7 +94,7 @@ async def test_wait_false_answers_202_while_the_turn_runs_on(
     assert (await plan_row(db, plan_id))["status"] == "executing"
     hold.release()
     await endings.ended(plan_id)
-    listed = await http.get(f"{stack.url('chat')}{body['watch']['messages']}", headers=user)
+    listed = await http.get(body["watch"]["messages"], headers=user)
     assert [m["content"] for m in listed.json()["messages"]] == ["Hi", "Here is your answer."]
 
 

@@ -164,3 +164,102 @@ async def test_a_second_message_while_a_turn_runs_gets_409(
             (UUID(session["id"]),),
         )
         assert await cur.fetchone() == {"n": 1}
+
+
+async def test_deleting_a_session_cancels_its_waiting_turn_and_closes_its_approvals(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script
+) -> None:
+    """Issue 21, defect 1: a deleted session's destructive write can no longer be approved;
+    its plan and approvals answer 404 like every route of a deleted session."""
+    user, event, turn = await ask_to_delete(stack, http, db, as_user, script)
+    planner, plan = stack.url("agent_planner"), turn["plan_id"]
+    (waiting,) = (await http.get(f"{planner}/plans/{plan}/approvals",
+                                 headers=user)).json()["approvals"]  # fmt: skip
+
+    deleted = await http.delete(f"{stack.url('chat')}/sessions/{turn['session_id']}", headers=user)
+    assert deleted.status_code == 204
+
+    decide = f"{planner}/plans/{plan}/approvals/{waiting['id']}"
+    problem(await http.post(decide, json={"decision": "approve"}, headers=user), 404)
+    problem(await http.get(f"{planner}/plans/{plan}", headers=user), 404)
+    problem(await http.get(f"{planner}/plans/{plan}/approvals", headers=user), 404)
+    problem(await http.post(f"{planner}/plans/{plan}/cancel", headers=user), 404)
+    transcript = f"{stack.url('chat')}/plans/{plan}/transcript"
+    problem(await http.get(transcript, headers=user), 404)
+    row = await fetch_row(db, "calendar_events", event)
+    assert row is not None and row["deleted_at"] is None  # never written
+    async with db.service() as conn:
+        cur = await conn.execute(
+            """SELECT p.status, a.status AS approval,
+                      (SELECT payload->'data'->>'status' FROM realtime.messages
+                        WHERE topic = 'session:' || p.session_id AND event = 'done'
+                        ORDER BY (payload->>'seq')::bigint DESC LIMIT 1) AS done
+                 FROM agent_plans p JOIN agent_approvals a ON a.plan_id = p.id
+                WHERE p.id = %s""",
+            (UUID(plan),),
+        )
+        found = await cur.fetchone()
+    # Closed at once (nobody runs it), and announced: the last `done` says so.
+    assert found == {"status": "cancelled", "approval": "cancelled", "done": "cancelled"}
+
+
+async def test_deleting_a_session_stops_its_running_turn_before_its_next_call(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    fake: FakeModelServer,
+) -> None:  # fmt: skip
+    user_id = await make_user(db)
+    user = as_user(user_id)
+    event = await make_event(db, user_id, datetime.now(UTC) + timedelta(days=1), title="Dentist")
+    arrived = threading.Event()
+
+    def hold(request: RecordedRequest) -> Any:
+        arrived.set()  # the planner's call is in flight: its turn runs, holding its lease
+        return reply(tool_call("delete_calendar_event", event_id=str(event))).stalled(after=0)
+
+    script.planner(hold, report)
+    sent = asyncio.create_task(http.post(f"{stack.url('chat')}/chat", headers=user,
+                                         json={"message": "Cancel the dentist"}))  # fmt: skip
+    assert await asyncio.to_thread(arrived.wait, 10)
+    async with db.service() as conn:
+        cur = await conn.execute("SELECT id FROM chat_sessions WHERE user_id = %s", (user_id,))
+        session = await cur.fetchone()
+    assert session is not None
+    deleted = await http.delete(f"{stack.url('chat')}/sessions/{session['id']}", headers=user)
+    assert deleted.status_code == 204
+    fake.release()
+
+    ended = (await sent).json()
+    assert ended["status"] == "cancelled"  # stopped before the delete, not waiting for approval
+    row = await fetch_row(db, "calendar_events", event)
+    assert row is not None and row["deleted_at"] is None
+    async with db.service() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM agent_approvals WHERE plan_id = %s",
+            (UUID(ended["plan_id"]),),
+        )
+        assert await cur.fetchone() == {"n": 0}
+
+
+async def test_a_decision_with_prefer_respond_async_is_accepted_at_once(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script
+) -> None:
+    """Issue 21, defect 7: `Prefer: respond-async` on a decision answers 202 before the plan
+    resumes, as it does on `POST /chat`."""
+    user, event, turn = await ask_to_delete(stack, http, db, as_user, script)
+    planner, plan = stack.url("agent_planner"), turn["plan_id"]
+    (waiting,) = (await http.get(f"{planner}/plans/{plan}/approvals",
+                                 headers=user)).json()["approvals"]  # fmt: skip
+    decided = await http.post(
+        f"{planner}/plans/{plan}/approvals/{waiting['id']}", json={"decision": "approve"},
+        headers={**user, "Prefer": "respond-async"},
+    )  # fmt: skip
+    assert decided.status_code == 202, decided.text
+    assert decided.headers["preference-applied"] == "respond-async"
+    assert decided.headers["location"] == f"{planner}/plans/{plan}"
+    body = decided.json()
+    assert body["approval"]["status"] == "approved" and body["plan"]["handed_off"] is True
+    await stack.heard.wait_for(lambda events: any(  # the plan resumes after the answer
+        e.type == "done" and str(e.plan_id) == plan and e.data["status"] == "completed"
+        for e in events))  # fmt: skip
+    row = await fetch_row(db, "calendar_events", event)
+    assert row is not None and row["deleted_at"] is not None

@@ -161,7 +161,7 @@ async def test_bad_input_gets_422(
     )
     problem(await http.get(f"{url}/sessions/{sid}/messages?after_seq=-1", headers=user), 422)
     stranger = {"at_message_id": str(uuid4())}
-    body = problem(await http.post(f"{url}/sessions/{sid}/fork", json=stranger, headers=user), 422)
+    body = problem(await http.post(f"{url}/sessions/{sid}/fork", json=stranger, headers=user), 409)
     assert "not part of session" in str(body["detail"])
 
 
@@ -172,3 +172,24 @@ async def test_openapi_and_health(url: str, http: httpx.AsyncClient) -> None:
     )
     assert "Problem" in spec["components"]["schemas"]
     assert (await http.get(f"{url}/health")).json() == {"status": "ok", "function": "chat"}
+
+
+async def test_the_sessions_list_pages_with_a_cursor(
+    url: str, http: httpx.AsyncClient, db: Database, as_user: Auth
+) -> None:
+    """Issue 21, defect 7: the list pages on, most recently active first, by an opaque cursor."""
+    user = as_user(await make_user(db))
+    made = [(await http.post(f"{url}/sessions", json={"title": f"S{n}"}, headers=user)).json()
+            for n in range(5)]  # fmt: skip
+    newest_first = [s["id"] for s in reversed(made)]
+    seen: list[str] = []
+    cursor: str | None = None
+    for _ in range(3):
+        query: dict[str, str | int] = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+        page = (await http.get(f"{url}/sessions", params=query, headers=user)).json()
+        seen += [s["id"] for s in page["sessions"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == newest_first and cursor is None
+    problem(await http.get(f"{url}/sessions", params={"cursor": "not-a-cursor"}, headers=user), 422)

@@ -26,11 +26,13 @@ from tests.agents.plans import (
     week_script,
 )
 from tests.agents.scripting import Script, delegation, requests_of
+from tests.event_check import assert_valid
 from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.functions.stack import SERVICE_KEY, Stack
 from tests.functions.test_chat_sessions import problem
 from tests.tools.builders import make_event
+from tests.user_facing import assert_names_no_setting
 
 Auth = Callable[[UUID], dict[str, str]]
 pytestmark = pytest.mark.usefixtures("script")  # every test starts with a fresh script
@@ -125,6 +127,26 @@ async def test_a_direct_turn_answers_in_json(
     assert roles == [("user", "Hi"), ("assistant", "Hello! How can I help?")]
 
 
+async def test_messages_hide_the_planners_internal_rows_unless_asked(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script
+) -> None:
+    """Issue 21, defect 7: `GET …/messages` is the conversation — the user's messages and the
+    answers; the planner's tool rounds and tool results (e.g. "The plan has finished. Write
+    the final answer…") only with `?include=internal`."""
+    user = as_user(await make_user(db))
+    script.planner(reply(tool_call("create_task", title="Buy milk")), reply("Added it."))
+    sent = (await http.post(f"{stack.url('chat')}/chat", json={"message": "Add milk"},
+                            headers=user)).json()  # fmt: skip
+    url = f"{stack.url('chat')}/sessions/{sent['session_id']}/messages"
+    shown = (await http.get(url, headers=user)).json()
+    assert [(m["role"], m["content"]) for m in shown["messages"]] == [
+        ("user", "Add milk"), ("assistant", "Added it.")]  # fmt: skip
+    everything = (await http.get(f"{url}?include=internal", headers=user)).json()
+    assert [m["role"] for m in everything["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert shown["last_seq"] == everything["last_seq"]  # the answer is the last row
+    problem(await http.get(f"{url}?include=everything", headers=user), 422)
+
+
 async def test_sse_of_a_complex_turn_matches_what_the_publishers_saw(
     stack: Stack,
     http: httpx.AsyncClient,
@@ -149,6 +171,8 @@ async def test_sse_of_a_complex_turn_matches_what_the_publishers_saw(
     assert types.count("done") == 1 and types[-1] == "done"
     assert {"plan_created", "step_started", "agent_message", "step_completed"} <= set(types)
     assert streamed[-1]["data"]["status"] == "completed"
+    assert "token" in types
+    assert_valid(streamed)  # as GET /schemas/events.json describes them, token batches too
 
 
 async def test_functions_reach_each_other_over_http(
@@ -270,6 +294,24 @@ async def test_chat_refuses_bad_requests(
     problem(await http.post(url, json={"message": "x" * 32_001}, headers=user), 422)
     stranger = {"message": "Hi", "session_id": str(uuid4())}
     problem(await http.post(url, json=stranger, headers=user), 404)
+
+
+async def test_a_message_is_refused_unless_the_planners_budget_can_take_it(
+    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script
+) -> None:
+    """Issue 21, defect 4: 32,000 × "é" was accepted, then failed every time for want of
+    budget; a message is measured in tokens when it is sent (half the planner's budget)."""
+    user_id = await make_user(db)
+    user, url = as_user(user_id), f"{stack.url('chat')}/chat"
+    refused = problem(await http.post(url, json={"message": "é" * 32_000}, headers=user), 422)
+    detail = str(refused["detail"])
+    assert "tokens" in detail and "12000" in detail
+    assert_names_no_setting(detail)
+    stored = "SELECT count(*) FROM chat_messages WHERE user_id = %s"
+    assert await count(db, stored, user_id) == 0  # refused before anything was stored
+    script.planner(reply("Read it all."))
+    taken = await http.post(url, json={"message": "é" * 11_000}, headers=user)
+    assert taken.status_code == 200 and taken.json()["status"] == "completed", taken.text
 
 
 async def test_internal_routes_need_the_service_key(

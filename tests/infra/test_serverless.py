@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from local.cors import ALLOWED_HEADERS, EXPOSED_HEADERS, MAX_AGE_SECONDS, origins
 from shared.settings import Settings, load_settings
 from tests.infra.conftest import package
 
@@ -51,6 +52,14 @@ def test_three_functions_and_the_two_users_call_behind_buffered_urls(
         assert not cors.get("AllowCredentials")
     # Nothing calls an executor over HTTP any more: it has no URL to reach it by.
     assert "AgentUnderscoreexecutorLambdaFunctionUrl" not in resources
+
+
+def test_the_local_stack_answers_cors_as_the_function_urls(template: dict[str, Any]) -> None:
+    cors = template["Resources"]["ChatLambdaFunctionUrl"]["Properties"]["Cors"]
+    assert cors["AllowOrigins"] == origins(Settings().cors_allowed_origins)
+    assert cors["AllowHeaders"] == list(ALLOWED_HEADERS)
+    assert cors["ExposeHeaders"] == list(EXPOSED_HEADERS)
+    assert (cors["AllowMethods"], cors["MaxAge"]) == (["*"], MAX_AGE_SECONDS)
 
 
 SECRET_SETTINGS = (

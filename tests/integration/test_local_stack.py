@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from datetime import date
 
+import jwt
 import pytest
 from alembic.script import ScriptDirectory
 
@@ -52,6 +53,10 @@ def test_run_command_serves_the_stack_and_a_demo_turn_twice(empty_database: str)
         assert re.search(
             r"^  curl -s http://127\.0\.0\.1:\d+/auth/v1/signup ", output, re.MULTILINE
         )
+        printed = re.search(r"export TOKEN=(\S+)", output)
+        assert printed is not None  # the demo user's token: an operator, as web/README says
+        claims = jwt.decode(printed.group(1), options={"verify_signature": False})
+        assert claims["app_metadata"]["parley_role"] == "operator"
 
 
 def test_run_command_with_a_retired_model_says_what_to_set_without_a_traceback() -> None:

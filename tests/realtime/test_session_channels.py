@@ -11,6 +11,7 @@ from local.realtime import RealtimeServer
 from shared.db import Database
 from shared.events import EventEmitter
 from shared.events.realtime import session_topic
+from tests.event_check import done_data
 from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_session, make_user
 from tests.realtime.helpers import ClientFactory, Inbox
@@ -32,12 +33,8 @@ async def test_only_the_owner_hears_a_sessions_events(
     assert intruder_state == RealtimeSubscribeStates.CHANNEL_ERROR
 
     emitter = EventEmitter(db, InMemoryPublisher(), session_id=session.id, private=True)
-    await emitter.emit("done", {"status": "completed"}, seq=7)
+    await emitter.emit("done", done_data(), seq=7)
 
     received = await heard.get()
-    assert (received["type"], received["seq"], received["data"]) == (
-        "done",
-        7,
-        {"status": "completed"},
-    )
+    assert (received["type"], received["seq"], received["data"]) == ("done", 7, done_data())
     assert received["session_id"] == str(session.id)

@@ -37,7 +37,9 @@ def test_every_import_resolves_to_a_served_file() -> None:
         assert (PUBLIC / src).is_file(), src
     modules = list((PUBLIC / "src").rglob("*.js"))
     assert len(modules) > 5
-    for module in [*modules, *[PUBLIC / t for t in mapped.values() if t.endswith("mjs")]]:
+    vendored = [PUBLIC / t for t in mapped.values() if t.endswith(("mjs", ".js"))]
+    vendored += list((PUBLIC / "vendor" / "parley-client").rglob("*.js"))
+    for module in [*modules, *vendored]:
         for name in IMPORT.findall(module.read_text()):
             if name.startswith("."):
                 assert (module.parent / name).resolve().is_file(), f"{module}: {name}"
@@ -53,10 +55,14 @@ def test_the_config_example_names_only_public_values() -> None:
 
 
 def test_the_guides_code_is_the_consoles_code() -> None:
-    """Each JavaScript excerpt in web/README.md names its file and appears in it, line by line."""
+    """Each code excerpt in web/README.md names its file (the console's, or @parley/client's
+    it runs on) and appears in it, line by line."""
     guide = (WEB / "README.md").read_text()
-    blocks = re.findall(r"```js\n// (web/public/\S+)\n(.*?)```", guide, re.DOTALL)
+    blocks = re.findall(
+        r"```(?:js|ts)\n// ((?:web/public|clients/js)/\S+)\n(.*?)```", guide, re.DOTALL
+    )
     assert len(blocks) >= 8
+    assert any(path.startswith("clients/js/examples/") for path, _ in blocks)
     for path, code in blocks:
         source = [line.strip() for line in (WEB.parent / path).read_text().splitlines()]
         at = 0

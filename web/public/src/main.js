@@ -7,7 +7,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { html } from './html.js';
-import { Api } from './api.js';
+import { ParleyClient } from '@parley/client';
 import { Auth } from './auth.js';
 import { loadConfig } from './config.js';
 import { Operations } from './ui/operations.js';
@@ -74,8 +74,13 @@ async function boot() {
     const config = await loadConfig();
     const auth = new Auth(config);
     await auth.start();
-    const api = new Api(config, auth);
-    api.onUnauthorized = () => auth.signOut();
+    // Every call carries the signed-in user's current token; a 401 (expired, revoked) signs out.
+    const api = new ParleyClient({
+      chat: config.functions.chat,
+      planner: config.functions.planner,
+      accessToken: () => auth.token,
+      onUnauthorized: () => auth.signOut(),
+    });
     root.textContent = '';
     render(html`<${App} app=${{ config, auth, api }} />`, root);
   } catch (error) {

@@ -95,7 +95,7 @@ export function applyTimeline(state, entries) {
     }
     const plan = planOf(state, entry.plan_id);
     plan.firstSeq = Math.min(plan.firstSeq, entry.seq);
-    threadOf(plan, entry.agent_session_id).messages.set(entry.seq, {
+    threadOf(plan, entry.thread_id).messages.set(entry.seq, {
       seq: entry.seq, type: entry.kind, content: entry.content, toolName: entry.tool_name,
       toolArgs: null, sender: entry.sender_role, model: entry.model,
     });
@@ -172,9 +172,9 @@ const HANDLERS = {
     plan.phase = data.status;
     plan.status = { thinking: 'executing', executing: 'executing' }[data.status] || data.status;
     for (const a of data.approvals || []) {
-      plan.approvals.set(a.approval_id, {
-        id: a.approval_id, kind: a.kind, stepId: a.step_id, toolName: a.tool_name,
-        args: a.arguments, reason: a.reason, status: 'pending', response: null,
+      plan.approvals.set(a.id, {
+        id: a.id, kind: a.kind, stepId: a.step_id, toolName: a.tool_name,
+        args: a.tool_args, reason: a.reason, status: 'pending', response: null,
       });
     }
   },
@@ -186,7 +186,7 @@ const HANDLERS = {
   },
   tool_call(plan, data, event) {
     if (!newer(event, plan)) return;
-    plan.live.push({ kind: 'tool_call', seq: event.seq, name: data.tool_name, args: data.arguments });
+    plan.live.push({ kind: 'tool_call', seq: event.seq, name: data.tool_name, args: data.tool_args });
   },
   tool_result(plan, data, event) {
     if (!newer(event, plan)) return;

@@ -17,7 +17,7 @@ export function Operations({ api, operator }) {
   const [error, setError] = useState(null);
   useEffect(() => {
     setError(null);
-    api.dashboards(days).then(setData).catch(setError);
+    api.chat.getDailyDashboards({ days }).then(setData).catch(setError);
   }, [days]);
   return html`
     <main id="main" class="operations">

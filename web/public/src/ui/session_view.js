@@ -4,7 +4,7 @@
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { html } from '../html.js';
-import { ApiError, NetworkError } from '../api.js';
+import { ApiError, NetworkError } from '@parley/client';
 import { SessionFeed } from '../live.js';
 import { turns } from '../session_state.js';
 import { Approvals } from './approvals.js';
@@ -17,7 +17,7 @@ const outbox = new Map(); // session id → the first message of a chat created 
 
 /** Create a session for `text` and open it; the session view sends `text` once joined. */
 async function startChat(api, text, onSessionsChanged, { replace = false } = {}) {
-  const session = await api.createSession(text.replace(/\s+/g, ' ').slice(0, 60));
+  const session = await api.chat.createSession({ title: text.replace(/\s+/g, ' ').slice(0, 60) });
   outbox.set(session.id, text);
   onSessionsChanged();
   const target = `#/s/${session.id}`;
@@ -100,7 +100,7 @@ export function SessionView({ app, sessionId, onSessionsChanged }) {
     setPicked(null);
     setOutgoing({ text, clientMessageId, state: 'sending', knownPlans });
     try {
-      const reply = await api.send({ sessionId, message: text, clientMessageId });
+      const reply = await api.send({ session_id: sessionId, message: text, client_message_id: clientMessageId });
       setOutgoing((o) => o && o.clientMessageId === clientMessageId ? { ...o, planId: reply.plan_id, state: 'accepted' } : o);
       current.catchUp([reply.plan_id]);
       onSessionsChanged();
@@ -131,19 +131,19 @@ export function SessionView({ app, sessionId, onSessionsChanged }) {
   const list = turns(state);
   const selectedId = picked || defaultPlan(list);
   const selected = selectedId && state.plans.get(selectedId);
-  const fork = (messageId) => api.forkSession(sessionId, messageId).then((f) => {
+  const fork = (messageId) => api.chat.forkSession(sessionId, { at_message_id: messageId }).then((f) => {
     onSessionsChanged();
     window.location.hash = `#/s/${f.id}`;
   });
   const decide = async (planId, approvalId, decision, text) => {
-    const pending = api.decide(planId, approvalId, decision, text);
+    const pending = api.planner.decideApproval(planId, approvalId, text ? { decision, text } : { decision });
     pending.finally(() => feed.catchUp([planId])).catch(() => {});
     await pending;
   };
   const outgoingView = outgoing && html`<${Outgoing} outgoing=${outgoing}
     onRetry=${() => send(outgoing.text, outgoing.clientMessageId)}
     onDiscard=${() => setOutgoing(null)}
-    onCancelTurn=${() => api.cancel(outgoing.runningPlanId).then(() => feed.catchUp([outgoing.runningPlanId]))
+    onCancelTurn=${() => api.planner.cancelPlan(outgoing.runningPlanId).then(() => feed.catchUp([outgoing.runningPlanId]))
       .catch((e) => setOutgoing({ ...outgoing, state: 'error', error: e.message }))} />`;
 
   return html`

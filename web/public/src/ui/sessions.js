@@ -9,7 +9,7 @@ export function SessionList({ api, currentId, version }) {
   const [archived, setArchived] = useState(false);
   const [error, setError] = useState(null);
   useEffect(() => {
-    api.listSessions(archived).then((r) => { setSessions(r.sessions); setError(null); })
+    api.chat.listSessions({ include_archived: archived }).then((r) => { setSessions(r.sessions); setError(null); })
       .catch((e) => setError(e.message));
   }, [version, archived]);
   return html`
@@ -39,12 +39,12 @@ export function SessionHeader({ session, api, onChanged, onDeleted, connection, 
   const rename = (event) => {
     event.preventDefault();
     const title = new FormData(event.currentTarget).get('title').trim();
-    if (title) act(api.updateSession(session.id, { title }));
+    if (title) act(api.chat.updateSession(session.id, { title }));
     setRenaming(false);
   };
   const remove = () => {
     if (!window.confirm(`Delete “${session.title}”? It disappears from every list.`)) return;
-    api.deleteSession(session.id).then(onDeleted).catch((e) => setError(e.message));
+    api.chat.deleteSession(session.id).then(onDeleted).catch((e) => setError(e.message));
   };
   const archived = session.status === 'archived';
   return html`
@@ -58,7 +58,7 @@ export function SessionHeader({ session, api, onChanged, onDeleted, connection, 
         : html`<h2>${session.title}${archived ? ' (archived)' : ''}</h2>`}
       <div class="session-actions">
         ${!renaming && html`<button onClick=${() => setRenaming(true)}>Rename</button>`}
-        <button onClick=${() => act(api.updateSession(session.id, { status: archived ? 'active' : 'archived' }))}>
+        <button onClick=${() => act(api.chat.updateSession(session.id, { status: archived ? 'active' : 'archived' }))}>
           ${archived ? 'Restore' : 'Archive'}</button>
         <button onClick=${remove}>Delete</button>
       </div>

@@ -1,0 +1,178 @@
+// Typed calls for every route of Parley's three functions. The routes come from the functions'
+// OpenAPI documents (src/generated/routes.js); their types from the same documents
+// (src/generated/*.d.ts). Every call carries the user's access token; every error is an
+// `ApiError` holding the RFC 9457 problem (its `detail` is written to be shown), or a
+// `NetworkError` when no answer came.
+
+import { routes } from './generated/routes.js';
+import { readEventStream } from './sse.js';
+
+/** An answer other than 2xx: the status and the problem+json body. */
+export class ApiError extends Error {
+  /**
+   * @param {number} status
+   * @param {Record<string, any> | null} problem
+   */
+  constructor(status, problem) {
+    super(problem?.detail || problem?.title || `HTTP ${status}`);
+    this.name = 'ApiError';
+    /** @type {number} */
+    this.status = status;
+    /** @type {Record<string, any>} */
+    this.problem = problem || {};
+  }
+}
+
+/** The request never got an answer (offline, DNS, CORS, a dropped connection). */
+export class NetworkError extends Error {
+  constructor(message, options) {
+    super(message, options);
+    this.name = 'NetworkError';
+  }
+}
+
+const PAGE = { timeline: 500, plans: 100 };
+
+/**
+ * @typedef {object} ParleyOptions
+ * @property {string} chat The chat function's URL.
+ * @property {string} [planner] The agent_planner function's URL.
+ * @property {string} [executor] The agent_executor function's URL (service calls only).
+ * @property {string | (() => string | null | Promise<string | null>)} accessToken The user's
+ *   Supabase access token, or a function returning the current one (called for every request).
+ * @property {typeof fetch} [fetch] Defaults to the global `fetch`.
+ * @property {(error: ApiError) => void} [onUnauthorized] Called on every 401 (the token expired
+ *   or was revoked: sign in again).
+ */
+
+export class ParleyClient {
+  /** @param {ParleyOptions} options */
+  constructor({ chat, planner, executor, accessToken, fetch: fetchImpl, onUnauthorized }) {
+    this.urls = { chat, planner, executor };
+    this.accessToken = accessToken;
+    this.fetch = fetchImpl || ((...args) => globalThis.fetch(...args));
+    this.onUnauthorized = onUnauthorized || (() => {});
+    this.chat = this.#calls('chat');
+    this.planner = this.#calls('planner');
+    this.executor = this.#calls('executor');
+  }
+
+  #calls(fn) {
+    const calls = {};
+    for (const [name, route] of Object.entries(routes[fn])) {
+      calls[name] = (...args) => {
+        const params = (route.params || []).map((param, i) => {
+          const value = args[i];
+          if (typeof value !== 'string' || !value) throw new TypeError(`${fn}.${name}: ${param} must be a non-empty string`);
+          return value;
+        });
+        const rest = args.slice(params.length);
+        const input = route.body || route.query ? rest.shift() : undefined;
+        const init = rest.shift() || {};
+        let path = route.path;
+        route.params?.forEach((param, i) => { path = path.replace(`{${param}}`, encodeURIComponent(params[i])); });
+        return this.request(fn, route.method, path, {
+          ...init,
+          body: route.body ? input ?? {} : undefined,
+          query: route.body ? init.query : input,
+        });
+      };
+    }
+    return calls;
+  }
+
+  /**
+   * One request to a function: JSON in and out; an SSE answer becomes an `EventStream`, other
+   * text a string.
+   * @param {'chat' | 'planner' | 'executor'} fn
+   * @param {string} method
+   * @param {string} path
+   * @param {{ body?: unknown, query?: Record<string, unknown>, headers?: Record<string, string>,
+   *   signal?: AbortSignal }} [request]
+   */
+  async request(fn, method, path, { body, query, headers, signal } = {}) {
+    const base = this.urls[fn];
+    if (!base) throw new TypeError(`ParleyClient: no URL for the ${fn} function`);
+    const url = new URL(base.replace(/\/+$/, '') + path);
+    for (const [key, value] of Object.entries(query || {})) {
+      if (value !== undefined && value !== null) url.searchParams.set(key, String(value));
+    }
+    const token = typeof this.accessToken === 'function' ? await this.accessToken() : this.accessToken;
+    let response;
+    try {
+      response = await this.fetch(url, {
+        method,
+        headers: {
+          ...(token ? { Authorization: `Bearer ${token}` } : {}),
+          ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}),
+          ...headers,
+        },
+        body: body !== undefined ? JSON.stringify(body) : undefined,
+        signal,
+      });
+    } catch (error) {
+      if (error?.name === 'AbortError') throw error;
+      throw new NetworkError(`Could not reach the ${fn} function (${error.message})`, { cause: error });
+    }
+    const type = (response.headers.get('content-type') || '').split(';')[0].trim();
+    if (response.ok && type === 'text/event-stream') return readEventStream(response);
+    if (response.status === 204) return null;
+    if (response.ok && type.startsWith('text/')) return response.text(); // a transcript's markdown
+    const data = await response.json().catch(() => null);
+    if (!response.ok) {
+      const error = new ApiError(response.status, data);
+      if (response.status === 401) this.onUnauthorized(error);
+      throw error;
+    }
+    return data;
+  }
+
+  /**
+   * Send a message and get the ids at once (`Prefer: respond-async` → 202): the turn's
+   * progress comes over Realtime (`watchSession`). `client_message_id` defaults to a new
+   * UUID; keep it to retry after a network error — the same id returns the original turn
+   * instead of storing the message twice. A chat function that waits for the turn answers 200
+   * when it ends or pauses instead; both carry `session_id`, `message_id` and `plan_id`.
+   * @param {{ session_id?: string | null, message: string, client_message_id?: string }} body
+   * @param {{ signal?: AbortSignal }} [init]
+   */
+  send(body, init = {}) {
+    const request = { client_message_id: crypto.randomUUID(), ...body };
+    return this.chat.postChat(request, { ...init, headers: { Prefer: 'respond-async', ...init.headers } });
+  }
+
+  /**
+   * Send a message and read the turn's events as they happen (server-sent events; a host that
+   * buffers responses, like a Lambda function URL, delivers them only at the end). A resend
+   * (the same `client_message_id`) answers JSON instead: the turn as it stands (200), or where
+   * to watch it while it runs (202).
+   * @param {{ session_id?: string | null, message: string, client_message_id?: string }} body
+   * @param {{ signal?: AbortSignal }} [init]
+   */
+  sendStream(body, init = {}) {
+    const request = { client_message_id: crypto.randomUUID(), ...body, stream: true };
+    return this.chat.postChat(request, init);
+  }
+
+  /** Every timeline entry after `afterSeq`, in `seq` order (page by page). */
+  async timeline(sessionId, afterSeq = 0, init = {}) {
+    const entries = [];
+    for (;;) {
+      const page = await this.chat.getTimeline(sessionId, { after_seq: afterSeq, limit: PAGE.timeline }, init);
+      entries.push(...page.entries);
+      if (page.entries.length < PAGE.timeline) return entries;
+      afterSeq = page.last_seq;
+    }
+  }
+
+  /** Every plan of the session in full (as `planner.getPlan` gives one), oldest first. */
+  async sessionPlans(sessionId, afterSeq = 0, init = {}) {
+    const plans = [];
+    for (;;) {
+      const page = await this.chat.listPlans(sessionId, { after_seq: afterSeq, limit: PAGE.plans }, init);
+      plans.push(...page.plans);
+      if (page.plans.length < PAGE.plans) return plans;
+      afterSeq = page.last_seq;
+    }
+  }
+}
