@@ -214,7 +214,6 @@ class ExecutionOut(_Out):
     duration_ms: int | None
     error: str | None
     trace_id: str | None = Field(
-        default=None,
         description="The OpenTelemetry trace of the invocation that opened the run (null: "
         "tracing was off); look it up in the tracing backend.",
     )
@@ -238,7 +237,6 @@ class PlanDetail(_Out):
     started_at: datetime | None
     completed_at: datetime | None
     trace_id: str | None = Field(
-        default=None,
         description="The OpenTelemetry trace of the turn that created the plan (null: tracing "
         "was off): from a failed plan to what its functions did (docs/observability.md).",
     )
