@@ -152,7 +152,9 @@ def lock() -> int:
     versions the project's own environment should not be held to."""
     uv = BIN / "uv"
     common = ["--universal", "--python-version", "3.11", "--generate-hashes", "--quiet"]
-    extras = [option for name in ("local", "dev", "aws", "mcp") for option in ("--extra", name)]
+    extras = [
+        option for name in ("local", "dev", "aws", "mcp", "otel") for option in ("--extra", name)
+    ]
     return run(
         [str(uv), "pip", "compile", "pyproject.toml", *extras, *common,
          "--output-file", "requirements.lock"]

@@ -30,6 +30,12 @@ start one. Per round, interleaved so that the machine's load falls on all alike:
   `token` events): the first run pays for whatever the function loads on first use rather than
   at init — the Realtime broadcast's HTTP client among it: the tokens go to the local Realtime
   server (`local.realtime`, run in this process), which counts the messages it received;
+* tracing on (`OTEL_EXPORTER_OTLP_ENDPOINT`: an OTLP receiver in this process,
+  `tests.otlp_receiver`, which counts the spans it gets): the chat handler's import, and the
+  deployed chat's and planner's import, first and warm invocations — each exports its spans
+  before it returns; the planner's runs continue the chat's traces (the messages'
+  `traceparent`). Off, no OpenTelemetry module is loaded: the import lines count the modules
+  each import loaded, and OpenTelemetry's among them;
 * `import boto3` + an SQS client, timed on its own: what the first `202` would add if the
   send path used boto3.
 
@@ -61,6 +67,7 @@ from local.realtime import RealtimeConfig, RealtimeServer
 from shared.auth import User
 from tests.aws.moto_server import FAKE_AWS, NOT_INHERITED, environment, moto_server
 from tests.functions.conftest import SECRET, token
+from tests.otlp_receiver import OtlpReceiver, otlp_receiver
 from tests.turn_kinds import Harness, harness
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,11 +75,14 @@ EVENT = ROOT / "tests" / "lambda_events" / "chat_send_message.json"
 HANDLERS = ("chat", "agent_planner", "agent_executor")
 
 IMPORT = """
-import time
+import sys, time
 started, cpu = time.perf_counter(), time.process_time()
 import {module}
-print(time.perf_counter() - started, time.process_time() - cpu)
+wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+otel = sum(1 for m in sys.modules if m.split(".")[0] == "opentelemetry")
+print(wall, cpu, len(sys.modules), otel)
 """
+TRACED_IMPORT = "import functions.chat.handler (tracing on)"
 
 LIBRARIES = """
 import time
@@ -130,6 +140,8 @@ mcp = sorted(m for m in sys.modules if m.split(".")[0] in ("mcp", "mcp_types"))
 print(json.dumps({"import": imported, "first": times[0], "warm": times[1], "aws_sdk": aws_sdk,
                   "mcp": len(mcp)}))
 """
+TRACED = ", tracing on"
+"""The deployed chat and planner exporting their spans (`OTEL_EXPORTER_OTLP_ENDPOINT`)."""
 MCP_ECHO = ROOT / "tests" / "tools" / "mcp_echo_server.py"
 SECRETS = (ROOT / "shared" / "aws" / "secrets.py").exists()
 """Whether this tree reads a stage's secret (a checkout from before it is measured without)."""
@@ -277,6 +289,11 @@ def with_secret(env: dict[str, str], endpoint: str) -> tuple[dict[str, str], str
     return {**kept, "SETTINGS_SECRET_ID": name, "AWS_ENDPOINT_URL_SECRETS_MANAGER": endpoint}, name
 
 
+def traced(env: dict[str, str], receiver: OtlpReceiver) -> dict[str, str]:
+    """`env` with tracing on, exporting to `receiver` (as to a collector)."""
+    return {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
+
+
 def with_mcp(env: dict[str, str]) -> dict[str, str]:
     """`env` with one MCP server configured: the tests' stdio echo server."""
     server = {"name": "echo", "command": sys.executable, "args": [str(MCP_ECHO)]}
@@ -294,14 +311,17 @@ def planner_events(env: dict[str, str], endpoint: str, expected: int = 2) -> str
         aws_secret_access_key=FAKE_AWS["AWS_SECRET_ACCESS_KEY"],
     )  # fmt: skip
     url = env["PLANNER_QUEUE_URL"]
-    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10,
+                                   MessageAttributeNames=["All"]).get("Messages", [])  # fmt: skip
     assert len(messages) == expected, f"expected {expected} messages, found {len(messages)}"
     for message in messages:
         sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     records = [
         {"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
          "attributes": {"ApproximateReceiveCount": "1"}, "eventSource": "aws:sqs",
-         "eventSourceARN": f"arn:aws:sqs:{FAKE_AWS['AWS_REGION']}:123456789012:cold-planner"}
+         "eventSourceARN": f"arn:aws:sqs:{FAKE_AWS['AWS_REGION']}:123456789012:cold-planner",
+         "messageAttributes": {name: {"stringValue": value["StringValue"], "dataType": "String"}
+                               for name, value in m.get("MessageAttributes", {}).items()}}
         for m in messages
     ]  # fmt: skip
     return json.dumps([{"Records": [record]} for record in records])
@@ -313,7 +333,7 @@ def event_for(user: User) -> str:
 
 def timed(figures: dict[str, list[float]], name: str, printed: str) -> None:
     """Record an import's wall time under `name`, its CPU time under `name` + `CPU`."""
-    wall, cpu = (float(part) for part in printed.split())
+    wall, cpu = (float(part) for part in printed.split()[:2])
     figures.setdefault(name, []).append(wall)
     figures.setdefault(name + CPU, []).append(cpu)
 
@@ -338,7 +358,10 @@ def main() -> None:
     args = parser.parse_args()
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's server: no request log
-    with harness() as h, moto_server() as endpoint, realtime_server(h.url) as (realtime, got):
+    with (
+        harness() as h, moto_server() as endpoint, realtime_server(h.url) as (realtime, got),
+        otlp_receiver() as receiver,
+    ):  # fmt: skip
         env = child_environment(h)
         queued_env = queued_environment(env, endpoint, realtime)
         secret_env, secret = with_secret(queued_env, endpoint)
@@ -346,10 +369,20 @@ def main() -> None:
         compile_code(*([args.versus] if args.versus else []))
         figures: dict[str, list[float]] = {}
         seen: dict[str, set[str]] = {"aws_sdk": set(), "mcp": set()}
+        counts: dict[str, set[tuple[int, int]]] = {}
         broadcasts: list[int] = []
+        spans: list[int] = []
         for _ in range(args.rounds):
-            for module in ("openai", "fastapi", *(f"functions.{n}.handler" for n in HANDLERS)):
-                timed(figures, f"import {module}", child(IMPORT.format(module=module), env))
+            imports = [
+                (f"import {m}", m, env)
+                for m in ("openai", "fastapi", *(f"functions.{n}.handler" for n in HANDLERS))
+            ]
+            imports.append((TRACED_IMPORT, "functions.chat.handler", traced(env, receiver)))
+            for line, module, import_env in imports:
+                printed = child(IMPORT.format(module=module), import_env)
+                timed(figures, line, printed)
+                modules, otel = (int(part) for part in printed.split()[2:4])
+                counts.setdefault(line, set()).add((modules, otel))
             timed(figures, LIBRARIES_LINE, child(LIBRARIES, env))
             if args.versus:
                 code = IMPORT.format(module="functions.chat.handler")
@@ -374,7 +407,26 @@ def main() -> None:
             broadcasts.append(got[0] - before)
             for key, value in planned.items():
                 figures.setdefault(f"planner sqs (deployed): {key}", []).append(value)
+            spans.append(traced_round(figures, traced(queued_env, receiver), endpoint, event,
+                                      receiver))  # fmt: skip
     report(figures, seen, broadcasts)
+    report_tracing(figures, counts, spans)
+
+
+def traced_round(
+    figures: dict[str, list[float]], env: dict[str, str], endpoint: str, event: str,
+    receiver: OtlpReceiver,
+) -> int:  # fmt: skip
+    """The deployed chat's two sends and the planner's runs of them with tracing on; the spans
+    the receiver got for them."""
+    before = len(receiver.spans())
+    queued = json.loads(child(QUEUED, env, event, uuid4().hex))
+    for key in ("import", "first", "warm"):
+        figures.setdefault(f"chat sqs (deployed{TRACED}): {key}", []).append(queued[key])
+    planned = json.loads(child(PLANNED, env, planner_events(env, endpoint, expected=2)))
+    for key, value in planned.items():
+        figures.setdefault(f"planner sqs (deployed{TRACED}): {key}", []).append(value)
+    return len(receiver.spans()) - before
 
 
 def import_ratios(
@@ -435,6 +487,26 @@ def report(
     if SECRETS:
         print(f"{SECRET_BOTO3_LINE}: what init would add reading the secret with boto3 (as "
               "pydantic-settings' AWSSecretsManagerSettingsSource does)")  # fmt: skip
+
+
+def report_tracing(
+    figures: dict[str, list[float]], counts: dict[str, set[tuple[int, int]]], spans: list[int]
+) -> None:
+    """Tracing's cost: the chat handler's import with it off (the default) and on."""
+    medians = {name: median_ms(values) for name, values in figures.items()}
+    minimums = {name: min_ms(values) for name, values in figures.items()}
+    off, on, openai = "import functions.chat.handler", TRACED_IMPORT, "import openai"
+    print("tracing (OpenTelemetry): off is the default")
+    for label, name in (("off", off), ("on", on)):
+        print(f"  chat handler import, tracing {label} ÷ import openai:{' ' * (3 - len(label))}"
+              f"{medians[name] / medians[openai]:.2f}  (min "
+              f"{minimums[name] / minimums[openai]:.2f})")  # fmt: skip
+    print(f"  tracing on − off, chat handler import: {medians[on] - medians[off]:+.1f} ms  "
+          f"(min {minimums[on] - minimums[off]:+.1f})")  # fmt: skip
+    for name in (off, on):
+        loaded = "; ".join(f"{m} modules, {o} of OpenTelemetry" for m, o in sorted(counts[name]))
+        print(f"  {name}: {loaded}")
+    print(f"  spans received per round (chat's 2 sends, the planner's 2 runs): {spans}")
 
 
 if __name__ == "__main__":

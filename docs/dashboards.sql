@@ -67,3 +67,13 @@ SELECT id, user_id, title, cost_usd, prompt_tokens + completion_tokens AS tokens
  WHERE last_message_at >= now() - interval '7 days'
  ORDER BY cost_usd DESC
  LIMIT 20;
+
+-- 9. Failed plans of the last day, each with its trace (docs/observability.md): the turn's, and
+--    any other an execution of it ran in (a resume after an approval, the sweeper's re-drive).
+--    NULL: tracing was off. Open the id in the tracing backend; the logs: filter plan_id.
+SELECT p.id, p.created_at, p.error, p.trace_id,
+       array_agg(DISTINCT e.trace_id) FILTER (WHERE e.trace_id <> p.trace_id) AS other_traces
+  FROM agent_plans p LEFT JOIN agent_executions e ON e.plan_id = p.id
+ WHERE p.status = 'failed' AND p.created_at >= now() - interval '1 day'
+ GROUP BY p.id
+ ORDER BY p.created_at DESC;

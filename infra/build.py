@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Build `dist/parley.zip`, the one artifact all three Lambda functions run.
 
-    python3 infra/build.py [--arch arm64|x86_64] [--python 3.12] [--extra mcp]
+    python3 infra/build.py [--arch arm64|x86_64] [--python 3.12] [--extra mcp] [--extra otel]
 
 It resolves the run-time dependencies (`[project] dependencies`, plus the extras asked for —
-`mcp` when the deployment configures `MCP_SERVERS` — less `NOT_DEPLOYED`) within
+`mcp` when the deployment configures `MCP_SERVERS`, `otel` when it exports traces
+(`OTEL_EXPORTER_OTLP_ENDPOINT`) — less `NOT_DEPLOYED`) within
 `requirements.lock`, installs Linux wheels for the target into a staging folder (no Docker:
 `--python-platform`), each one checked against the lock's SHA-256 hashes (`--require-hashes`),
 checks DeepSeek's `tokenizer.json` against the hash pinned in `pyproject.toml`, leaves out the
@@ -37,7 +38,7 @@ PLATFORMS = {
     "x86_64": "x86_64-manylinux_2_28",
 }  # AL2023: glibc 2.34
 SKIP = ("__pycache__", "*.pyc")
-EXTRAS = ("mcp",)
+EXTRAS = ("mcp", "otel")
 """Optional run-time dependencies a deployment may ask for (`--extra`)."""
 NOT_DEPLOYED = ("huggingface-hub",)
 """Left out with every package only they need (`deployed`). The Hugging Face Hub client:
@@ -59,7 +60,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--python-bin", help="that Python, to byte-compile (default: on PATH)")
     parser.add_argument(
         "--extra", action="append", choices=EXTRAS, default=[],
-        help="an optional dependency to ship: `mcp` when the stage configures MCP_SERVERS",
+        help="an optional dependency to ship: `mcp` when the stage configures MCP_SERVERS, "
+        "`otel` when it exports traces (OTEL_EXPORTER_OTLP_ENDPOINT)",
     )  # fmt: skip
     parser.add_argument("--build-dir", type=Path, default=BUILD, help="the staging folder")
     parser.add_argument("--artifact", type=Path, default=DIST / "parley.zip")

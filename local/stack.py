@@ -44,6 +44,7 @@ from local.postgres import start_embedded, with_database
 from local.realtime import RealtimeConfig, RealtimeServer
 from local.seed import DEMO_EMAIL, DEMO_PASSWORD, DEMO_USER_ID, SeedSummary, seed_demo
 from local.serving import BackgroundServer
+from shared import logs, tracing
 from shared.dashboards import OPERATOR, OPERATOR_CLAIM
 from shared.db import Database
 from shared.errors import ConfigurationError
@@ -395,6 +396,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     settings = load_settings(**({"parley_data_dir": args.data_dir} if args.data_dir else {}))
+    logs.configure(settings)  # the functions' lines with their work's ids (LOG_FORMAT)
+    tracing.start(settings, service="parley")  # when OTEL_* settings ask for it
 
     database = prepare_database(settings)
     migrate.upgrade(database.url)
@@ -406,5 +409,8 @@ def _run(args: argparse.Namespace) -> int:
     print(f"  schema      {schema}")
     print(f"  demo user   {summary.email}  {summary.user_id}")
     print(f"  demo data   {counts}", flush=True)
-    asyncio.run(serve(settings, database, args))
+    try:
+        asyncio.run(serve(settings, database, args))
+    finally:
+        tracing.stop()  # export what is left
     return 0

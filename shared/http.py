@@ -38,6 +38,7 @@ from shared.errors import (
 )
 from shared.llm.errors import LLMError, LLMRateLimited, LLMTimeout
 from shared.services import Services, services_of
+from shared.tracing.http_server import TraceRequests
 
 log = logging.getLogger(__name__)
 
@@ -264,6 +265,7 @@ ServiceCaller = Annotated[Identity, Depends(service_caller)]
 def create_base_app(*, title: str, description: str, routers: Sequence[APIRouter] = ()) -> FastAPI:
     """A FastAPI app with Parley's error handling, a health route and the given routers."""
     app = FastAPI(title=title, description=description, version="0.1.0")
+    app.add_middleware(TraceRequests)  # a span per request when tracing is on; else a pass
     app.add_exception_handler(AppError, _app_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)

@@ -8,6 +8,9 @@
 Anything else is refused with an error naming what arrived. Async work runs on the event loop
 Mangum set up for this thread, so warm invocations of either kind reuse the same connection
 pool. The services are the app's (`services_of`: `get_services`, or a test's override of it).
+
+Each invocation's log records carry its request id (`shared.logs`), and its spans the
+invocation's `faas.*` attributes; spans are exported before the invocation returns.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ from typing import Any, Literal
 from fastapi import FastAPI
 from mangum import Mangum
 
+from shared import logs, tracing
 from shared.errors import ConfigurationError
 from shared.services import Services, services_of
 
 log = logging.getLogger(__name__)
 EventKind = Literal["http", "sqs", "schedule"]
+TRIGGERS: dict[EventKind, str] = {"http": "http", "sqs": "pubsub", "schedule": "timer"}
+"""`faas.trigger` of each kind of event (OpenTelemetry's FaaS conventions)."""
 
 
 def event_kind(event: Mapping[str, Any]) -> EventKind | None:
@@ -60,6 +66,7 @@ class LambdaHandler:
             ("http", *(("sqs",) if queue else ()), *(("schedule",) if schedule else ()))
         )
         self._http = Mangum(app, lifespan="off")
+        self._cold = True
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         kind = event_kind(event)
@@ -68,6 +75,19 @@ class LambdaHandler:
                 f"{self.app.title} cannot handle this event ({_describe(event)}); it takes "
                 f"{', '.join(sorted(self.accepts))} events"
             )
+        request_id = getattr(context, "aws_request_id", None)
+        invocation: dict[str, str | bool] = {"faas.trigger": TRIGGERS[kind],
+                                             "faas.coldstart": self._cold}  # fmt: skip
+        if request_id:
+            invocation["faas.invocation_id"] = request_id
+        self._cold = False
+        try:
+            with logs.bound(aws_request_id=request_id), tracing.invoked(invocation):
+                return self._handle(kind, event, context)
+        finally:
+            tracing.flush()  # before Lambda freezes the environment with spans unsent
+
+    def _handle(self, kind: EventKind, event: dict[str, Any], context: Any) -> dict[str, Any]:
         if kind == "http":
             response: dict[str, Any] = self._http(event, context)
             return response
@@ -89,7 +109,9 @@ class LambdaHandler:
         `shared.queues.sqs_http`, which needs only the standard library — never boto3); and
         for that, or when tokens are checked against signing keys only (a JWKS, no JWT
         secret), the TLS settings (`shared.tls`: the system's CA certificates). The AWS
-        credentials are read on the first send.
+        credentials are read on the first send. Logging gets the work's ids and `LOG_LEVEL`
+        (`shared.logs.configure`), and tracing starts when the settings turn it on
+        (`shared.tracing.start`: only then is the OpenTelemetry SDK imported).
 
         Init is billed like the rest, so this costs nothing more; it takes the work off the
         first request (the deployed chat's first `202`: ~45 ms → ~27 ms here, plus the CA
@@ -101,6 +123,7 @@ class LambdaHandler:
         which answers them as a 503 problem, as it would have anyway."""
         from shared import snapstart
 
+        logs.install()  # the work's ids on every record, whatever the settings
         snapstart.register(self)
         if self.agent is not None:
             load_agent_core(self.agent)
@@ -110,6 +133,8 @@ class LambdaHandler:
         except ConfigurationError as exc:
             log.error("%s (each request will answer it as a 503)", exc)
             return
+        logs.configure(services.settings)
+        tracing.start(services.settings, service=f"parley-{self.app.title}")
         if self.agent is not None:
             services.tools.definitions()  # the JSON schemas the first model call offers
         settings = services.settings
@@ -126,7 +151,8 @@ class LambdaHandler:
     async def _sweep(self) -> dict[str, Any]:
         from shared.sweeper import sweep
 
-        return (await sweep(self.services())).json()
+        with tracing.span("sweep", attributes=tracing.invocation()):
+            return (await sweep(self.services())).json()
 
     @staticmethod
     def _run(work: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:

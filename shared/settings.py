@@ -257,6 +257,27 @@ class Settings(BaseSettings):
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Python logging level."""
+    log_format: Literal["text", "json"] = "text"
+    """How logs are written off Lambda: readable text with the work's ids after the message,
+    or one JSON object per line shaped as Lambda's JSON log format (which the functions use on
+    AWS whatever this says: infra/serverless.yml sets it)."""
+
+    otel_exporter_otlp_endpoint: str | None = None
+    """OpenTelemetry collector (OTLP/HTTP) base URL, e.g. http://localhost:4318: traces go to
+    `<it>/v1/traces`. Setting it turns tracing on (docs/observability.md)."""
+    otel_exporter_otlp_traces_endpoint: str | None = None
+    """Full OTLP/HTTP URL for traces (wins over the base URL); turns tracing on too."""
+    otel_exporter_otlp_headers: SecretStr | None = None
+    """Headers sent with each export, `key=value,key2=value2` (a vendor's API key: keep it in
+    the stage's secret)."""
+    otel_traces_exporter: Literal["otlp", "console", "none"] | None = None
+    """`otlp` turns tracing on without an endpoint (the collector at localhost:4318, e.g. a
+    Lambda layer's); `console` prints spans; `none` keeps tracing off."""
+    otel_sdk_disabled: bool = False
+    """True keeps tracing off whatever else is set."""
+    otel_instrumentation_genai_capture_message_content: bool = False
+    """Model-call spans carry the prompt and the answer (GenAI `gen_ai.input.messages`,
+    `gen_ai.output.messages`). Off: only model, tokens and finish reasons — no user text."""
 
     @classmethod
     def settings_customise_sources(
@@ -332,6 +353,8 @@ class Settings(BaseSettings):
         "executor_queue_url",
         "planner_dead_letter_queue_url",
         "executor_dead_letter_queue_url",
+        "otel_exporter_otlp_endpoint",
+        "otel_exporter_otlp_traces_endpoint",
     )
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
@@ -346,10 +369,12 @@ class Settings(BaseSettings):
     def _optional_path(cls, value: object) -> object:
         return None if value == "" else value
 
-    @field_validator("supabase_jwt_secret", mode="before")
+    @field_validator(
+        "supabase_jwt_secret", "otel_exporter_otlp_headers", "otel_traces_exporter", mode="before"
+    )
     @classmethod
-    def _empty_secret_is_unset(cls, value: object) -> object:
-        # A deployment verifying tokens through JWKS only passes an empty secret (infra/).
+    def _empty_is_unset(cls, value: object) -> object:
+        # An empty variable counts as unset (e.g. a JWKS-only deployment's JWT secret).
         return None if value == "" else value
 
     @field_validator("supabase_jwt_secret")

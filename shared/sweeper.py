@@ -14,7 +14,9 @@ inside `python3 dev.py run` (`SWEEP_INTERVAL_SECONDS`). One sweep:
    (`shared.queues.dead_letters`).
 
 Marking a row re-driven and queueing its message happen in one transaction: a send that fails
-leaves the row unmarked for the next sweep.
+leaves the row unmarked for the next sweep. What a sweep does to a plan is logged with the
+plan's id; with tracing on, a re-driven plan goes on in the sweep's trace (its row keeps the
+trace of the turn that made it; the executions opened from then on name the sweep's).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from shared import logs
 from shared.agents.abandoning import fail_plan
 from shared.agents.plan_runner import ATTEMPT
 from shared.db import plans
@@ -66,7 +69,8 @@ async def sweep(services: Services) -> SweepReport:
                 max_age_seconds=settings.plan_max_age_seconds,
             )  # fmt: skip
             for plan_id in report.plans_redriven:
-                await start_plan(services, plan_id=plan_id)
+                with logs.bound(plan_id=plan_id):
+                    await start_plan(services, plan_id=plan_id)
         if settings.invoker_transport == "sqs":
             await _sweep_queues(services, publisher, report)
     finally:
@@ -89,7 +93,9 @@ async def _fail_old(services: Services, publisher: Any) -> list[UUID]:
         log.warning("sweep: failing %d plan(s) older than PLAN_MAX_AGE_SECONDS", len(old))
     failed = []
     for plan_id in old:
-        if await fail_plan(services, plan_id, error=error, publisher=publisher) == "failed":
+        with logs.bound(plan_id=plan_id):
+            ended = await fail_plan(services, plan_id, error=error, publisher=publisher)
+        if ended == "failed":
             failed.append(plan_id)
     return failed
 
@@ -102,7 +108,8 @@ async def _sweep_queues(services: Services, publisher: Any, report: SweepReport)
     async with services.db.service() as conn:
         steps = await plans.redrive_steps(conn)
         for plan_id, step_id in steps:
-            await queue.start_step(plan_id=plan_id, step_id=step_id, attempt=ATTEMPT)
+            with logs.bound(plan_id=plan_id, step_id=step_id, attempt=ATTEMPT):
+                await queue.start_step(plan_id=plan_id, step_id=step_id, attempt=ATTEMPT)
     report.steps_redriven = [step_id for _, step_id in steps]
     dead = await handle_dead_letters(services, publisher)
     report.dead_plans, report.dead_steps = dead.plans_failed, dead.steps_failed

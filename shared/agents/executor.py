@@ -11,10 +11,13 @@ step is closed as `cancelled` without a model call. One invocation works on a st
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+from shared import logs, tracing
 from shared.agents import control_tools, prompts
 from shared.agents.changes import changes_note
 from shared.agents.errors import RESUMABLE, AgentStopped, AwaitingApproval, PlanCancelled
@@ -46,26 +49,62 @@ logger = logging.getLogger(__name__)
 async def run_executor_step(
     services: Services, *, step_id: UUID, attempt: int = 1, publisher: Publisher
 ) -> StepOutcome:
-    """Run (or resume, or just report) one executor step; events go to `publisher`."""
-    opened = await open_step(services, step_id=step_id, attempt=attempt, executor_only=True)
-    if isinstance(opened, PlanStep):
-        return StepOutcome.of(opened)
-    if isinstance(opened, StepBusy):
-        return StepOutcome.of(opened.step, running_elsewhere=True)
-    emitter = session_emitter(services, opened.plan.session_id, publisher)
-    return await work_step(services, opened, emitter)
+    """Run (or resume, or just report) one executor step; events go to `publisher`.
+
+    Log records made meanwhile carry the step's ids (`shared.logs`); with tracing on, the step
+    is an `invoke_agent executor` span, its model and tool calls inside it."""
+    with _step_scope("executor", step_id, attempt) as span:
+        opened = await open_step(services, step_id=step_id, attempt=attempt, executor_only=True)
+        if isinstance(opened, PlanStep):
+            return _reported(span, StepOutcome.of(opened))
+        if isinstance(opened, StepBusy):
+            return _reported(span, StepOutcome.of(opened.step, running_elsewhere=True))
+        _annotate(opened)
+        emitter = session_emitter(services, opened.plan.session_id, publisher)
+        return _reported(span, await work_step(services, opened, emitter))
 
 
 async def run_planner_step(
     services: Services, *, step_id: UUID, attempt: int, emitter: EventEmitter
 ) -> StepOutcome:
-    """Run (or resume) one of the planner's own steps, in-process, with its write tools."""
-    opened = await open_step(services, step_id=step_id, attempt=attempt)
-    if isinstance(opened, PlanStep):
-        return StepOutcome.of(opened)
-    if isinstance(opened, StepBusy):
-        return StepOutcome.of(opened.step, running_elsewhere=True)
-    return await work_step(services, opened, emitter)
+    """Run (or resume) one of the planner's own steps, in-process, with its write tools (an
+    `invoke_agent planner` span, with tracing on)."""
+    with _step_scope("planner", step_id, attempt) as span:
+        opened = await open_step(services, step_id=step_id, attempt=attempt)
+        if isinstance(opened, PlanStep):
+            return _reported(span, StepOutcome.of(opened))
+        if isinstance(opened, StepBusy):
+            return _reported(span, StepOutcome.of(opened.step, running_elsewhere=True))
+        _annotate(opened)
+        return _reported(span, await work_step(services, opened, emitter))
+
+
+@contextmanager
+def _step_scope(agent: str, step_id: UUID, attempt: int) -> Iterator[tracing.Span]:
+    """The step's ids on log records, and its span."""
+    attributes: tracing.Attributes = {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
+        "parley.step.id": str(step_id), "parley.step.attempt": attempt,
+    }  # fmt: skip
+    with (
+        logs.bound(step_id=step_id, attempt=attempt),
+        tracing.span(f"invoke_agent {agent}", attributes=attributes) as span,
+    ):
+        yield span
+
+
+def _annotate(opened: OpenedStep) -> None:
+    plan, step = opened.plan, opened.step
+    logs.annotate(session_id=plan.session_id, plan_id=plan.id, message_id=plan.user_message_id)
+    tracing.annotate({"parley.plan.id": str(plan.id), "parley.step.number": step.step_number,
+                      "gen_ai.conversation.id": str(plan.session_id),
+                      "gen_ai.agent.id": str(opened.agent.id)})  # fmt: skip
+
+
+def _reported(span: tracing.Span, outcome: StepOutcome) -> StepOutcome:
+    span.set_attributes({"parley.step.status": outcome.status,
+                         "parley.step.running_elsewhere": outcome.running_elsewhere})  # fmt: skip
+    return outcome
 
 
 async def work_step(services: Services, opened: OpenedStep, emitter: EventEmitter) -> StepOutcome:

@@ -4,7 +4,8 @@ Calls carry the service-role key. Delivery is at least once: a request that fail
 times out or gets a 5xx/429 is sent again (the targets are idempotent: `run_plan` resumes from
 the tables, `run_executor_step` is keyed on step and attempt). Whatever happens, the caller
 re-reads the tables afterwards, so a lost response loses nothing. The client is httpx2, as
-everywhere in the functions (`Services.http`).
+everywhere in the functions (`Services.http`). With tracing on, each call is a CLIENT span
+whose context the request carries (`traceparent` header): the callee continues the trace.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from uuid import UUID
 
 import httpx2
 
+from shared import tracing
 from shared.agents.outcomes import PlanOutcome, StepOutcome
 from shared.background import run_in_background
 from shared.errors import AppError, ConfigurationError, Conflict, NotFound, UpstreamUnavailable
@@ -89,7 +91,8 @@ class HttpInvoker:
     async def stream_plan(self, *, plan_id: UUID) -> AsyncIterator[str]:
         """The planner's server-sent events for a run of the plan, as they arrive (one try)."""
         url = self._url("planner", self._planner_url, f"/plans/{plan_id}/run?stream=true")
-        async with self._client.stream("POST", url, headers=self._headers) as response:
+        headers = self._headers | tracing.carrier()
+        async with self._client.stream("POST", url, headers=headers) as response:
             if response.status_code >= 300:
                 raise UpstreamUnavailable(f"the planner answered HTTP {response.status_code}")
             async for chunk in response.aiter_text():
@@ -104,10 +107,16 @@ class HttpInvoker:
         return base + path
 
     async def _post(self, url: str, json: dict[str, Any] | None = None) -> dict[str, Any]:
+        attributes = {"http.request.method": "POST", "url.full": url}
+        with tracing.span("POST", kind="client", attributes=attributes):
+            return await self._post_retried(url, json)
+
+    async def _post_retried(self, url: str, json: dict[str, Any] | None) -> dict[str, Any]:
         failure = ""
+        headers = self._headers | tracing.carrier()  # the callee's span continues the trace
         for attempt in range(1, self._attempts + 1):
             try:
-                response = await self._client.post(url, json=json or {}, headers=self._headers)
+                response = await self._client.post(url, json=json or {}, headers=headers)
             except httpx2.HTTPError as exc:
                 failure = f"{type(exc).__name__}"
             else:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from shared import tracing
 from shared.agents.accounting import check, read_control
 from shared.agents.budget import FittedPrompt, Segment, fit_prompt
 from shared.agents.quotes import Quotes
@@ -32,6 +33,7 @@ from shared.llm import (
 )
 from shared.models.text import storable
 from shared.tools import ToolDefinition
+from shared.tracing import genai
 
 if TYPE_CHECKING:
     from shared.services import Services
@@ -143,11 +145,29 @@ async def call_model(
 
     The reply comes back as Parley's (`replies.own_reply`): its own call ids, storable text —
     and with `quotes`, each `{{step N}}` in its text replaced by that step's result, in the
-    streamed tokens as in the completion returned.
+    streamed tokens as in the completion returned. With tracing on, the call is a GenAI span
+    (`shared.tracing.genai`: model, tokens, cache hits, finish reason; no text by default).
     """
     settings = run.services.settings
     current = control or await read_control(run.services.db, run.plan.id)
     check(current, cost_cap=settings.plan_max_cost_usd)
+    if not tracing.enabled():
+        return await _call(run, request, stream_text=stream_text, quotes=quotes)
+    attributes = genai.request_attributes(
+        request, base_url=settings.llm_base_url, session_id=run.plan.session_id,
+        plan_id=run.plan.id, agent_name=run.agent.role, agent_id=run.agent.id,
+    )  # fmt: skip
+    with tracing.span(genai.span_name(request), kind="client", attributes=attributes) as span:
+        completion = await _call(run, request, stream_text=stream_text, quotes=quotes)
+        span.set_attributes(genai.completion_attributes(completion))
+        if tracing.capture_content():
+            span.set_attributes(genai.content_attributes(request, completion))
+    return completion
+
+
+async def _call(
+    run: AgentRun, request: ChatRequest, *, stream_text: bool, quotes: Quotes | None
+) -> Completion:
     if not stream_text:
         return _quoted(own_reply(await run.services.llm.complete(request)), quotes)
     completion: Completion | None = None

@@ -52,6 +52,7 @@ from uuid import UUID
 
 from pydantic import JsonValue
 
+from shared import logs, tracing
 from shared.agents import control_tools, plan_checks, prompts
 from shared.agents.accounting import account_call
 from shared.agents.budget import FittedPrompt, Segment
@@ -123,13 +124,29 @@ async def run_plan(
     unless the invoker hands steps off and the run ended waiting for them (`handed_off`): the
     run that finishes the plan sends it. A plan that has already ended is answered as it
     ended, its `done` sent again unless `replay_ended` is False (a late queue message).
+
+    Log records made meanwhile carry the plan's ids (`shared.logs`); with tracing on, the run
+    is an `invoke_agent planner` span, its model calls, tools and steps inside it.
     """
-    while True:
-        outcome = await _run_leased(services, plan_id, emitter, publisher, invoker, replay_ended)
-        if not outcome.handed_off or not await _news(services, plan_id):
-            return outcome
-        # A step settled while this run was parking the plan (its resume found the plan
-        # leased and left): go on with it here.
+    attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner",
+                  "parley.plan.id": str(plan_id)}  # fmt: skip
+    with logs.bound(plan_id=plan_id), tracing.span("invoke_agent planner",
+                                                   attributes=attributes) as span:  # fmt: skip
+        while True:
+            outcome = await _run_leased(
+                services, plan_id, emitter, publisher, invoker, replay_ended
+            )
+            if not outcome.handed_off or not await _news(services, plan_id):
+                span.set_attributes(_outcome_attributes(outcome))
+                return outcome
+            # A step settled while this run was parking the plan (its resume found the plan
+            # leased and left): go on with it here.
+
+
+def _outcome_attributes(outcome: PlanOutcome) -> dict[str, str | bool]:
+    return {"parley.plan.status": outcome.status, "parley.plan.strategy": outcome.strategy or "",
+            "parley.plan.handed_off": outcome.handed_off,
+            "parley.plan.running_elsewhere": outcome.running_elsewhere}  # fmt: skip
 
 
 async def _run_leased(
@@ -148,10 +165,14 @@ async def _run_leased(
         opened = await open_planner_run(
             conn, plan_id=plan_id, owner=lease.owner, seconds=lease.seconds,
             announce=unconfigured is None, private=settings.realtime_private_channels,
-            tokens=STREAMED_TOKENS, history=HISTORY_LOADED,
+            tokens=STREAMED_TOKENS, history=HISTORY_LOADED, trace_id=tracing.trace_id(),
         )  # fmt: skip
     if opened is None:
         return await _not_leased(services, plan_id, emitter, publisher, replay_ended)
+    plan = opened.plan
+    logs.annotate(session_id=plan.session_id, message_id=plan.user_message_id)
+    tracing.annotate({"gen_ai.conversation.id": str(plan.session_id),
+                      "gen_ai.agent.id": str(plan.planner_agent_id)})  # fmt: skip
     emitter = emitter or _emitter(services, opened.plan, publisher)
     if opened.was_parked and not has_work(opened.steps):
         await _park(services, lease)

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+from shared import tracing
 from shared.agents import prompts
 from shared.agents.budget import clip
 from shared.agents.events import add_dialogue, session_outbox, step_started_data
@@ -136,7 +137,7 @@ async def _open(
     role = "executor" if step.executor_required else "planner"
     execution_id = transition.new_execution(
         agent_id=agent_id, agent_role=role, model=model, step_id=step.id, attempt=attempt,
-        thread_id=thread_id,
+        thread_id=thread_id, trace_id=tracing.trace_id(),
     )  # fmt: skip
     transition.set_step(step.id, status="running", assigned_agent_id=agent_id)
     started = step_started_data(step, thread_id=thread_id, execution_id=execution_id,

@@ -16,6 +16,7 @@ from uuid import UUID
 
 from pydantic import JsonValue
 
+from shared import tracing
 from shared.agents.accounting import check_cancel, read_control
 from shared.agents.approvals import ToolApproval
 from shared.agents.errors import AwaitingApproval
@@ -50,8 +51,33 @@ async def run_tool(
     step_id: UUID | None = None,
 ) -> Checked:
     """The result of `call` for the acting agent (never raises for a tool's own failure),
-    to record with `record_result`: the permission check's, or the approval gate's denial."""
+    to record with `record_result`: the permission check's, or the approval gate's denial.
+    With tracing on, the call is an `execute_tool <name>` span (its arguments and result are
+    not recorded: they hold the user's data)."""
     check_cancel(state.control or await read_control(run.services.db, run.plan.id))
+    if not tracing.enabled():
+        return await _run(run, call, state=state, turn=turn, thread=thread, step_id=step_id)
+    attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name,
+                  "gen_ai.tool.call.id": call.id, "gen_ai.tool.type": "function",
+                  "gen_ai.agent.name": run.agent.role, "gen_ai.agent.id": str(run.agent.id),
+                  "parley.plan.id": str(run.plan.id)}  # fmt: skip
+    with tracing.span(f"execute_tool {call.name}", attributes=attributes,
+                      expected=(AwaitingApproval,)) as span:  # fmt: skip
+        outcome = await _run(run, call, state=state, turn=turn, thread=thread, step_id=step_id)
+        if outcome.result.error is not None:
+            span.set_attribute("error.type", outcome.result.error)  # the tool's answer says why
+    return outcome
+
+
+async def _run(
+    run: AgentRun,
+    call: ToolCall,
+    *,
+    state: State,
+    turn: TurnCache,
+    thread: AgentThread | None,
+    step_id: UUID | None,
+) -> Checked:
     agent = state.agent or await _read_agent(run.services.db, run.agent.id)
     refused = await _gate(run, agent, call, step_id)
     if refused is not None:  # a destructive call the user did not approve: a denial

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+from shared import logs, tracing
 from shared.agents.errors import ClientMessageIdReused, TurnStillRunning
 from shared.agents.events import session_outbox
 from shared.agents.outcomes import TurnOutcome, TurnStarted
@@ -58,7 +59,8 @@ async def start_turn(
     message, planner and plan (`chats.store_turn`).
 
     Raises `NotFound` for a session that is not the user's, `TurnStillRunning` while another
-    turn of the session runs (see the module docstring).
+    turn of the session runs (see the module docstring). The plan is made in the current trace
+    (tracing on), and from here on this task's log records carry the turn's ids.
     """
     text = message.strip(WHITESPACE)  # what the request's schema calls whitespace
     if not text:
@@ -73,7 +75,7 @@ async def start_turn(
             conn, session_id=session.id, user_id=user_id, content=text,
             client_message_id=client_message_id, fresh_seconds=settings.run_lease_seconds,
             planner_model=settings.llm_planner_model, planner_budget=services.planner_budget,
-            planner_prompt=PLANNER,
+            planner_prompt=PLANNER, trace_id=tracing.trace_id(),
         )  # fmt: skip
         if stored.running is not None:
             raise TurnStillRunning(stored.running)
@@ -84,6 +86,9 @@ async def start_turn(
             client_message_id, message_id=stored.message.id, plan_id=stored.plan_id
         )
     assert stored.planner_id is not None and stored.plan_status is not None
+    logs.annotate(session_id=session.id, message_id=stored.message.id, plan_id=stored.plan_id)
+    tracing.annotate({"parley.session.id": str(session.id), "parley.plan.id": str(stored.plan_id),
+                      "parley.message.id": str(stored.message.id)})  # fmt: skip
     return TurnStarted(session.id, stored.message.id, stored.plan_id, stored.planner_id,
                        stored.created, stored.plan_status)  # fmt: skip
 

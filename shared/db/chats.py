@@ -336,8 +336,8 @@ planner AS (
     SELECT id FROM agents WHERE chat_session_id = %(session)s AND role = 'planner'
       AND NOT EXISTS (SELECT 1 FROM new_planner)),
 plan AS (
-    INSERT INTO agent_plans (session_id, user_id, user_message_id, planner_agent_id)
-    SELECT %(session)s, %(user)s, m.id, p.id FROM message m, planner p
+    INSERT INTO agent_plans (session_id, user_id, user_message_id, planner_agent_id, trace_id)
+    SELECT %(session)s, %(user)s, m.id, p.id, %(trace)s FROM message m, planner p
     RETURNING id, status),
 turn AS (
     SELECT id, status FROM plan
@@ -363,16 +363,18 @@ async def store_turn(
     planner_model: str,
     planner_budget: int,
     planner_prompt: str,
+    trace_id: str | None = None,
 ) -> StoredTurn:
     """In one statement, with the session's row locked by the caller: the earlier message sent
     with `client_message_id` and its plan; or the turn still running in the session; or the
-    message stored now, with the session's planner (made on first use) and the message's plan.
+    message stored now, with the session's planner (made on first use) and the message's plan
+    (in trace `trace_id`: the request's, when tracing is on).
     (What counts as running: `plans.RUNNING_PLAN`.)"""
     cur = await conn.execute(
         STORE_TURN,
         {"session": session_id, "user": user_id, "content": content, "cmid": client_message_id,
          "fresh": fresh_seconds, "model": planner_model, "budget": planner_budget,
-         "prompt": planner_prompt},
+         "prompt": planner_prompt, "trace": trace_id},
     )  # fmt: skip
     row = await cur.fetchone()
     assert row is not None

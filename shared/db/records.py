@@ -163,6 +163,8 @@ class Plan:
     lease_expires_at: datetime | None
     decisions: int
     """Approvals decided so far (a run that saw fewer goes on instead of waiting)."""
+    trace_id: str | None = None
+    """The OpenTelemetry trace of the turn that created it (None: tracing was off)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +270,8 @@ class Execution:
     error: str | None
     created_at: datetime
     updated_at: datetime
+    trace_id: str | None = None
+    """The OpenTelemetry trace of the invocation that opened the run (None: tracing off)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -298,13 +298,16 @@ class Transition:
         step_id: UUID,
         attempt: int,
         thread_id: UUID,
+        trace_id: str | None = None,
     ) -> UUID:
-        """A step attempt's `agent_executions` row, `running` (unique on step and attempt)."""
+        """A step attempt's `agent_executions` row, `running` (unique on step and attempt),
+        with the trace of the invocation opening it."""
         execution_id = uuid4()
         self._new["execution"] = {
             "new_execution": execution_id, "execution_agent": agent_id,
             "execution_role": agent_role, "execution_model": model, "execution_step": step_id,
             "execution_attempt": attempt, "execution_thread": thread_id,
+            "execution_trace": trace_id,
         }  # fmt: skip
         return execution_id
 
@@ -562,10 +565,11 @@ NEW_ROWS = {
         RETURNING *)""",
     "execution": """new_execution AS (
         INSERT INTO agent_executions (id, user_id, session_id, plan_id, step_id, agent_id,
-            agent_session_id, agent_role, model, attempt, status, started_at)
+            agent_session_id, agent_role, model, attempt, status, started_at, trace_id)
         VALUES (%(new_execution)s, %(user)s, %(session)s, %(plan)s, %(execution_step)s,
                 %(execution_agent)s, %(execution_thread)s, %(execution_role)s,
-                %(execution_model)s, %(execution_attempt)s, 'running', now())
+                %(execution_model)s, %(execution_attempt)s, 'running', now(),
+                %(execution_trace)s)
         RETURNING *)""",
 }
 """The rows a step attempt opens with (`new_agent` only for an executor's step)."""
@@ -584,11 +588,13 @@ SENT = f"""sent AS (
 
 def _planner_execution(plans: str, *, when: str = "true") -> str:
     """The CTEs `new_execution` and `execution`: the planner's plan-level execution of the
-    plan the CTE `plans` holds (made on first use), when the SQL condition `when` holds."""
+    plan the CTE `plans` holds (made on first use, in the plan's trace), when the SQL condition
+    `when` holds."""
     return f"""new_execution AS (
     INSERT INTO agent_executions (user_id, session_id, plan_id, agent_id, agent_role, model,
-                                  attempt, status, started_at)
-    SELECT p.user_id, p.session_id, p.id, a.id, 'planner', a.model, 1, 'running', now()
+                                  attempt, status, started_at, trace_id)
+    SELECT p.user_id, p.session_id, p.id, a.id, 'planner', a.model, 1, 'running', now(),
+           p.trace_id
     FROM {plans} p JOIN agents a ON a.id = p.planner_agent_id
     WHERE {when}
     ON CONFLICT (plan_id, attempt) WHERE step_id IS NULL AND agent_role = 'planner' DO NOTHING
@@ -634,7 +640,8 @@ leased AS (
         lease_expires_at = now() + make_interval(secs => %(seconds)s),
         status = CASE WHEN prior.prior_owner = '{PARKED}' THEN agent_plans.status
                       ELSE 'executing' END,
-        started_at = coalesce(started_at, now())
+        started_at = coalesce(started_at, now()),
+        trace_id = coalesce(agent_plans.trace_id, %(trace)s)
     FROM prior
     WHERE id = %(plan)s AND ({FREE}) AND status NOT IN {TERMINAL_PLAN}
     RETURNING agent_plans.*, prior.prior_owner IS NOT DISTINCT FROM '{PARKED}' AS was_parked),
@@ -677,11 +684,13 @@ async def open_planner_run(
     private: bool,
     tokens: int,
     history: int,
+    trace_id: str | None = None,
 ) -> OpenedPlan | None:
-    """Lease the plan to `owner` and mark it `executing`, and read all the planner needs —
-    one statement. With `announce` (a model can be called), it also makes sure the planner
-    has its execution, sends `status_update{thinking}` and reserves `tokens` numbers for the
-    first streamed call.
+    """Lease the plan to `owner` and mark it `executing` (in trace `trace_id` if it has none
+    yet: made while tracing was off), and read all the planner needs — one statement. With
+    `announce` (a model can be called), it also makes sure the planner has its execution
+    (in the plan's trace), sends `status_update{thinking}` and reserves `tokens` numbers for
+    the first streamed call.
 
     None when another run holds the plan, or it has ended. A parked plan (waiting for steps
     handed to a queue) is leased as it stands: nothing is sent, nothing reserved."""
@@ -690,7 +699,7 @@ async def open_planner_run(
     cur = await conn.execute(
         OPEN_PLAN,
         {"plan": plan_id, "owner": owner, "seconds": seconds, "numbers": numbers,
-         "history": history, "announce": announce, "private": private,
+         "history": history, "announce": announce, "private": private, "trace": trace_id,
          "ts": ts.isoformat().replace("+00:00", "Z")},
     )  # fmt: skip
     row = await cur.fetchone()

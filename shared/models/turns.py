@@ -213,6 +213,10 @@ class ExecutionOut(_Out):
     finished_at: datetime | None
     duration_ms: int | None
     error: str | None
+    trace_id: str | None = Field(
+        description="The OpenTelemetry trace of the invocation that opened the run (null: "
+        "tracing was off); look it up in the tracing backend.",
+    )
 
 
 class PlanDetail(_Out):
@@ -232,6 +236,10 @@ class PlanDetail(_Out):
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
+    trace_id: str | None = Field(
+        description="The OpenTelemetry trace of the turn that created the plan (null: tracing "
+        "was off): from a failed plan to what its functions did (docs/observability.md).",
+    )
     steps: list[StepOut]
     threads: list[ThreadOut]
     executions: list[ExecutionOut]

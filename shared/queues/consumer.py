@@ -14,6 +14,10 @@ step (`shared.queues.dead_letters`).
 
 A message for a plan or step that no longer exists is dropped with a warning: retrying
 cannot bring it back.
+
+A record's log lines carry its message's ids (`shared.logs`); with tracing on, its handling is
+a CONSUMER span continuing the trace whose context (`traceparent`) the message carries in its
+attributes — the sender's (`SqsInvoker.send`) — so a turn is one trace across the queues.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
+from shared import logs, tracing
 from shared.agents.plan_runner import UNSETTLED
 from shared.errors import NotFound
 from shared.queues.messages import Message, ResumePlan, RunPlan, RunStep, parse
@@ -38,17 +45,59 @@ MAX_VISIBILITY = 900
 
 async def consume(services: Services, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Handle an SQS batch; the response Lambda expects for `ReportBatchItemFailures`."""
-    failures: list[dict[str, str]] = []
-    for record in records:
-        message_id = str(record["messageId"])
+    failures = [{"itemIdentifier": str(record["messageId"])} for record in records
+                if not await _consumed(services, record)]  # fmt: skip
+    return {"batchItemFailures": failures}
+
+
+async def _consumed(services: Services, record: Mapping[str, Any]) -> bool:
+    """Handle one record; whether it is done with (False: it comes back). Its log records
+    carry the message's ids; with tracing on, its handling is a CONSUMER span in the trace
+    whose context the message brought (`traceparent` attribute)."""
+    message_id = str(record["messageId"])
+    try:
+        message: Message | None = parse(record["body"])
+    except ValidationError as exc:
+        message, invalid = None, exc
+    queue = str(record.get("eventSourceARN", "")).rsplit(":", 1)[-1]
+    attributes = {"messaging.system": "aws_sqs", "messaging.operation.type": "process",
+                  "messaging.destination.name": queue, "messaging.message.id": message_id,
+                  "messaging.message.delivery_count": _delivery(record),
+                  **tracing.invocation()}  # fmt: skip
+    with (
+        logs.bound(**_ids(message)),
+        tracing.span(
+            f"process {queue}", kind="consumer", attributes=attributes, parent=trace_context(record)
+        ) as span,
+    ):
         try:
-            await handle(services, parse(record["body"]))
-        except Exception:
+            if message is None:
+                raise invalid
+            await handle(services, message)
+        except Exception as exc:
             log.exception("message %s failed on delivery %s: it will be delivered again "
                           "(then dead-lettered)", message_id, _delivery(record))  # fmt: skip
-            failures.append({"itemIdentifier": message_id})
+            tracing.failed(span, exc)
             await _retry_soon(services, record)
-    return {"batchItemFailures": failures}
+            return False
+    return True
+
+
+def _ids(message: Message | None) -> dict[str, Any]:
+    """The ids a message names, for its log records (a resume's step is the planner's news,
+    not the work: only the plan)."""
+    if isinstance(message, RunStep):
+        return {"plan_id": message.plan_id, "step_id": message.step_id,
+                "attempt": message.attempt}  # fmt: skip
+    return {"plan_id": message.plan_id} if message is not None else {}
+
+
+def trace_context(record: Mapping[str, Any]) -> dict[str, str]:
+    """The W3C trace context a record's message carries (its `traceparent` and `tracestate`
+    message attributes, as Lambda's SQS event gives them); empty without one."""
+    found = record.get("messageAttributes") or {}
+    return {name: str(found[name]["stringValue"]) for name in ("traceparent", "tracestate")
+            if isinstance(found.get(name), dict) and found[name].get("stringValue")}  # fmt: skip
 
 
 def _delivery(record: Mapping[str, Any]) -> int:

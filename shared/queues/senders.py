@@ -15,6 +15,8 @@ message, or the network failure — without the credentials.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 
@@ -32,8 +34,11 @@ class QueueSendFailed(Exception):
 
 
 class QueueSender(Protocol):
-    def send_message(self, queue_url: str, body: str) -> str:
-        """Put `body` on the queue at `queue_url`; its `MessageId`. Raises `QueueSendFailed`."""
+    def send_message(
+        self, queue_url: str, body: str, attributes: Mapping[str, str] | None = None
+    ) -> str:
+        """Put `body` on the queue at `queue_url`, with string message `attributes` (the trace
+        context: `traceparent`); its `MessageId`. Raises `QueueSendFailed`."""
         ...
 
     def close(self) -> None:
@@ -47,11 +52,14 @@ class BotoSender:
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def send_message(self, queue_url: str, body: str) -> str:
+    def send_message(
+        self, queue_url: str, body: str, attributes: Mapping[str, str] | None = None
+    ) -> str:
         from botocore.exceptions import BotoCoreError, ClientError
 
+        extra = {"MessageAttributes": message_attributes(attributes)} if attributes else {}
         try:
-            response = self.client.send_message(QueueUrl=queue_url, MessageBody=body)
+            response = self.client.send_message(QueueUrl=queue_url, MessageBody=body, **extra)
         except ClientError as exc:
             error = exc.response.get("Error", {})
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
@@ -65,3 +73,27 @@ class BotoSender:
 
     def close(self) -> None:
         """Nothing to do: the client belongs to `Services.sqs`, which the consumer uses too."""
+
+
+def message_attributes(attributes: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """String attributes as SQS's `MessageAttributes` (`{"traceparent": {"DataType": "String",
+    "StringValue": "00-…"}}`)."""
+    return {
+        name: {"DataType": "String", "StringValue": value} for name, value in attributes.items()
+    }
+
+
+def attributes_md5(attributes: Mapping[str, str]) -> str:
+    """`MD5OfMessageAttributes`, as SQS computes it for string attributes: for each attribute
+    in name order, its name, `String` and its value, each as a 4-byte big-endian length and its
+    UTF-8 bytes, the data type followed by transport type 1 (string); the MD5 of it all
+    (docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-message-metadata.html,
+    "Calculating the MD5 message digest for message attributes")."""
+    digest = hashlib.md5(usedforsecurity=False)
+    for name in sorted(attributes):
+        for part in (name, "String"):
+            encoded = part.encode()
+            digest.update(len(encoded).to_bytes(4, "big") + encoded)
+        value = attributes[name].encode()
+        digest.update(b"\x01" + len(value).to_bytes(4, "big") + value)
+    return digest.hexdigest()

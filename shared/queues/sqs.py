@@ -16,6 +16,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from shared import tracing
 from shared.agents.outcomes import PlanOutcome, StepOutcome
 from shared.errors import ConfigurationError, UpstreamUnavailable
 from shared.queues.messages import Message, ResumePlan, RunPlan, RunStep, dump
@@ -60,13 +61,22 @@ class SqsInvoker:
         raise ConfigurationError(NEVER_WAITS.format(what="an executor step"))
 
     async def send(self, message: Message) -> None:
-        """Queue `message`; `UpstreamUnavailable` when SQS cannot be reached or refuses it."""
+        """Queue `message`; `UpstreamUnavailable` when SQS cannot be reached or refuses it.
+        With tracing on, the send is a PRODUCER span whose context (`traceparent`) the message
+        carries in its attributes: its handling continues the trace."""
         function = "executor" if isinstance(message, RunStep) else "planner"
         url = queue_url(self.services, function)
         sender = self.services.queue_sender
         body = dump(message)
+        queue = url.rsplit("/", 1)[-1]
+        attributes = {"messaging.system": "aws_sqs", "messaging.operation.type": "send",
+                      "messaging.destination.name": queue,
+                      "parley.message.type": message.type}  # fmt: skip
         try:
-            await asyncio.to_thread(sender.send_message, url, body)
+            with tracing.span(f"send {queue}", kind="producer", attributes=attributes) as span:
+                # the trace goes on where the message is handled: its context in the message
+                sent = await asyncio.to_thread(sender.send_message, url, body, tracing.carrier())
+                span.set_attribute("messaging.message.id", sent)
         except QueueSendFailed as exc:
             log.error("could not queue %s: %s", body, exc)
             raise UpstreamUnavailable(

@@ -14,8 +14,10 @@ credentials endpoint (`shared.aws.credentials`), read for each send.
 The request: `POST /` to the queue URL's scheme and host (`https://sqs.<region>.amazonaws.com`
 on AWS; moto's server names itself in its queue URLs) or to `AWS_ENDPOINT_URL_SQS`,
 `X-Amz-Target: AmazonSQS.SendMessage`, `Content-Type: application/x-amz-json-1.0`, the body
-`{"QueueUrl": ..., "MessageBody": ...}`, signed for the service `sqs` in the credentials'
-region. The answer's `MD5OfMessageBody` is checked against the body sent, as boto3 does.
+`{"QueueUrl": ..., "MessageBody": ..., "MessageAttributes": ...}` (string attributes: the
+trace context, when tracing is on), signed for the service `sqs` in the credentials' region.
+The answer's `MD5OfMessageBody` (and `MD5OfMessageAttributes`) is checked against what was
+sent, as boto3 does.
 
 Connections are kept alive and reused, one per send in flight (the planner sends a plan's
 steps at once), at most `MAX_IDLE` kept between sends. One idle for more than `IDLE_SECONDS`
@@ -36,7 +38,7 @@ import json
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.client import HTTPConnection, HTTPException, HTTPSConnection
@@ -45,7 +47,7 @@ from urllib.parse import urlsplit
 
 from shared.aws.credentials import CredentialSource, CredentialsUnavailable
 from shared.aws.sigv4 import Credentials, host_of, sign
-from shared.queues.senders import QueueSendFailed
+from shared.queues.senders import QueueSendFailed, attributes_md5, message_attributes
 from shared.tls import tls_context
 
 TIMEOUT_SECONDS = 3.0
@@ -107,16 +109,22 @@ class SqsHttpSender:
         self._generation = 0
         """Raised by `close`: a connection taken before it is not kept after its send."""
 
-    def send_message(self, queue_url: str, body: str) -> str:
-        """Put `body` on the queue at `queue_url`; its `MessageId`. Raises `QueueSendFailed`."""
+    def send_message(
+        self, queue_url: str, body: str, attributes: Mapping[str, str] | None = None
+    ) -> str:
+        """Put `body` on the queue at `queue_url`, with string message `attributes`; its
+        `MessageId`. Raises `QueueSendFailed`."""
         origin = _origin(self.endpoint or queue_url)
-        payload = json.dumps({"QueueUrl": queue_url, "MessageBody": body}).encode()
+        request: dict[str, Any] = {"QueueUrl": queue_url, "MessageBody": body}
+        if attributes:
+            request["MessageAttributes"] = message_attributes(attributes)
+        payload = json.dumps(request).encode()
         started, attempt = time.monotonic(), 1
         while True:
             try:
                 credentials = self._current()
                 status, answer = self._exchange(origin, payload, credentials)
-                return _message_id(status, answer, body)
+                return _message_id(status, answer, body, attributes)
             except QueueSendFailed as failed:
                 late = time.monotonic() - started > RETRY_DEADLINE_SECONDS
                 if not _transient(failed) or attempt == ATTEMPTS or late:
@@ -247,7 +255,7 @@ def _origin(queue_url: str) -> str:
     return f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}"
 
 
-def _message_id(status: int, answer: bytes, body: str) -> str:
+def _message_id(status: int, answer: bytes, body: str, attributes: Mapping[str, str] | None) -> str:
     """The `MessageId` of SQS's answer; `QueueSendFailed` for a refusal or a garbled answer."""
     try:
         found: Any = json.loads(answer)
@@ -262,6 +270,9 @@ def _message_id(status: int, answer: bytes, body: str) -> str:
     if found.get("MD5OfMessageBody") != digest:
         raise QueueSendFailed("ChecksumMismatch", "SQS stored another body than the one sent",
                               status=status)  # fmt: skip
+    if attributes and found.get("MD5OfMessageAttributes") != attributes_md5(attributes):
+        raise QueueSendFailed("ChecksumMismatch", "SQS stored other message attributes than "
+                              "the ones sent", status=status)  # fmt: skip
     message_id: str = found["MessageId"]
     return message_id
 

@@ -18,11 +18,13 @@ import copy
 import hashlib
 import importlib
 import json
+import sys
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from uuid import uuid4
 
 from shared.services import Services, get_services
 
@@ -66,11 +68,24 @@ class Function:
         self.handler = module.result().handler
         self.handler.app.dependency_overrides[get_services] = lambda: services
         self.invocations = 0
+        self.request_ids: list[str] = []
+        """Each invocation's Lambda request id, in order."""
 
     async def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
         self.invocations += 1
-        future = self._worker.submit(self.handler, event, LambdaContext(f"parley-{self.name}"))
+        context = LambdaContext(f"parley-{self.name}", aws_request_id=str(uuid4()))
+        self.request_ids.append(context.aws_request_id)
+        future = self._worker.submit(self._as_the_runtime, event, context)
         result: dict[str, Any] = await asyncio.wrap_future(future)
+        return result
+
+    def _as_the_runtime(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        """Call the handler as the Lambda runtime does: where its log handler is installed (a
+        test set it up), it names the invocation the records are made in."""
+        bootstrap = sys.modules.get("awslambdaric.bootstrap")
+        if bootstrap is not None:
+            bootstrap._GLOBAL_AWS_REQUEST_ID = context.aws_request_id  # type: ignore[attr-defined]
+        result: dict[str, Any] = self.handler(event, context)
         return result
 
     def on_its_thread(self, work: Callable[..., Any], *args: Any) -> Any:
@@ -167,7 +182,7 @@ class Cloud:
         to the dead-letter queue on that receive)."""
         received = self.sqs.receive_message(
             QueueUrl=self.urls[queue], MaxNumberOfMessages=1, WaitTimeSeconds=0,
-            MessageSystemAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"],
         ).get("Messages", [])  # fmt: skip
         if not received:
             return None
@@ -199,6 +214,11 @@ class Cloud:
             eventSourceARN=self.arns[queue],
             awsRegion=self.arns[queue].split(":")[3],
         )  # fmt: skip
+        record["messageAttributes"] = {  # as Lambda gives them: camelCase, lists empty
+            name: {"stringValue": value["StringValue"], "stringListValues": [],
+                   "binaryListValues": [], "dataType": value["DataType"]}
+            for name, value in message.get("MessageAttributes", {}).items()
+        }  # fmt: skip
         record["attributes"].update(
             ApproximateReceiveCount=attributes["ApproximateReceiveCount"],
             SentTimestamp=attributes["SentTimestamp"],

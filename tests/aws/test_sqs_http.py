@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 from collections.abc import Iterator, Mapping
@@ -27,7 +28,7 @@ import pytest
 
 from shared.aws.sigv4 import Credentials, sign
 from shared.errors import UpstreamUnavailable
-from shared.queues.senders import BotoSender, QueueSendFailed
+from shared.queues.senders import BotoSender, QueueSendFailed, attributes_md5
 from shared.queues.sqs import SqsInvoker
 from shared.queues.sqs_http import (
     ATTEMPTS,
@@ -392,3 +393,48 @@ def test_an_endpoint_override_takes_the_requests(aws: str, cloud: Cloud) -> None
         (request,) = proxy.requests
     assert json.loads(request.body)["QueueUrl"] == cloud.urls["planner"]
     assert bodies(cloud, cloud.urls["planner"]) == ["via the endpoint"]
+
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+@pytest.mark.parametrize("kind", ["http", "boto3"])
+def test_message_attributes_travel_with_the_message(
+    cloud: Cloud, sender: SqsHttpSender, kind: str
+) -> None:
+    """The trace context goes in string message attributes; SQS's MD5OfMessageAttributes
+    (checked by the sender) matches what was sent, and the consumer receives them."""
+    attributes = {"traceparent": TRACEPARENT, "tracestate": "vendor=é1"}
+    sending = sender if kind == "http" else BotoSender(cloud.sqs)
+    message_id = sending.send_message(cloud.urls["planner"], "{}", attributes)
+    (received,) = cloud.sqs.receive_message(
+        QueueUrl=cloud.urls["planner"], MessageAttributeNames=["All"]
+    )["Messages"]
+    assert received["MessageId"] == message_id
+    assert {k: v["StringValue"] for k, v in received["MessageAttributes"].items()} == attributes
+    assert received["MD5OfMessageAttributes"] == attributes_md5(attributes)
+
+
+def test_attributes_sqs_stored_otherwise_are_refused(aws: str, cloud: Cloud) -> None:
+    body = "{}"
+    answer = {"MessageId": "m-1", "MD5OfMessageBody": hashlib.md5(body.encode()).hexdigest(),
+              "MD5OfMessageAttributes": "0" * 32}  # fmt: skip
+    sending = SqsHttpSender(credentials(), clock=lambda: FROZEN, sleep=lambda _: None)
+    with Proxy(aws) as proxy, pytest.raises(QueueSendFailed) as refused:
+        proxy.refuse(200, answer)
+        try:
+            sending.send_message(via(proxy, cloud.urls["planner"]), body, {"traceparent": "x"})
+        finally:
+            sending.close()
+    assert refused.value.code == "ChecksumMismatch"
+    assert "message attributes" in refused.value.message
+
+
+def test_without_attributes_the_request_is_as_before(aws: str, cloud: Cloud) -> None:
+    """Tracing off: `{}` attributes send the same request as none (no MessageAttributes)."""
+    sending = SqsHttpSender(credentials(), clock=lambda: FROZEN, sleep=lambda _: None)
+    with Proxy(aws) as proxy:
+        sending.send_message(via(proxy, cloud.urls["planner"]), "{}", {})
+        sending.close()
+        (request,) = proxy.requests
+    assert set(json.loads(request.body)) == {"QueueUrl", "MessageBody"}

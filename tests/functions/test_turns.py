@@ -441,3 +441,42 @@ async def test_the_same_send_twice_at_once_stores_one_message_and_one_plan(
                        "role = 'user'", user_id) == 1  # fmt: skip
     assert await count(db, "SELECT count(*) FROM agent_plans WHERE user_id = %s", user_id) == 1
     assert len(fake.requests) == 1  # and the model answered it once
+
+
+async def test_over_http_one_turn_is_one_trace_and_its_plan_names_it(
+    http_stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+) -> None:  # fmt: skip
+    """`INVOKER_TRANSPORT=http`: the invoker's calls carry the trace context (`traceparent`),
+    so the chat's request, the planner's and each executor's are one trace."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    from shared import tracing
+    from shared.settings import Settings
+
+    user = as_user(await make_user(db))
+    week_plan_with_dependency(script)
+    exporter = InMemorySpanExporter()
+    assert tracing.start(Settings(), service="parley-test", exporter=exporter)
+    try:
+        sent = await http.post(
+            f"{http_stack.url('chat')}/chat", json={"message": "What is on?"}, headers=user
+        )
+        tracing.flush()
+    finally:
+        tracing.stop()
+    assert sent.status_code == 200, sent.text
+    found = exporter.get_finished_spans()
+    servers = {s.name: s for s in found if s.kind == SpanKind.SERVER}
+    assert set(servers) == {"POST /chat", "POST /plans/{plan_id}/run", "POST /steps/{step_id}/run"}
+    assert len({s.context.trace_id for s in found}) == 1
+    clients = {s.context.span_id for s in found if s.kind == SpanKind.CLIENT and s.name == "POST"}
+    called = [s for s in found if s.kind == SpanKind.SERVER and s.name != "POST /chat"]
+    assert len(called) == 3  # the planner's run and both steps
+    assert all(s.parent is not None and s.parent.span_id in clients for s in called)
+    plan = (await http.get(
+        f"{http_stack.url('agent_planner')}/plans/{sent.json()['plan_id']}", headers=user
+    )).json()  # fmt: skip
+    trace_id = f"{servers['POST /chat'].context.trace_id:032x}"
+    assert plan["trace_id"] == trace_id
+    assert {e["trace_id"] for e in plan["executions"]} == {trace_id}

@@ -31,6 +31,8 @@ DEV_ONLY = frozenset(
         "packaging", "click",
         # the MCP SDK and its server side (`--extra mcp` ships them)
         "mcp", "mcp_types", "uvicorn", "sse_starlette", "multipart", "python_multipart",
+        # the OpenTelemetry exporter's protobuf (`--extra otel` ships it, with `requests`)
+        "google",
         # in the Lambda runtime already
         "boto3", "botocore", "s3transfer", "snapshot_restore_py",
         # local stack, tests, tools
@@ -88,6 +90,23 @@ def test_mcp_is_shipped_only_when_asked_for() -> None:
     assert {"mcp", "mcp-types", "uvicorn", "click"} <= with_mcp
     assert {"pyyaml", "packaging", "huggingface-hub", "httpx"} & with_mcp == set()
     assert with_mcp > plain
+
+
+def test_the_tracing_sdk_is_shipped_only_when_asked_for() -> None:
+    """`--extra otel` (a stage exporting traces) adds the SDK, the OTLP exporter and what it
+    needs (`requests`, protobuf); without it only the API FastAPI itself needs is shipped."""
+    build = build_script()
+    uv = ROOT / ".venv" / "bin" / "uv"
+    target = ["--python-platform", build.PLATFORMS["arm64"], "--python-version", "3.12"]
+
+    plain = names_in(build.locked_requirements(uv, target, []))
+    with_otel = names_in(build.locked_requirements(uv, target, ["otel"]))
+
+    exporting = {"opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http", "requests",
+                 "protobuf"}  # fmt: skip
+    assert "opentelemetry-api" in plain and exporting & plain == set()
+    assert exporting <= with_otel
+    assert {"mcp", "huggingface-hub"} & with_otel == set()
 
 
 def names_in(requirements: str) -> set[str]:

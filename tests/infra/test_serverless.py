@@ -92,12 +92,11 @@ def test_each_function_may_read_only_its_stages_secret(template: dict[str, Any])
 
 
 def test_a_project_verified_through_jwks_needs_no_jwt_secret(template: dict[str, Any]) -> None:
-    """The JWT secret comes from the stage's secret like every other: a project on asymmetric
-    signing keys leaves it out, and the functions verify tokens with the project's published
-    keys. Nothing in the template names it either way."""
-    for logical_id in FUNCTIONS:
-        variables = template["Resources"][logical_id]["Properties"]["Environment"]["Variables"]
-        assert "SUPABASE_JWT_SECRET" not in variables
+    """The stage's secret decides how tokens are verified: with SUPABASE_JWT_SECRET (the legacy
+    HS256 secret) or without it — a project on asymmetric signing keys leaves it out, and the
+    functions verify tokens with the project's published keys. Nothing in the template names
+    it, so no deployment needs one (an empty value counts as unset too)."""
+    assert "SUPABASE_JWT_SECRET" not in json.dumps(template)
     settings = load_settings(supabase_jwt_secret="", supabase_url="https://abcd.supabase.co")
     assert settings.supabase_jwt_secret is None
     assert settings.jwks_url == "https://abcd.supabase.co/auth/v1/.well-known/jwks.json"
@@ -286,3 +285,23 @@ def test_what_the_stack_stores_is_private_and_encrypted(template: dict[str, Any]
     assert grants["CloudWatchAlarmsPublish"]["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
     assert sorted(grants["CloudWatchAlarmsPublish"]["Action"]) == [
         "kms:Decrypt", "kms:GenerateDataKey*"]  # fmt: skip
+
+
+def test_logs_are_json_lines_at_the_stages_level_and_traces_go_where_named(
+    template: dict[str, Any],
+) -> None:
+    """Every function writes Lambda's JSON log format (a record's extra fields — the work's
+    ids — kept as top-level keys: shared/logs.py), filtered at LOG_LEVEL's level; traces are
+    exported only where the stage names a collector (`otlpEndpoint`)."""
+    prod = package("prod", into="prod-traced", otlpEndpoint="http://localhost:4318")
+    for stage, level, lambda_level, endpoint in (
+        (template, "INFO", "INFO", ""), (prod, "WARNING", "WARN", "http://localhost:4318"),
+    ):  # fmt: skip
+        for logical_id in FUNCTIONS:
+            properties = stage["Resources"][logical_id]["Properties"]
+            assert properties["LoggingConfig"] == {
+                "LogFormat": "JSON", "ApplicationLogLevel": lambda_level}  # fmt: skip
+            variables = properties["Environment"]["Variables"]
+            assert variables["LOG_LEVEL"] == level
+            assert variables["OTEL_EXPORTER_OTLP_ENDPOINT"] == endpoint
+    assert Settings(otel_exporter_otlp_endpoint="").otel_exporter_otlp_endpoint is None

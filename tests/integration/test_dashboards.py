@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, cast
 from uuid import UUID
 
@@ -148,3 +149,17 @@ async def test_permission_denials(rows) -> None:
     assert (str(row["day"]), row["tool_name"], row["agent_role"], row["model"]) == (
         DAY, "create_task", "executor", "deepseek-chat")  # fmt: skip
     assert (row["denials"], row["agents"]) == (3, 2)
+
+
+READY_QUERIES = Path(__file__).resolve().parents[2] / "docs" / "dashboards.sql"
+
+
+async def test_every_ready_query_of_docs_dashboards_sql_runs(db: Database) -> None:
+    """docs/dashboards.sql matches the schema: each of its queries runs as an operator would."""
+    text = READY_QUERIES.read_text()
+    code = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
+    queries = [query.strip() for query in code.split(";") if query.strip()]
+    assert len(queries) >= 9
+    async with db.service() as conn:
+        for query in queries:
+            await conn.execute(query)

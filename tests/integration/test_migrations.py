@@ -356,15 +356,17 @@ BEFORE_JSON_HASH = "6b2e9f4c0401"
 
 def test_stored_approval_hashes_are_recomputed_both_ways(empty_database: str) -> None:
     """Revision 2c8f4e7a0501 rehashes existing approvals (every input is a column) and puts the
-    old hash back on downgrade, leaving `updated_at` alone."""
+    old hash back on downgrade, leaving `updated_at` alone. (The rows are made at head, by
+    today's repositories, then the schema goes back to before the revision.)"""
     migration = _revision("2c8f4e7a0501")
-    upgrade(empty_database, BEFORE_JSON_HASH)
+    upgrade(empty_database)
 
     async def world() -> None:
         async with Database(empty_database) as db:
             await make_world(db, await make_user(db))
 
     asyncio.run(world())
+    downgrade(empty_database, BEFORE_JSON_HASH)
     hashes = (
         f"SELECT call_hash = {migration.CALL_HASH} AS new, "
         f"call_hash = {migration.OLD_CALL_HASH} AS old, updated_at FROM agent_approvals"

@@ -539,6 +539,11 @@ export interface components {
             duration_ms: number | null;
             /** Error */
             error: string | null;
+            /**
+             * Trace Id
+             * @description The OpenTelemetry trace of the invocation that opened the run (null: tracing was off); look it up in the tracing backend.
+             */
+            trace_id: string | null;
         };
         /**
          * ForkRequest
@@ -702,6 +707,11 @@ export interface components {
             started_at: string | null;
             /** Completed At */
             completed_at: string | null;
+            /**
+             * Trace Id
+             * @description The OpenTelemetry trace of the turn that created the plan (null: tracing was off): from a failed plan to what its functions did (docs/observability.md).
+             */
+            trace_id: string | null;
             /** Steps */
             steps: components["schemas"]["StepOut"][];
             /** Threads */
