@@ -28,20 +28,34 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from shared.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from shared.lambda_entry import LambdaHandler
     from shared.services import Services
 
 log = logging.getLogger(__name__)
+
+
+class Snapshotted(Protocol):
+    """What the hooks need of a function's handler (`shared.lambda_entry.LambdaHandler`)."""
+
+    @property
+    def agent(self) -> str | None:
+        """The agent the function runs ("planner", "executor"), or None (the chat)."""
+        ...
+
+    def services(self) -> Services:
+        """The function's services, built at init (raises `ConfigurationError` if it cannot)."""
+        ...
+
+
 CONNECTED = ("db", "http", "llm", "queue_sender", "verifier", "_mcp")
 """The services' parts that hold connections (or a client that makes them)."""
 
 
-def register(handler: LambdaHandler) -> bool:
+def register(handler: Snapshotted) -> bool:
     """Register `handler`'s hooks with the runtime; False where the hooks are not available."""
     try:
         from snapshot_restore_py import register_after_restore, register_before_snapshot
@@ -52,7 +66,7 @@ def register(handler: LambdaHandler) -> bool:
     return True
 
 
-def before_snapshot(handler: LambdaHandler) -> None:
+def before_snapshot(handler: Snapshotted) -> None:
     """Finish init's work, then close everything connected."""
     services = _services(handler)
     if services is None:
@@ -69,7 +83,7 @@ def before_snapshot(handler: LambdaHandler) -> None:
     _disconnect(services)
 
 
-def after_restore(handler: LambdaHandler) -> None:
+def after_restore(handler: Snapshotted) -> None:
     """Make this copy its own: fresh randomness, no credentials or connection from before."""
     random.seed()
     services = _services(handler)
@@ -77,7 +91,7 @@ def after_restore(handler: LambdaHandler) -> None:
         _disconnect(services)  # nothing should be left; a hook must not assume it
 
 
-def _services(handler: LambdaHandler) -> Services | None:
+def _services(handler: Snapshotted) -> Services | None:
     try:
         return handler.services()
     except ConfigurationError as exc:  # logged at init already; each request answers 503
