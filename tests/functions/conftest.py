@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 import httpx
@@ -17,6 +19,9 @@ from shared.services import Services, get_services
 from shared.settings import load_settings
 from tests.agents.scripting import Script
 from tests.models import SERVED
+
+if TYPE_CHECKING:
+    from tests.functions.stack import Stack
 
 SECRET = "functions-test-secret-at-least-32-characters"
 
@@ -53,6 +58,21 @@ def script(fake: FakeModelServer) -> Script:
 @pytest.fixture
 def as_user() -> Callable[[UUID], dict[str, str]]:
     return lambda user_id: {"Authorization": f"Bearer {token(user_id)}"}
+
+
+@pytest.fixture(scope="module")
+def stack(
+    database_url: str, fake: FakeModelServer, models_file: Path, tokenizer: DeepSeekTokenizer
+) -> Iterator[Stack]:
+    """The three functions behind one gateway, on the module's database and the fake model (a
+    module that needs other settings defines its own)."""
+    from tests.functions.stack import Stack  # it reads SECRET from here
+
+    running = Stack(
+        database_url=database_url, fake=fake, models_file=models_file, tokenizer=tokenizer
+    ).start()
+    yield running
+    running.stop()
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -15,7 +14,6 @@ import httpx
 import pytest
 
 from local.deepseek import FakeModelServer, RecordedRequest, reply, tool_call
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
 from tests.agents.scripting import Script, tool_results
 from tests.factories import make_user
@@ -25,17 +23,6 @@ from tests.tools.builders import fetch_row, make_event
 
 Auth = Callable[[UUID], dict[str, str]]
 pytestmark = pytest.mark.usefixtures("script")  # every test starts with a fresh script
-
-
-@pytest.fixture(scope="module")
-def stack(
-    database_url: str, fake: FakeModelServer, models_file: Path, tokenizer: DeepSeekTokenizer
-) -> Iterator[Stack]:
-    running = Stack(
-        database_url=database_url, fake=fake, models_file=models_file, tokenizer=tokenizer
-    ).start()
-    yield running
-    running.stop()
 
 
 def report(request: RecordedRequest) -> Any:

@@ -7,16 +7,14 @@ it is replaced (U+FFFD) and the turn completes.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
 import httpx
 import pytest
 
-from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import DeepSeekTokenizer
+from local.deepseek import reply, tool_call
 from shared.db import Database
 from tests.agents.scripting import Script
 from tests.factories import make_session, make_user
@@ -26,17 +24,6 @@ from tests.functions.test_turns import count
 
 Auth = Callable[[UUID], dict[str, str]]
 NUL, MARK = "\x00", "\ufffd"
-
-
-@pytest.fixture(scope="module")
-def stack(
-    database_url: str, fake: FakeModelServer, models_file: Path, tokenizer: DeepSeekTokenizer
-) -> Iterator[Stack]:
-    running = Stack(
-        database_url=database_url, fake=fake, models_file=models_file, tokenizer=tokenizer
-    ).start()
-    yield running
-    running.stop()
 
 
 SENDS: list[tuple[str, dict[str, Any], str]] = [

@@ -5,16 +5,11 @@ where it would create a session (issue 21, defect 7)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
 import httpx
-import pytest
 
-from local.deepseek import FakeModelServer
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
 from tests.factories import make_user, make_world
 from tests.functions.conftest import token
@@ -30,17 +25,6 @@ BODIES: dict[str, Any] = {
     "/sessions/{session_id}/fork": {"at_message_id": str(uuid4())},
     "/plans/{plan_id}/approvals/{approval_id}": {"decision": "approve"},
 }
-
-
-@pytest.fixture(scope="module")
-def stack(
-    database_url: str, fake: FakeModelServer, models_file: Path, tokenizer: DeepSeekTokenizer
-) -> Iterator[Stack]:
-    running = Stack(
-        database_url=database_url, fake=fake, models_file=models_file, tokenizer=tokenizer
-    ).start()
-    yield running
-    running.stop()
 
 
 async def test_every_user_route_refuses_a_token_whose_user_is_gone(

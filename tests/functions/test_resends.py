@@ -4,8 +4,7 @@ another message (issue 21, defect 6)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -13,7 +12,6 @@ import httpx
 import pytest
 
 from local.deepseek import FakeModelServer, reply
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
 from tests.agents.holds import Hold
 from tests.agents.scripting import Script
@@ -24,17 +22,6 @@ from tests.user_facing import assert_names_no_setting
 
 Auth = Callable[[UUID], dict[str, str]]
 pytestmark = pytest.mark.usefixtures("script")
-
-
-@pytest.fixture(scope="module")
-def stack(
-    database_url: str, fake: FakeModelServer, models_file: Path, tokenizer: DeepSeekTokenizer
-) -> Iterator[Stack]:
-    running = Stack(
-        database_url=database_url, fake=fake, models_file=models_file, tokenizer=tokenizer
-    ).start()
-    yield running
-    running.stop()
 
 
 async def broadcasts(db: Database, plan_id: str) -> list[str]:
