@@ -4,13 +4,11 @@ A process that takes every send slows every turn it runs (they share its CPU and
 pool); past the limit a send is refused at once — `Overloaded`, HTTP 503 with `Retry-After` —
 before anything is stored, so the client sends the same request again later (with the same
 `client_message_id` it can never be stored twice). On Lambda each execution environment serves
-one request at a time, so the limit only matters for long-running servers.
+one request at a time, so the limit only matters for long-running servers. The ASGI middleware
+that refuses the overflow before a body is read is `shared.http.TurnAdmission`.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any
 
 from shared.errors import Overloaded
 
@@ -62,25 +60,3 @@ class Slot:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
-
-
-class TurnAdmission:
-    """ASGI middleware refusing a send (`POST /chat`) at once while every turn slot is taken:
-    a `503` with `Retry-After` before its body is read or its token checked, so refusing the
-    overflow costs next to nothing. The send that does get through still takes its slot
-    (`TurnSlots.take`), which decides; this only spares the full request's work."""
-
-    def __init__(self, app: Any, *, slots: Callable[[], TurnSlots], path: str = "/chat") -> None:
-        self.app = app
-        self._slots = slots
-        self._path = path
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == self._path:
-            slots = self._slots()
-            if slots.full:
-                from shared.http import error_problem  # FastAPI: the app around this has it
-
-                await error_problem(slots.overloaded())(scope, receive, send)
-                return
-        await self.app(scope, receive, send)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from http import HTTPStatus
 from typing import Annotated, Any
 from uuid import UUID
@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
+from shared.admission import TurnSlots
 from shared.auth import Identity, User
 from shared.db import users
 from shared.db.records import PlanStatus
@@ -313,3 +314,23 @@ def _document_unreadable_bodies(document: dict[str, Any]) -> None:
         for operation in operations.values():
             if isinstance(operation, dict) and "requestBody" in operation:
                 operation["responses"].setdefault("400", problems(400)[400])
+
+
+class TurnAdmission:
+    """ASGI middleware refusing a send (`POST /chat`) at once while every turn slot is taken:
+    a `503` with `Retry-After` before its body is read or its token checked, so refusing the
+    overflow costs next to nothing. The send that does get through still takes its slot
+    (`TurnSlots.take`), which decides; this only spares the full request's work."""
+
+    def __init__(self, app: Any, *, slots: Callable[[], TurnSlots], path: str = "/chat") -> None:
+        self.app = app
+        self._slots = slots
+        self._path = path
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == self._path:
+            slots = self._slots()
+            if slots.full:
+                await error_problem(slots.overloaded())(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
