@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator, MutableMapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -462,7 +463,13 @@ async def test_over_http_one_turn_is_one_trace_and_its_plan_names_it(
         sent = await http.post(
             f"{http_stack.url('chat')}/chat", json={"message": "What is on?"}, headers=user
         )
-        tracing.flush()
+        # A function's span ends when its app returns, on its server's thread, which may be
+        # just after its reply reached the caller: export until every one has ended (on
+        # Lambda an app has returned before the invocation's spans are flushed).
+        deadline = time.monotonic() + 10
+        while len([s for s in exporter.get_finished_spans() if s.kind == SpanKind.SERVER]) < 4:
+            assert time.monotonic() < deadline, "a function's span never ended"
+            tracing.flush()
     finally:
         tracing.stop()
     assert sent.status_code == 200, sent.text
