@@ -63,7 +63,8 @@ def test_off_by_default_the_chat_imports_nothing_of_the_sdk() -> None:
 
 
 def test_an_otlp_endpoint_turns_it_on_at_init() -> None:
-    found, _ = fresh(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9")
+    with otlp_receiver() as receiver:  # a collector that answers: the exit's flush is quick
+        found, _ = fresh(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url)
     assert found["enabled"] is True and found["health"] == 200
     assert {"opentelemetry.sdk", "opentelemetry.exporter"} <= set(found["otel"])
 
