@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from uuid import uuid4
 
-from local.deepseek import RULES, FakeModelServer
-from local.deepseek.contract import ORPHAN, PASSED_BACK, UNANSWERED
+from local.deepseek import FakeModelServer
+from local.deepseek.contract import rule_named
 from shared.agents import control_tools, prompts
 from shared.agents.model_calls import forced_choice, requested_thinking, tool_schemas
 from shared.agents.planner import routing_tools
@@ -109,20 +109,9 @@ class Checker:
 
 def rule_of(exc: LLMError) -> str | None:
     """Which of DeepSeek's rules (docs/deepseek.md) a refusal names, by its words."""
-    text = str(exc)
     if exc.status_code in (401, 402):
         return str(exc.status_code)
-    words = {
-        "Thinking mode does not support this tool_choice": "tool-choice-thinking",
-        PASSED_BACK: "reasoning-passback",
-        ORPHAN: "tool-messages",
-        UNANSWERED[:60]: "tool-messages",
-        "The supported API model names are": "unknown-model",
-        "Invalid max_tokens value": "max-tokens",
-        "maximum context length": "context-length",
-    }
-    found = next((rule for said, rule in words.items() if said in text), None)
-    return found if found in {r.id for r in RULES} | {"unknown-model", "context-length"} else None
+    return rule_named(str(exc))
 
 
 def describe(done: Completion) -> str:

@@ -88,7 +88,7 @@ def otlp_receiver() -> Iterator[OtlpReceiver]:
             self.wfile.write(answer)
 
         def log_message(self, format: str, *args: Any) -> None:
-            pass  # no line per request
+            pass  # the handler would write a line to stderr per request: keep test output clean
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     receiver = OtlpReceiver(server)

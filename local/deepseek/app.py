@@ -181,7 +181,8 @@ class FakeModel:
         if (refused := self._unauthorized(request)) is not None:
             return _error(refused)
         try:
-            body = json.loads(await request.body())
+            raw = await request.body()
+            body = json.loads(raw)
         except ValueError as exc:
             return _error(contract.json_error(exc))
         if not isinstance(body, dict):
@@ -191,7 +192,7 @@ class FakeModel:
         )
         if self.latency:
             await asyncio.sleep(self.latency)
-        refused = await self._refusal(recorded)
+        refused = await self._refusal(recorded, size=len(raw))
         if refused is not None:
             self._script.record(recorded)
             self._log(Exchange(recorded, None, refused))
@@ -219,15 +220,15 @@ class FakeModel:
     def _thinking(self, recorded: RecordedRequest) -> bool:
         return contract.thinking_on(recorded.body, self.profiles[recorded.model])
 
-    async def _refusal(self, recorded: RecordedRequest) -> ErrorReply | None:
+    async def _refusal(self, recorded: RecordedRequest, *, size: int) -> ErrorReply | None:
         """What DeepSeek refuses before any reply (`contract`), the context length last: it
         needs the prompt's tokens."""
         profile = self.profiles.get(recorded.model)
         refused = contract.check(recorded.body, profile, self.listed_models())
         if refused is not None or profile is None:
             return refused
-        if len(json.dumps(recorded.body)) < contract.CONTEXT_LENGTH // 2:
-            return None  # far below the context however it tokenizes: no need to count
+        if size < contract.CONTEXT_LENGTH // 2:
+            return None  # bytes bound tokens: far below the context, no need to count
         prompt = await asyncio.to_thread(self._prompt_tokens, recorded, profile)
         found = contract.context_length(recorded.body, profile, prompt)
         return None if found is None else replace(found, rule="context-length")

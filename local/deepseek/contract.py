@@ -210,13 +210,16 @@ def tools_offered(body: Mapping[str, Any], profile: ModelProfile) -> ErrorReply 
 # --- thinking mode and the history (400) ----------------------------------------------------
 
 
+THINKING_TOOL_CHOICE = "Thinking mode does not support this tool_choice"
+
+
 def tool_choice(body: Mapping[str, Any], profile: ModelProfile) -> ErrorReply | None:
     """ "`required` and named tool choices are not supported in thinking mode; the API returns
     a 400 error. Disable thinking mode first to use them." (`auto` and `none` are accepted.)"""
     choice = body.get("tool_choice")
     forced = choice == "required" or isinstance(choice, Mapping)
     if forced and thinking_on(body, profile):
-        return refusal(400, "Thinking mode does not support this tool_choice")
+        return refusal(400, THINKING_TOOL_CHOICE)
     return None
 
 
@@ -376,6 +379,23 @@ def _tagged(reply: ErrorReply, rule: str) -> ErrorReply:
 
 def _number_in(value: Any, low: float, high: float) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
+
+
+WORDS = {
+    THINKING_TOOL_CHOICE: "tool-choice-thinking",
+    PASSED_BACK: "reasoning-passback",
+    ORPHAN: "tool-messages",
+    UNANSWERED.split(".")[0]: "tool-messages",
+    "The supported API model names are": "unknown-model",
+    "Invalid max_tokens value": "max-tokens",
+    "maximum context length": "context-length",
+}
+"""The words of the refusals a caller can meet with a valid body, and their rules."""
+
+
+def rule_named(message: str) -> str | None:
+    """The rule whose refusal `message` quotes (a real DeepSeek's, or the twin's), if any."""
+    return next((rule for said, rule in WORDS.items() if said in message), None)
 
 
 def json_error(error: ValueError) -> ErrorReply:

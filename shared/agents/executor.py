@@ -11,10 +11,10 @@ step is closed as `cancelled` without a model call. One invocation works on a st
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 from uuid import UUID
 
 from shared import logs, tracing
@@ -53,15 +53,11 @@ async def run_executor_step(
 
     Log records made meanwhile carry the step's ids (`shared.logs`); with tracing on, the step
     is an `invoke_agent executor` span, its model and tool calls inside it."""
-    with _step_scope("executor", step_id, attempt) as span:
-        opened = await open_step(services, step_id=step_id, attempt=attempt, executor_only=True)
-        if isinstance(opened, PlanStep):
-            return _reported(span, StepOutcome.of(opened))
-        if isinstance(opened, StepBusy):
-            return _reported(span, StepOutcome.of(opened.step, running_elsewhere=True))
-        _annotate(opened)
-        emitter = session_emitter(services, opened.plan.session_id, publisher)
-        return _reported(span, await work_step(services, opened, emitter))
+
+    def emitter_of(opened: OpenedStep) -> EventEmitter:
+        return session_emitter(services, opened.plan.session_id, publisher)
+
+    return await _run_step(services, "executor", step_id, attempt, emitter_of)
 
 
 async def run_planner_step(
@@ -69,14 +65,26 @@ async def run_planner_step(
 ) -> StepOutcome:
     """Run (or resume) one of the planner's own steps, in-process, with its write tools (an
     `invoke_agent planner` span, with tracing on)."""
-    with _step_scope("planner", step_id, attempt) as span:
-        opened = await open_step(services, step_id=step_id, attempt=attempt)
+    return await _run_step(services, "planner", step_id, attempt, lambda opened: emitter)
+
+
+async def _run_step(
+    services: Services,
+    agent: Literal["executor", "planner"],
+    step_id: UUID,
+    attempt: int,
+    emitter_of: Callable[[OpenedStep], EventEmitter],
+) -> StepOutcome:
+    """Open the step's attempt and work it, or report where it stands."""
+    with _step_scope(agent, step_id, attempt) as span:
+        opened = await open_step(services, step_id=step_id, attempt=attempt,
+                                 executor_only=agent == "executor")  # fmt: skip
         if isinstance(opened, PlanStep):
             return _reported(span, StepOutcome.of(opened))
         if isinstance(opened, StepBusy):
             return _reported(span, StepOutcome.of(opened.step, running_elsewhere=True))
         _annotate(opened)
-        return _reported(span, await work_step(services, opened, emitter))
+        return _reported(span, await work_step(services, opened, emitter_of(opened)))
 
 
 @contextmanager
@@ -147,8 +155,10 @@ async def _work(services: Services, opened: OpenedStep, emitter: EventEmitter) -
 
 async def _changes(services: Services, worker: StepWorker) -> str:
     """What the step's writes had changed before it failed (its calls' receipts)."""
+    if worker.step.executor_required:  # an executor only reads
+        return ""
     calls = {row.tool_call_id for row in worker.rows if row.tool_call_id}
-    if not calls or worker.step.executor_required:  # an executor only reads
+    if not calls:
         return ""
     async with services.db.autocommit() as conn:
         return await changes_note(conn, plan_id=worker.run.plan.id, who="this step",
