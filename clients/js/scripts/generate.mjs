@@ -1,7 +1,8 @@
 // Turn contract/ (the functions' OpenAPI documents and the events' JSON Schema, written by
 // generate.py from the Python code) into src/generated/: TypeScript declarations of every
-// schema (openapi-typescript, json-schema-to-typescript), the route table the client calls,
-// and the typed signature of each call.
+// schema (openapi-typescript, json-schema-to-typescript; one that several documents hold alike
+// is declared once, in shared.d.ts), the route table the client calls, and the typed signature
+// of each call.
 //
 //   node scripts/generate.mjs [--root <package dir>] [--check]
 //
@@ -13,6 +14,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { compile } from 'json-schema-to-typescript';
+import ts from 'typescript';
 
 const { values: options } = parseArgs({
   options: { root: { type: 'string', default: '.' }, check: { type: 'boolean', default: false } },
@@ -126,14 +128,68 @@ function routeEntry(operation) {
   return `    ${operation.name}: ${JSON.stringify(entry).replace(/"(\w+)":/g, '$1: ').replace(/,(?=\w+: )/g, ', ')},`;
 }
 
+/** JSON with every object's keys sorted: two documents may order one schema's keys apart. */
+function canonical(value) {
+  return JSON.stringify(value, (_, v) => (v && typeof v === 'object' && !Array.isArray(v)
+    ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v));
+}
+
+/**
+ * The component schemas that two or more documents hold alike (the events, the problems, …),
+ * as the first of them has it: each is declared once, in shared.d.ts. A schema referring to
+ * one that the documents hold apart is not shared.
+ */
+function sharedSchemas(documents) {
+  const found = new Map(); // name → { schema, json, count } (count 0: two documents differ)
+  for (const document of documents) {
+    for (const [name, schema] of Object.entries(document.components?.schemas ?? {})) {
+      const json = canonical(schema);
+      const first = found.get(name);
+      if (!first) found.set(name, { schema, json, count: 1 });
+      else first.count = first.count && first.json === json ? first.count + 1 : 0;
+    }
+  }
+  const shared = new Map([...found].filter(([, f]) => f.count >= 2));
+  const refers = (f) => [...f.json.matchAll(/"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]);
+  for (let again = true; again;) {
+    again = false;
+    for (const [name, f] of shared) {
+      if (refers(f).some((other) => !shared.has(other))) {
+        shared.delete(name);
+        again = true;
+      }
+    }
+  }
+  return Object.fromEntries([...shared].map(([name, f]) => [name, f.schema]));
+}
+
+/** `Shared.components["schemas"]["Name"]`: a shared schema's type in a function's file. */
+function sharedType(name) {
+  const { factory } = ts;
+  const literal = (text) => factory.createLiteralTypeNode(factory.createStringLiteral(text));
+  const components = factory.createTypeReferenceNode(factory.createQualifiedName(factory.createIdentifier('Shared'), 'components'));
+  return factory.createIndexedAccessTypeNode(factory.createIndexedAccessTypeNode(components, literal('schemas')), literal(name));
+}
+
 async function openapiFiles(files) {
   const routes = [];
   const calls = [];
   const imports = [];
-  for (const fn of FUNCTIONS) {
-    const document = await read(`${fn.file}.json`);
-    const ast = await openapiTS(document, { alphabetize: false });
-    files[`${fn.file}.d.ts`] = BANNER(`contract/${fn.file}.json`) + astToString(ast);
+  const documents = await Promise.all(FUNCTIONS.map((fn) => read(`${fn.file}.json`)));
+  const shared = sharedSchemas(documents);
+  const { openapi, info } = documents[0];
+  const common = { openapi, info: { title: 'shared', version: info.version }, paths: {}, components: { schemas: shared } };
+  files['shared.d.ts'] = BANNER('contract/*.json') + astToString(await openapiTS(common, { alphabetize: false }));
+  // A function's file declares each shared schema as shared.d.ts's (the path names the schema
+  // itself: its parts are not matched).
+  const transform = (_, { path }) => {
+    const name = path?.match(/^#\/components\/schemas\/([^/]+)$/)?.[1];
+    return name && Object.hasOwn(shared, name) ? sharedType(name) : undefined;
+  };
+  for (const [i, fn] of FUNCTIONS.entries()) {
+    const document = documents[i];
+    const ast = await openapiTS(document, { alphabetize: false, transform });
+    files[`${fn.file}.d.ts`] = BANNER(`contract/${fn.file}.json`) + "import type * as Shared from './shared.js';\n\n" + astToString(ast);
     const operations = operationsOf(document);
     const ns = fn.type.replace('Calls', '');
     imports.push(`import type * as ${ns} from './${fn.file}.js';`);
