@@ -5,7 +5,7 @@
 // `NetworkError` when no answer came.
 
 import { routes } from './generated/routes.js';
-import { readEventStream } from './sse.js';
+import { EventStream } from './sse.js';
 
 /** An answer other than 2xx: the status and the problem+json body. */
 export class ApiError extends Error {
@@ -115,7 +115,7 @@ export class ParleyClient {
       throw new NetworkError(`Could not reach the ${fn} function (${error.message})`, { cause: error });
     }
     const type = (response.headers.get('content-type') || '').split(';')[0].trim();
-    if (response.ok && type === 'text/event-stream') return readEventStream(response);
+    if (response.ok && type === 'text/event-stream') return new EventStream(response);
     if (response.status === 204) return null;
     if (response.ok && type.startsWith('text/')) return response.text(); // a transcript's markdown
     const data = await response.json().catch(() => null);
