@@ -25,9 +25,9 @@ const out = join(root, 'src', 'generated');
 
 /** The three functions: the client's name for each, and its contract document. */
 const FUNCTIONS = [
-  { key: 'chat', file: 'chat', type: 'ChatCalls', title: 'chat' },
-  { key: 'planner', file: 'agent_planner', type: 'PlannerCalls', title: 'agent_planner' },
-  { key: 'executor', file: 'agent_executor', type: 'ExecutorCalls', title: 'agent_executor' },
+  { key: 'chat', file: 'chat', type: 'ChatCalls' },
+  { key: 'planner', file: 'agent_planner', type: 'PlannerCalls' },
+  { key: 'executor', file: 'agent_executor', type: 'ExecutorCalls' },
 ];
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 const BANNER = (source) =>
@@ -41,7 +41,7 @@ const read = async (name) => JSON.parse(await readFile(join(contract, name), 'ut
  * operationId is that name followed by the path and the method (`get_session_sessions__session_id__get`);
  * an operationId that is already the name is taken as it is.
  */
-export function callName(operationId, path, method) {
+function callName(operationId, path, method) {
   const suffix = `${path.replace(/\W/g, '_')}_${method}`;
   const name = operationId.endsWith(suffix) ? operationId.slice(0, -suffix.length) : operationId;
   return name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
@@ -195,7 +195,7 @@ async function openapiFiles(files) {
     imports.push(`import type * as ${ns} from './${fn.file}.js';`);
     routes.push(`  ${fn.key}: {\n${operations.map(routeEntry).join('\n')}\n  },`);
     calls.push(
-      `/** The ${fn.title} function: ${document.info.description ?? ''} */\n` +
+      `/** The ${fn.file} function: ${document.info.description ?? ''} */\n` +
       `export interface ${fn.type} {\n` +
       operations.map((o) => comment(o, '  ') + `  ${signature(ns, o)}`).join('\n') + '\n}\n',
     );
@@ -218,7 +218,7 @@ async function openapiFiles(files) {
  * json-schema-to-typescript would turn into an alias each (`PlanId1`, `Status2`, …); the named
  * definitions keep theirs and become the types.
  */
-export function untitled(node, named = true) {
+function untitled(node, named = true) {
   if (Array.isArray(node)) return node.map((item) => untitled(item, false));
   if (!node || typeof node !== 'object') return node;
   const copy = {};
@@ -248,7 +248,7 @@ const files = {};
 await openapiFiles(files);
 await eventFiles(files);
 
-let stale = [];
+const stale = [];
 if (!options.check) await mkdir(out, { recursive: true });
 for (const [name, text] of Object.entries(files)) {
   const path = join(out, name);
