@@ -118,7 +118,7 @@ def read_secret(
                 return secret
             code = str(found.get("__type", f"HTTP{status}")).rsplit("#", 1)[-1]
             message = str(found.get("message") or found.get("Message") or "")
-            failure = _redacted(f"{code}: {message}" if message else code, credentials)
+            failure = credentials.redact(f"{code}: {message}" if message else code)[:300]
             retry = status >= 500 or code in RETRIED
         if not retry or attempt == ATTEMPTS:
             break
@@ -155,14 +155,6 @@ def _json(answer: bytes) -> dict[str, Any]:
     except ValueError:
         return {}
     return found if isinstance(found, dict) else {}
-
-
-def _redacted(text: str, credentials: Credentials) -> str:
-    """AWS quotes the canonical request (with the token) when a signature is refused."""
-    for secret in (credentials.secret_key, credentials.session_token):
-        if secret:
-            text = text.replace(secret, "[redacted]")
-    return text[:300]
 
 
 def _read_with_boto3(secret_id: str) -> str:

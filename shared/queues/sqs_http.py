@@ -120,6 +120,7 @@ class SqsHttpSender:
             request["MessageAttributes"] = message_attributes(attributes)
         payload = json.dumps(request).encode()
         started, attempt = time.monotonic(), 1
+        credentials: Credentials | None = None  # the last try's: its answer may quote them
         while True:
             try:
                 credentials = self._current()
@@ -128,7 +129,7 @@ class SqsHttpSender:
             except QueueSendFailed as failed:
                 late = time.monotonic() - started > RETRY_DEADLINE_SECONDS
                 if not _transient(failed) or attempt == ATTEMPTS or late:
-                    raise self._redacted(failed) from failed.__cause__
+                    raise _redacted(failed, credentials) from failed.__cause__
                 if failed.code != "StaleConnection":
                     self._sleep(BACKOFF_SECONDS * 2 ** (attempt - 1) * random.uniform(0.5, 1))
                 attempt += 1
@@ -221,20 +222,16 @@ class SqsHttpSender:
         response = connection.getresponse()
         return response.status, response.read(), response.will_close
 
-    def _redacted(self, failed: QueueSendFailed) -> QueueSendFailed:
-        """`failed` with the secret key and the session token cut out of its message (an
-        answer to a bad signature quotes the canonical request, token included)."""
-        message = failed.message
-        try:
-            credentials = self.credentials.current()
-        except CredentialsUnavailable:
-            return failed  # nothing was signed, so nothing secret was quoted
-        for secret in (credentials.secret_key, credentials.session_token):
-            if secret:
-                message = message.replace(secret, "[redacted]")
-        if message == failed.message:
-            return failed
-        return QueueSendFailed(failed.code, message, status=failed.status)
+
+def _redacted(failed: QueueSendFailed, credentials: Credentials | None) -> QueueSendFailed:
+    """`failed` with the secret key and the session token of `credentials` (what the last
+    try signed with; None: nothing was signed, so nothing secret was quoted) cut out."""
+    if credentials is None:
+        return failed
+    message = credentials.redact(failed.message)
+    if message == failed.message:
+        return failed
+    return QueueSendFailed(failed.code, message, status=failed.status)
 
 
 def _transient(failed: QueueSendFailed) -> bool:
