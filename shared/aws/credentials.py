@@ -172,23 +172,6 @@ def check_endpoint(uri: str) -> None:
 
 def http_get(url: str, headers: Mapping[str, str], timeout: float) -> tuple[int, bytes]:
     """GET over `http.client` (the endpoint is local: no proxy, the process's TLS settings)."""
-    from http.client import HTTPConnection, HTTPSConnection
+    from shared.aws.stdlib_http import exchange
 
-    from shared.tls import tls_context
-
-    parts = urlsplit(url)
-    connection: HTTPConnection
-    if parts.scheme == "https":
-        connection = HTTPSConnection(
-            parts.hostname or "", parts.port, timeout=timeout, context=tls_context()
-        )
-    else:
-        connection = HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
-    path = parts.path or "/"
-    try:
-        connection.request("GET", f"{path}?{parts.query}" if parts.query else path,
-                           headers=dict(headers))  # fmt: skip
-        response = connection.getresponse()
-        return response.status, response.read()
-    finally:
-        connection.close()
+    return exchange("GET", url, headers, None, timeout)

@@ -41,14 +41,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.client import HTTPConnection, HTTPException, HTTPSConnection
+from http.client import HTTPConnection, HTTPException
 from typing import Any
 from urllib.parse import urlsplit
 
 from shared.aws.credentials import CredentialSource, CredentialsUnavailable
 from shared.aws.sigv4 import Credentials, host_of, sign
+from shared.aws.stdlib_http import connect
 from shared.queues.senders import QueueSendFailed, attributes_md5, message_attributes
-from shared.tls import tls_context
 
 TIMEOUT_SECONDS = 3.0
 """Longest wait to connect, and for each read of SQS's answer (it answers in milliseconds)."""
@@ -153,7 +153,7 @@ class SqsHttpSender:
         `StaleConnection` when a kept connection turned out closed by the server)."""
         kept, generation = self._take(origin)
         reused = kept is not None
-        connection = kept.connection if kept else self._open(origin)
+        connection = kept.connection if kept else connect(origin, self.timeout)
         try:
             status, answer, closing = self._post(connection, origin, payload, credentials)
         except ConnectionError as exc:
@@ -202,14 +202,6 @@ class SqsHttpSender:
                 self._idle.append(kept)
                 return
         kept.connection.close()
-
-    def _open(self, origin: str) -> HTTPConnection:
-        parts = urlsplit(origin)
-        if parts.scheme == "https":
-            return HTTPSConnection(
-                parts.hostname or "", parts.port, timeout=self.timeout, context=tls_context()
-            )
-        return HTTPConnection(parts.hostname or "", parts.port, timeout=self.timeout)
 
     def _post(
         self, connection: HTTPConnection, origin: str, payload: bytes, credentials: Credentials
