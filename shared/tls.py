@@ -8,10 +8,10 @@ Two contexts, one per kind of client:
   credentials endpoint; over `urllib`, the fetch of a project's signing keys (`shared.auth`).
   Importing nothing but `ssl`, it keeps the chat function's send path free of any HTTP library.
 * `http_client_tls_context` — for every `httpx2` client: the model client's
-  (`shared.llm._openai_wire.model_tls_context` returns this one), Realtime broadcasts and
-  calls to other functions (`Services.http`). httpx2's own defaults: `SSL_CERT_FILE` /
-  `SSL_CERT_DIR`, else the system's certificates (the platform's trust store on macOS and
-  Windows). Sharing it means the CA certificates are loaded once for all of them.
+  (`shared.llm._openai_wire.build_client`), Realtime broadcasts and calls to other functions
+  (`Services.http`). httpx2's own defaults: `SSL_CERT_FILE` / `SSL_CERT_DIR`, else the
+  system's certificates (the platform's trust store on macOS and Windows). Sharing it means
+  the CA certificates are loaded once for all of them.
 """
 
 from __future__ import annotations
