@@ -82,15 +82,12 @@ async def create_plan(
     return existing, False
 
 
-async def get_plan(
-    conn: Connection, *, plan_id: UUID, user_id: UUID | None = None, lock: bool = False
-) -> Plan | None:
-    """The plan, or None if it does not exist (or is not `user_id`'s, when given); `lock`
+async def get_plan(conn: Connection, *, plan_id: UUID, lock: bool = False) -> Plan | None:
+    """The plan, or None if it does not exist (a user's lookup is `get_user_plan`); `lock`
     holds its row until the transaction ends."""
-    query = f"""SELECT {PLAN} FROM agent_plans
-                WHERE id = %(id)s AND (%(user)s::uuid IS NULL OR user_id = %(user)s)"""
+    query = f"SELECT {PLAN} FROM agent_plans WHERE id = %(id)s"
     return await fetch_optional(
-        conn, Plan, query + " FOR UPDATE" if lock else query, {"id": plan_id, "user": user_id}
+        conn, Plan, query + " FOR UPDATE" if lock else query, {"id": plan_id}
     )
 
 
