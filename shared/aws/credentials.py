@@ -9,7 +9,8 @@ A Lambda function finds its execution role's credentials one of two ways:
   a function with SnapStart, whose snapshot must not hold credentials that expire while it
   waits to be restored. The endpoint answers `{"AccessKeyId", "SecretAccessKey", "Token",
   "Expiration"}`; the credentials are fetched when first needed and again before they expire
-  (`REFRESH_SECONDS`), and `forget()` drops them after a restore (`shared.snapstart`).
+  (`REFRESH_SECONDS`). After a restore none cached before the snapshot is used: the hooks
+  (`shared.snapstart`) drop the queue sender, and with it its `ContainerCredentials`.
 
 Which way, and in that order, is botocore's (`EnvProvider` before `ContainerProvider`,
 botocore/credentials.py), and so is what the endpoint may be: HTTPS, a loopback address, or
@@ -56,7 +57,7 @@ class CredentialSource(Protocol):
         ...
 
     def forget(self) -> None:
-        """Drop what is cached (after a SnapStart restore: it may have expired meanwhile)."""
+        """Drop what is cached: the next `current()` reads the credentials afresh."""
         ...
 
 
