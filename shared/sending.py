@@ -27,6 +27,7 @@ from shared.background import run_in_background
 from shared.errors import InvalidInput
 from shared.events import FanoutPublisher
 from shared.events.sse import SSEPublisher
+from shared.http import respond_async
 from shared.models.turns import ChatTurnAccepted, ChatTurnReply, ChatTurnRequest, TurnWatch
 from shared.runs import invoker_for, open_publisher, start_plan
 
@@ -58,13 +59,6 @@ def how_to_answer(services: Services, request: ChatTurnRequest, prefer: str | No
     if request.wait and queued:
         raise InvalidInput(QUEUED_ONLY.format(what="wait for a turn"))
     return "wait" if request.wait else "accept"
-
-
-def respond_async(prefer: str | None) -> bool:
-    """Whether a `Prefer` header (RFC 7240) asks for `respond-async`."""
-    tokens = (part.split("=")[0].strip().lower() for part in (prefer or "").replace(";", ",")
-              .split(","))  # fmt: skip
-    return "respond-async" in tokens
 
 
 async def send(services: Services, user: User, request: ChatTurnRequest) -> ChatTurnReply:
