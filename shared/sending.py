@@ -24,6 +24,7 @@ from shared.agents.outcomes import PlanOutcome, TurnStarted
 from shared.agents.turns import start_turn
 from shared.auth import User
 from shared.background import run_in_background
+from shared.db.plans import SETTLED_STEP
 from shared.errors import InvalidInput
 from shared.events import FanoutPublisher
 from shared.events.sse import SSEPublisher
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
     from shared.services import Services
 
 Answer = Literal["wait", "stream", "accept"]
-SETTLED = frozenset({"completed", "failed", "cancelled", "awaiting_approval"})
-"""A plan's statuses in which no run works on it: it ended, or waits for the user."""
 QUEUED_ONLY = (
     "This deployment runs turns through queues, so it cannot {what}: send with `wait: false` "
     "(the default here) and follow the turn on the session's Realtime channel."
@@ -81,7 +80,7 @@ def reported(started: TurnStarted) -> bool:
     """Whether a send only reports its turn, running and announcing nothing: a resend of a turn
     that has ended (its `done` was sent) or waits for the user's decision (nothing to do
     until they decide)."""
-    return not started.created and started.plan_status in SETTLED
+    return not started.created and started.plan_status in SETTLED_STEP  # plans settle alike
 
 
 async def standing(services: Services, started: TurnStarted) -> PlanOutcome:
