@@ -19,8 +19,6 @@ from uuid import UUID, uuid4
 
 import bcrypt
 import jwt
-from psycopg.rows import dict_row
-from psycopg_pool import AsyncConnectionPool
 
 from local.auth import store
 from local.auth.config import AuthConfig
@@ -33,6 +31,7 @@ from local.auth.errors import (
     unprocessable,
 )
 from local.auth.keys import SigningKey
+from shared.db.database import Connection, Database
 
 Claims = dict[str, Any]
 AUD = "authenticated"
@@ -67,29 +66,15 @@ class Auth:
         )
         self.issuer = "http://127.0.0.1/auth/v1"
         """The `iss` of its tokens: `{project URL}/auth/v1`, set once the URL is known."""
-        self._pool: AsyncConnectionPool[Any] | None = None
+        self.db = Database(config.database_url, max_size=3)
 
     async def start(self) -> None:
         """Open the database and install what GoTrue's schema adds to Parley's `auth.users`."""
-        pool = AsyncConnectionPool(
-            self.config.database_url, min_size=1, max_size=3, open=False,
-            kwargs={"autocommit": True, "row_factory": dict_row, "prepare_threshold": None},
-        )  # fmt: skip
-        await pool.open()
-        self._pool = pool
-        async with pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             await conn.execute(_INSTALL.read_text())
 
     async def stop(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
-
-    @property
-    def pool(self) -> AsyncConnectionPool[Any]:
-        if self._pool is None:
-            raise RuntimeError("the Auth twin is not started")
-        return self._pool
+        await self.db.close()
 
     # -- sign-up and grants -------------------------------------------------------------------
 
@@ -116,13 +101,13 @@ class Auth:
         email = validate_email(email)
         data = params.get("data")
         data = dict(data) if isinstance(data, dict) else {}
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             existing = await store.user_by_email(conn, email, AUD)
             if existing is not None and existing["email_confirmed_at"] is not None:
                 # With autoconfirm GoTrue says so (otherwise it would answer a fake user).
                 raise unprocessable("user_already_exists", "User already registered")
         password_hash = await hash_password(password)
-        async with self.pool.connection() as conn, conn.transaction():
+        async with self.db.service() as conn:
             user_id = await self._create_user(conn, email, password_hash, data, role=AUD)
             await store.confirm_email(conn, user_id)
             return await self._issue_session(conn, user_id, "password", caller)
@@ -150,7 +135,7 @@ class Auth:
             raise unprocessable("phone_provider_disabled", "Phone logins are disabled")
         if not email:
             raise bad_request("validation_failed", "missing email or phone")
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             user = await store.user_by_email(conn, email, AUD)
         if user is None or not user["encrypted_password"]:
             raise bad_request("invalid_credentials", INVALID_LOGIN)
@@ -166,7 +151,7 @@ class Auth:
                 weak = {"message": exc.message, "reasons": exc.weak_password}
         if user["email_confirmed_at"] is None:
             raise bad_request("email_not_confirmed", "Email not confirmed")
-        async with self.pool.connection() as conn, conn.transaction():
+        async with self.db.service() as conn:
             response = await self._issue_session(conn, user["id"], "password", caller)
         if weak is not None:
             response["weak_password"] = weak
@@ -179,7 +164,7 @@ class Auth:
         token = _text(params, "refresh_token")
         if len(token) < 12 or len(token) > 12 or not _LEGACY_REFRESH_TOKEN.match(token):
             raise bad_request("validation_failed", "Refresh token is not valid")
-        async with self.pool.connection() as conn, conn.transaction():
+        async with self.db.service() as conn:
             row = await store.refresh_token(conn, token, for_update=True)
             if row is None:
                 raise bad_request(
@@ -225,7 +210,7 @@ class Auth:
         raise bad_request("refresh_token_already_used", "Invalid Refresh Token: Already Used")
 
     async def _issue_session(
-        self, conn: store.Conn, user_id: UUID, method: str, caller: Caller
+        self, conn: Connection, user_id: UUID, method: str, caller: Caller
     ) -> dict[str, Any]:
         """`IssueRefreshToken` (`internal/tokens/service.go`): a session, its first refresh
         token, and an access token for it."""
@@ -238,7 +223,7 @@ class Auth:
         return await self._token_response(conn, user_id, session_id, token)
 
     async def _token_response(
-        self, conn: store.Conn, user_id: UUID, session_id: UUID, refresh_token: str
+        self, conn: Connection, user_id: UUID, session_id: UUID, refresh_token: str
     ) -> dict[str, Any]:
         """`AccessTokenResponse`, with the claims of `GenerateAccessToken`."""
         user = await store.user_by_id(conn, user_id)
@@ -276,7 +261,7 @@ class Auth:
             user_id = UUID(str(subject))
         except ValueError:
             raise bad_request("bad_jwt", "invalid claim: sub claim must be a UUID") from None
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             user = await store.user_by_id(conn, user_id)
             if user is None:
                 raise forbidden("user_not_found", "User from sub claim in JWT does not exist")
@@ -336,7 +321,7 @@ class Auth:
         first = audience[0] if isinstance(audience, list) and audience else audience
         if first != AUD:
             raise bad_request("validation_failed", "Token audience doesn't match request audience")
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             return await self.user_json(conn, user)
 
     async def logout(self, authorization: str | None, scope: str | None) -> None:
@@ -345,7 +330,7 @@ class Auth:
         if scope not in (None, "", "global", "local", "others"):
             raise bad_request("validation_failed", f'Unsupported logout scope "{scope}"')
         session_id = claims.get("session_id")
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             if session_id and scope == "local":
                 await store.delete_sessions(conn, user["id"], only=UUID(session_id))
             elif session_id and scope == "others":
@@ -372,7 +357,7 @@ class Auth:
         except ValueError as exc:
             raise bad_request("validation_failed", f"Bad Pagination Parameters: {exc}") from None
         number, size = max(number, 1), max(size, 1)
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             rows, total = await store.list_users(conn, AUD, page=number, per_page=size)
             users = [await self.user_json(conn, row) for row in rows]
         return {"users": users, "aud": AUD}, total
@@ -396,7 +381,7 @@ class Auth:
         user_id = _admin_id(params.get("id"))
         data = params.get("user_metadata")
         password_hash = await hash_password(password)
-        async with self.pool.connection() as conn, conn.transaction():
+        async with self.db.service() as conn:
             if await store.email_taken(conn, email):
                 raise unprocessable(
                     "email_exists", "A user with this email address has already been registered"
@@ -416,13 +401,13 @@ class Auth:
 
     async def admin_get(self, user_id: str) -> dict[str, Any]:
         """`GET /admin/users/{id}` (`adminUserGet`, after `loadUser`)."""
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             return await self.user_json(conn, await self._load_user(conn, user_id))
 
     async def admin_update(self, user_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """`PUT /admin/users/{id}` (`adminUserUpdate`): password (strength checked), email,
         `email_confirm`, role, metadata (merged), `ban_duration`."""
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             user = await self._load_user(conn, user_id)
         email = _text(params, "email")
         if email:
@@ -432,7 +417,7 @@ class Auth:
         if isinstance(password, str):
             self.check_password_strength(password)
             password_hash = await hash_password(password)
-        async with self.pool.connection() as conn, conn.transaction():
+        async with self.db.service() as conn:
             if _text(params, "role"):
                 await store.update_user(conn, user["id"], role=_text(params, "role"))
             if params.get("email_confirm") is True:
@@ -452,7 +437,7 @@ class Auth:
         """`DELETE /admin/users/{id}` (`adminUserDelete`), a hard delete: identities, sessions
         (and Parley's rows: their foreign keys cascade) go with the user; a row that refers to
         the user without cascading makes it fail as GoTrue's ("Database error deleting user")."""
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             user = await self._load_user(conn, user_id)
             try:
                 await conn.execute("DELETE FROM auth.users WHERE id = %s", (user["id"],))
@@ -465,7 +450,7 @@ class Auth:
         """The local stack's demo user: created (or completed, if a plain row exists) confirmed,
         with this password and app metadata."""
         password_hash = await hash_password(password)
-        async with self.pool.connection() as conn, conn.transaction():
+        async with self.db.service() as conn:
             existing = await store.user_by_id(conn, user_id)
             if existing is None:
                 await self._create_user(conn, email, password_hash, {}, role=AUD, user_id=user_id)
@@ -505,7 +490,7 @@ class Auth:
             )  # fmt: skip
 
     async def _create_user(
-        self, conn: store.Conn, email: str, password_hash: str, data: Mapping[str, Any], *,
+        self, conn: Connection, email: str, password_hash: str, data: Mapping[str, Any], *,
         role: str, user_id: UUID | None = None, identity_metadata: bool = True,
     ) -> UUID:  # fmt: skip
         """`signupNewUser` / `adminUserCreate`'s insert, with the email identity
@@ -522,7 +507,7 @@ class Auth:
         await store.insert_identity(conn, user_id=user_id, provider="email", identity_data=identity)
         return user_id
 
-    async def _load_user(self, conn: store.Conn, user_id: str) -> dict[str, Any]:
+    async def _load_user(self, conn: Connection, user_id: str) -> dict[str, Any]:
         """`loadUser` (`internal/api/admin.go`)."""
         try:
             key = UUID(user_id)
@@ -533,7 +518,7 @@ class Auth:
             raise not_found("user_not_found", "User not found")
         return user
 
-    async def _ban(self, conn: store.Conn, user_id: UUID, duration: Any) -> None:
+    async def _ban(self, conn: Connection, user_id: UUID, duration: Any) -> None:
         if not isinstance(duration, str) or not duration:
             return
         if duration == "none":
@@ -549,12 +534,12 @@ class Auth:
             conn, user_id, banned_until=store.now() + timedelta(seconds=seconds)
         )
 
-    async def _user_json_by_id(self, conn: store.Conn, user_id: UUID) -> dict[str, Any]:
+    async def _user_json_by_id(self, conn: Connection, user_id: UUID) -> dict[str, Any]:
         user = await store.user_by_id(conn, user_id)
         assert user is not None
         return await self.user_json(conn, user)
 
-    async def user_json(self, conn: store.Conn, user: Mapping[str, Any]) -> dict[str, Any]:
+    async def user_json(self, conn: Connection, user: Mapping[str, Any]) -> dict[str, Any]:
         """`models.User` as GoTrue serialises it (`internal/models/user.go`): `omitempty` fields
         only when set, `phone` always (empty when unset), the identities
         (`internal/models/identity.go`)."""
