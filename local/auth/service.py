@@ -290,12 +290,9 @@ class Auth:
         token = match.group(1)
         try:
             header = jwt.get_unverified_header(token)
-            algorithm = header.get("alg")
-            if algorithm == "HS256":
-                key: Any = self.config.jwt_secret
-            elif algorithm == "ES256" and header.get("kid") == self.signing.kid:
-                key = jwt.PyJWK(self.signing.jwks()["keys"][0]).key
-            else:
+            algorithm = str(header.get("alg"))
+            key = self.signing.verification_key(algorithm, header.get("kid"))
+            if key is None:
                 raise jwt.InvalidTokenError(
                     f"unrecognized JWT kid {header.get('kid')} for algorithm {algorithm}"
                 )
