@@ -24,7 +24,6 @@ from local.auth import store
 from local.auth.config import AuthConfig
 from local.auth.errors import (
     AuthError,
-    OAuthError,
     bad_request,
     forbidden,
     not_found,
@@ -653,4 +652,4 @@ def _maybe(body: dict[str, Any], key: str, value: datetime | None) -> None:
         body[key] = _time(value)
 
 
-__all__ = ["Auth", "AuthError", "Caller", "OAuthError"]
+__all__ = ["Auth", "AuthError", "Caller"]
