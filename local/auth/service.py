@@ -413,15 +413,18 @@ class Auth:
         if isinstance(password, str):
             self.check_password_strength(password)
             password_hash = await hash_password(password)
+        columns: dict[str, Any] = {}
+        if role := _text(params, "role"):
+            columns["role"] = role
+        if password_hash is not None:
+            columns["encrypted_password"] = password_hash
+        if email:
+            columns["email"] = email
         async with self.db.service() as conn:
-            if _text(params, "role"):
-                await store.update_user(conn, user["id"], role=_text(params, "role"))
+            if columns:
+                await store.update_user(conn, user["id"], **columns)
             if params.get("email_confirm") is True:
                 await store.confirm_email(conn, user["id"])
-            if password_hash is not None:
-                await store.update_user(conn, user["id"], encrypted_password=password_hash)
-            if email:
-                await store.update_user(conn, user["id"], email=email)
             for key, column in (("app_metadata", "raw_app_meta_data"),
                                 ("user_metadata", "raw_user_meta_data")):  # fmt: skip
                 if isinstance(params.get(key), dict):
