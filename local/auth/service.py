@@ -43,7 +43,7 @@ BCRYPT_COST = 10
 """GoTrue hashes with `bcrypt.DefaultCost` (`internal/crypto/password.go`)."""
 INVALID_LOGIN = "Invalid login credentials"
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-_LEGACY_REFRESH_TOKEN = re.compile(r"^[a-z0-9]{12}$")
+_LEGACY_REFRESH_TOKEN = re.compile(r"[a-z0-9]{12}")
 _INSTALL = Path(__file__).with_name("schema.sql")
 
 
@@ -161,16 +161,12 @@ class Auth:
         # internal/tokens/service.go (Service.RefreshTokenGrant), refresh tokens of algorithm v1
         # (the refresh_tokens table), rotation on, reuse detection with the reuse interval.
         token = _text(params, "refresh_token")
-        if len(token) < 12 or len(token) > 12 or not _LEGACY_REFRESH_TOKEN.match(token):
+        if not _LEGACY_REFRESH_TOKEN.fullmatch(token):
             raise bad_request("validation_failed", "Refresh token is not valid")
         async with self.db.service() as conn:
             row = await store.refresh_token(conn, token, for_update=True)
-            if row is None:
-                raise bad_request(
-                    "refresh_token_not_found", "Invalid Refresh Token: Refresh Token Not Found"
-                )
-            user = await store.user_by_id(conn, UUID(row["user_id"]))
-            if user is None:
+            user = await store.user_by_id(conn, UUID(row["user_id"])) if row is not None else None
+            if row is None or user is None:
                 raise bad_request(
                     "refresh_token_not_found", "Invalid Refresh Token: Refresh Token Not Found"
                 )
@@ -205,7 +201,7 @@ class Auth:
                 )
             if not reused:
                 await store.touch_session(conn, session_id, caller.user_agent, caller.ip)
-                return await self._token_response(conn, user["id"], session_id, issued)
+                return await self._token_response(conn, user, session_id, issued)
         raise bad_request("refresh_token_already_used", "Invalid Refresh Token: Already Used")
 
     async def _issue_session(
@@ -219,18 +215,19 @@ class Auth:
         token = await store.insert_refresh_token(
             conn, user_id=user_id, session_id=session_id, parent=None
         )
-        return await self._token_response(conn, user_id, session_id, token)
+        user = await store.user_by_id(conn, user_id)  # with the sign-in time the session set
+        assert user is not None
+        return await self._token_response(conn, user, session_id, token)
 
     async def _token_response(
-        self, conn: Connection, user_id: UUID, session_id: UUID, refresh_token: str
+        self, conn: Connection, user: Mapping[str, Any], session_id: UUID, refresh_token: str
     ) -> dict[str, Any]:
-        """`AccessTokenResponse`, with the claims of `GenerateAccessToken`."""
-        user = await store.user_by_id(conn, user_id)
-        assert user is not None
+        """`AccessTokenResponse` for `user` (as it is now), with the claims of
+        `GenerateAccessToken`."""
         now = int(time.time())
         expires_at = now + self.config.jwt_exp
         claims = {
-            "iss": self.issuer, "sub": str(user_id), "aud": user["aud"] or AUD,
+            "iss": self.issuer, "sub": str(user["id"]), "aud": user["aud"] or AUD,
             "exp": expires_at, "iat": now, "email": user["email"] or "",
             "phone": user["phone"] or "", "app_metadata": user["raw_app_meta_data"] or {},
             "user_metadata": user["raw_user_meta_data"] or {}, "role": user["role"] or AUD,
