@@ -122,9 +122,10 @@ class ApiKeys:
 
     @classmethod
     def derive(cls, jwt_secret: str) -> ApiKeys:
-        """The project's keys, the same on every start for one JWT secret: opaque keys derived
-        from it (HMAC-SHA256; no more secret than the JWT secret, which already signs the
-        service_role key), and legacy JWT keys signed with it (valid ten years)."""
+        """The project's keys for one JWT secret: opaque keys derived from it, the same on
+        every start (HMAC-SHA256; no more secret than the JWT secret, which already signs the
+        service_role key), and legacy JWT keys signed with it, minted anew at each start
+        (`iat` is now; valid ten years, so an earlier start's still verify)."""
 
         def opaque(kind: str) -> str:
             digest = hmac.new(jwt_secret.encode(), f"parley {kind} key".encode(), "sha256")
