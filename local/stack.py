@@ -206,7 +206,9 @@ async def running_stack(
                 "supabase_anon_key": SecretStr(keys.publishable),
                 "supabase_service_role_key": SecretStr(keys.secret),
                 "supabase_jwt_secret": SecretStr(secret),
-                "supabase_jwks_url": realtime.url + JWKS_PATH,
+                # Settings.jwks_url derives it from supabase_url; a configured one is another
+                # project's.
+                "supabase_jwks_url": None,
                 "invoker_transport": "in_process", "db_pool_max_size": _pool_size(settings),
                 "planner_function_url": (f"http://127.0.0.1:{port}/agent_planner"
                                          if port else None),

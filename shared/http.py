@@ -1,4 +1,5 @@
-"""FastAPI glue shared by the three functions: the app factory and problem+json errors.
+"""FastAPI glue shared by the three functions: the app factory, problem+json errors and
+202 Accepted answers.
 
 Every error leaves as RFC 9457 `application/problem+json`. `AppError`s are mapped to a status
 here, once, so routes stay free of try/except and `shared/` stays free of HTTP.
@@ -108,6 +109,39 @@ EVENT_STREAM: dict[str, Any] = {
     "text/event-stream": {"schema": {"$ref": "#/components/schemas/ServerSentEvent"}}
 }
 """The content of a response that streams events (`components/schemas/ServerSentEvent`)."""
+
+
+def accepted_response(model: type[BaseModel], description: str, *, location: str) -> dict[str, Any]:
+    """OpenAPI of a route's 202 Accepted (`accepted`): its body `model`, and the headers,
+    `location` saying what `Location` names."""
+    return {
+        "model": model,
+        "description": description,
+        "headers": {
+            "Location": {"description": location, "required": True,
+                         "schema": {"type": "string", "format": "uri-reference"}},
+            "Preference-Applied": {
+                "description": "`respond-async` when `Prefer: respond-async` was honoured.",
+                "schema": {"type": "string", "enum": ["respond-async"]},
+            },
+        },
+    }  # fmt: skip
+
+
+def accepted(body: BaseModel, location: str, *, preference_applied: bool) -> JSONResponse:
+    """202 Accepted: `body`, where to watch (`Location`), and `Preference-Applied:
+    respond-async` when the answer is 202 because `Prefer: respond-async` asked for it."""
+    headers = {"Location": location}
+    if preference_applied:
+        headers["Preference-Applied"] = "respond-async"
+    return JSONResponse(body.model_dump(mode="json"), status_code=202, headers=headers)
+
+
+def respond_async(prefer: str | None) -> bool:
+    """Whether a `Prefer` header (RFC 7240) asks for `respond-async`."""
+    tokens = (part.split("=")[0].strip().lower() for part in (prefer or "").replace(";", ",")
+              .split(","))  # fmt: skip
+    return "respond-async" in tokens
 
 
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:

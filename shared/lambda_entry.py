@@ -180,13 +180,14 @@ def load_agent_core(agent: Literal["planner", "executor"]) -> None:
     happens, the first event does not wait for it, and a SnapStart snapshot (Python 3.12+)
     would keep it. The chat function does not: it stores messages and hands turns on, and
     loads the agent core only if it runs a turn itself (`INVOKER_TRANSPORT=in_process`)."""
-    from shared.llm import _openai_wire
+    from shared.tls import http_client_tls_context
 
+    importlib.import_module("shared.llm._openai_wire")
     importlib.import_module(f"shared.agents.{agent}")
     for module in FIRST_RUN_MODULES:
         importlib.import_module(module)
     try:
-        _openai_wire.model_tls_context()
+        http_client_tls_context()  # the model client's (`_openai_wire.build_client`)
     except OSError as exc:  # e.g. SSL_CERT_FILE naming no file: init goes on, as for settings
         log.error("the model client's TLS settings: %s (each model call will fail on it)", exc)
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import traceback
 from collections.abc import Iterator, Mapping
@@ -128,11 +127,6 @@ def configure(settings: Settings) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if settings.log_format == "json" else TextFormatter())
     root.addHandler(handler)
-
-
-def on_lambda() -> bool:
-    """Whether this process is a Lambda function's (its runtime sets these)."""
-    return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))
 
 
 def ids_of(record: logging.LogRecord) -> dict[str, Value]:

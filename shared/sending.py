@@ -24,9 +24,11 @@ from shared.agents.outcomes import PlanOutcome, TurnStarted
 from shared.agents.turns import start_turn
 from shared.auth import User
 from shared.background import run_in_background
+from shared.db.plans import SETTLED_STEP
 from shared.errors import InvalidInput
 from shared.events import FanoutPublisher
 from shared.events.sse import SSEPublisher
+from shared.http import respond_async
 from shared.models.turns import ChatTurnAccepted, ChatTurnReply, ChatTurnRequest, TurnWatch
 from shared.runs import invoker_for, open_publisher, start_plan
 
@@ -35,8 +37,6 @@ if TYPE_CHECKING:
     from shared.services import Services
 
 Answer = Literal["wait", "stream", "accept"]
-SETTLED = frozenset({"completed", "failed", "cancelled", "awaiting_approval"})
-"""A plan's statuses in which no run works on it: it ended, or waits for the user."""
 QUEUED_ONLY = (
     "This deployment runs turns through queues, so it cannot {what}: send with `wait: false` "
     "(the default here) and follow the turn on the session's Realtime channel."
@@ -60,13 +60,6 @@ def how_to_answer(services: Services, request: ChatTurnRequest, prefer: str | No
     return "wait" if request.wait else "accept"
 
 
-def respond_async(prefer: str | None) -> bool:
-    """Whether a `Prefer` header (RFC 7240) asks for `respond-async`."""
-    tokens = (part.split("=")[0].strip().lower() for part in (prefer or "").replace(";", ",")
-              .split(","))  # fmt: skip
-    return "respond-async" in tokens
-
-
 async def send(services: Services, user: User, request: ChatTurnRequest) -> ChatTurnReply:
     """Store the message, run (or resume) its turn, and return where it ended (`Overloaded`
     before anything is stored when this process runs as many turns as it may). A resend of a
@@ -87,7 +80,7 @@ def reported(started: TurnStarted) -> bool:
     """Whether a send only reports its turn, running and announcing nothing: a resend of a turn
     that has ended (its `done` was sent) or waits for the user's decision (nothing to do
     until they decide)."""
-    return not started.created and started.plan_status in SETTLED
+    return not started.created and started.plan_status in SETTLED_STEP  # plans settle alike
 
 
 async def standing(services: Services, started: TurnStarted) -> PlanOutcome:

@@ -364,13 +364,12 @@ class Settings(BaseSettings):
             raise ValueError("must start with http:// or https://, e.g. https://abcd.supabase.co")
         return value.rstrip("/")
 
-    @field_validator("llm_models_file", mode="before")
-    @classmethod
-    def _optional_path(cls, value: object) -> object:
-        return None if value == "" else value
-
     @field_validator(
-        "supabase_jwt_secret", "otel_exporter_otlp_headers", "otel_traces_exporter", mode="before"
+        "llm_models_file",
+        "supabase_jwt_secret",
+        "otel_exporter_otlp_headers",
+        "otel_traces_exporter",
+        mode="before",
     )
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:

@@ -5,8 +5,9 @@ snapshots the execution environment's memory, and starts every cold environment 
 version from the snapshot — many copies of one process. So:
 
 * **before the snapshot**, the work init can do is done, so no copy pays for it: the imports
-  and settings (with the stage's secret) at import (`LambdaHandler.prepare`), then here the
-  tokenizer, the tool schemas and the TLS contexts;
+  and settings (with the stage's secret), for the agents the tool schemas and the model
+  client's TLS context, at import (`LambdaHandler.prepare`), then here the tokenizer and the
+  standard library's TLS context;
 * **nothing connected is kept**: database connections, HTTP clients with open sockets (the
   model's, Realtime's, other functions'), kept SQS connections, the token verifier (its JWKS
   client) and MCP servers are closed and dropped — a socket restored into many copies would be
@@ -73,10 +74,6 @@ def before_snapshot(handler: Snapshotted) -> None:
         return
     if handler.agent is not None:
         services.tokens.count("Parley")  # loads the tokenizer (~0.5 s): budgets need it
-        services.tools.definitions()
-        from shared.tls import http_client_tls_context
-
-        http_client_tls_context()
     from shared.tls import tls_context
 
     tls_context()

@@ -3,15 +3,15 @@
 
 Two contexts, one per kind of client:
 
-* `tls_context` — for the connections Parley opens with the standard library (`http.client`,
-  `urllib`): SQS sends (`shared.queues.sqs_http`), Secrets Manager at init
-  (`shared.aws.secrets`), the fetch of a project's signing keys (`shared.auth`). Importing
-  nothing but `ssl`, it keeps the chat function's send path free of any HTTP library.
+* `tls_context` — for the connections Parley opens with the standard library: over
+  `http.client` (`shared.aws.stdlib_http`), SQS sends, Secrets Manager at init and the
+  credentials endpoint; over `urllib`, the fetch of a project's signing keys (`shared.auth`).
+  Importing nothing but `ssl`, it keeps the chat function's send path free of any HTTP library.
 * `http_client_tls_context` — for every `httpx2` client: the model client's
-  (`shared.llm._openai_wire.model_tls_context` returns this one), Realtime broadcasts and
-  calls to other functions (`Services.http`). httpx2's own defaults: `SSL_CERT_FILE` /
-  `SSL_CERT_DIR`, else the system's certificates (the platform's trust store on macOS and
-  Windows). Sharing it means the CA certificates are loaded once for all of them.
+  (`shared.llm._openai_wire.build_client`), Realtime broadcasts and calls to other functions
+  (`Services.http`). httpx2's own defaults: `SSL_CERT_FILE` / `SSL_CERT_DIR`, else the
+  system's certificates (the platform's trust store on macOS and Windows). Sharing it means
+  the CA certificates are loaded once for all of them.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 WEB = Path(__file__).resolve().parent
 VENDOR = WEB / "public" / "vendor"
@@ -100,13 +101,15 @@ def npm_problems() -> list[str]:
     return found
 
 
-def vendor_client() -> None:
-    """Copy @parley/client's modules and record them in the manifest (no npm needed)."""
+def vendor_client(manifest: dict[str, Any] | None = None) -> None:
+    """Copy @parley/client's modules and record them in the manifest (no npm needed): in
+    `manifest` when given (what `build()` vendored), else in the one on disk."""
     target = VENDOR / CLIENT_DIR
     if target.exists():
         shutil.rmtree(target)
     version = json.loads((CLIENT / "package.json").read_text())["version"]
-    manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {"files": {}}
+    if manifest is None:
+        manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {"files": {}}
     files = {k: v for k, v in manifest["files"].items() if not k.startswith(f"{CLIENT_DIR}/")}
     for name in CLIENT_FILES:
         (target / name).parent.mkdir(parents=True, exist_ok=True)
@@ -137,32 +140,40 @@ def build() -> None:
     for package in sorted({package for package, _ in FILES.values()}):
         licence = modules / package / "LICENSE"
         shutil.copyfile(licence, VENDOR / "licenses" / f"{package.replace('/', '__')}.txt")
-    manifest = {"lock_sha256": sha256(LOCK), "files": files}
-    MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
     print(f"web/build.py: vendored {len(files)} files into {VENDOR.relative_to(WEB.parent)}")
-    vendor_client()
+    vendor_client({"lock_sha256": sha256(LOCK), "files": files})
+
+
+def refresh_if_stale() -> None:
+    """`--if-stale`: rebuild if the npm files are stale and npm is installed (that copies the
+    client too); otherwise re-copy the client if it changed, and say what is stale."""
+    npm = shutil.which("npm")
+    stale = npm_problems() if npm is not None else []
+    failed = None
+    if stale:
+        try:
+            build()
+            return
+        except subprocess.CalledProcessError as exc:
+            failed = exc.returncode
+    if client_problems():
+        vendor_client()
+    if failed is not None:
+        print(f"web/build.py: npm ci failed ({failed}); serving the committed files.",
+              file=sys.stderr)  # fmt: skip
+    elif npm is None and (stale := npm_problems()):
+        print(f"web/build.py: {stale[0]}; serving the committed files. Install Node.js 20+ "
+              "and run python3 web/build.py to rebuild.", file=sys.stderr)  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
     if argv == ["--check"]:
-        for problem in problems():
+        found = problems()
+        for problem in found:
             print(f"web/build.py: {problem}", file=sys.stderr)
-        return 1 if problems() else 0
+        return 1 if found else 0
     if argv == ["--if-stale"]:
-        if client_problems():
-            vendor_client()
-        stale = npm_problems()
-        if not stale:
-            return 0
-        if shutil.which("npm") is None:
-            print(f"web/build.py: {stale[0]}; serving the committed files. Install Node.js 20+ "
-                  "and run python3 web/build.py to rebuild.", file=sys.stderr)  # fmt: skip
-            return 0
-        try:
-            build()
-        except subprocess.CalledProcessError as exc:
-            print(f"web/build.py: npm ci failed ({exc.returncode}); serving the committed files.",
-                  file=sys.stderr)  # fmt: skip
+        refresh_if_stale()
         return 0
     if argv:
         print(__doc__)

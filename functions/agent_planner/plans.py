@@ -15,8 +15,11 @@ from shared.http import (
     CurrentUser,
     ServiceCaller,
     ServicesDep,
+    accepted,
+    accepted_response,
     function_url,
     problems,
+    respond_async,
 )
 from shared.models.turns import (
     ApprovalList,
@@ -29,7 +32,6 @@ from shared.models.turns import (
 )
 from shared.plan_views import plan_detail
 from shared.runs import resume_plan, run_plan_here, stream_plan_here
-from shared.sending import respond_async
 
 router = APIRouter(tags=["plans"])
 
@@ -66,18 +68,13 @@ async def list_approvals(plan_id: UUID, user: CurrentUser, services: ServicesDep
     return ApprovalList(approvals=[ApprovalOut.model_validate(a) for a in found])
 
 
-DECISION_ACCEPTED = {
-    "model": DecisionReply,
-    "description": "The decision is recorded and the plan handed on to resume (`Prefer: "
-    "respond-async`, or a deployment with queues): `plan.handed_off` is true and its status "
-    "as it stands; watch Realtime or `Location`.",
-    "headers": {
-        "Location": {"description": "The plan (`GET /plans/{id}`).", "required": True,
-                     "schema": {"type": "string", "format": "uri-reference"}},
-        "Preference-Applied": {"description": "`respond-async` when it was asked for.",
-                               "schema": {"type": "string", "enum": ["respond-async"]}},
-    },
-}  # fmt: skip
+DECISION_ACCEPTED = accepted_response(
+    DecisionReply,
+    "The decision is recorded and the plan handed on to resume (`Prefer: respond-async`, or a "
+    "deployment with queues): `plan.handed_off` is true and its status as it stands; watch "
+    "Realtime or `Location`.",
+    location="The plan (`GET /plans/{id}`).",
+)
 
 
 @router.post(
@@ -109,10 +106,7 @@ async def decide_approval(
     )
     if not resumed.handed_off:
         return reply
-    headers = {"Location": f"{function_url(request)}/plans/{plan_id}"}
-    if asked:
-        headers["Preference-Applied"] = "respond-async"
-    return JSONResponse(reply.model_dump(mode="json"), status_code=202, headers=headers)
+    return accepted(reply, f"{function_url(request)}/plans/{plan_id}", preference_applied=asked)
 
 
 @router.post(

@@ -14,8 +14,11 @@ from shared.http import (
     PROBLEM_JSON,
     CurrentUser,
     ServicesDep,
+    accepted,
+    accepted_response,
     function_url,
     problems,
+    respond_async,
 )
 from shared.models.turns import ChatTurnAccepted, ChatTurnReply, ChatTurnRequest
 
@@ -36,23 +39,12 @@ ANSWERED = {
         "X-Parley-Message-Id": _uuid_header("The stored message (server-sent events only)."),
     },
 }
-ACCEPTED = {
-    "model": ChatTurnAccepted,
-    "description": "The message is stored and the turn handed to the planner; it runs on. "
-    "Also the answer to a resend of a turn still running elsewhere, whatever was asked.",
-    "headers": {
-        "Location": {
-            "description": "The plan: `GET /plans/{id}` on the agent_planner function "
-            "(`watch.plan`).",
-            "required": True,
-            "schema": {"type": "string", "format": "uri-reference"},
-        },
-        "Preference-Applied": {
-            "description": "`respond-async` when `Prefer: respond-async` was honoured.",
-            "schema": {"type": "string", "enum": ["respond-async"]},
-        },
-    },
-}
+ACCEPTED = accepted_response(
+    ChatTurnAccepted,
+    "The message is stored and the turn handed to the planner; it runs on. Also the answer "
+    "to a resend of a turn still running elsewhere, whatever was asked.",
+    location="The plan: `GET /plans/{id}` on the agent_planner function (`watch.plan`).",
+)
 CONFLICTS: dict[int | str, dict[str, Any]] = {
     409: {
         "description": "A turn of the session is still running or waits for the user "
@@ -96,14 +88,14 @@ async def post_chat(
     if answer == "wait":
         return await sending.send(services, user, body)
     if answer == "accept":
-        accepted = await sending.accept(services, user, body, chat_url=here)
-        asked = body.wait is None and sending.respond_async(prefer)
-        return _accepted(accepted, preference_applied=asked)
+        turn = await sending.accept(services, user, body, chat_url=here)
+        asked = body.wait is None and respond_async(prefer)
+        return accepted(turn, turn.watch.plan, preference_applied=asked)
     streamed = await sending.send_streaming(services, user, body, chat_url=here)
     if isinstance(streamed, ChatTurnReply):
         return streamed
     if isinstance(streamed, ChatTurnAccepted):
-        return _accepted(streamed, preference_applied=False)
+        return accepted(streamed, streamed.watch.plan, preference_applied=False)
     started = streamed.started
     headers = {
         "Cache-Control": "no-cache",
@@ -113,10 +105,3 @@ async def post_chat(
         "X-Parley-Message-Id": str(started.message_id),
     }
     return StreamingResponse(streamed.events, media_type="text/event-stream", headers=headers)
-
-
-def _accepted(accepted: ChatTurnAccepted, *, preference_applied: bool) -> JSONResponse:
-    headers = {"Location": accepted.watch.plan}
-    if preference_applied:
-        headers["Preference-Applied"] = "respond-async"
-    return JSONResponse(accepted.model_dump(mode="json"), status_code=202, headers=headers)

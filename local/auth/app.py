@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from local.auth.errors import AuthError, OAuthError, bad_request, error_response
+from local.auth.errors import AuthError, bad_request, error_response
 from local.auth.service import Auth, Caller
 
 MAX_BODY_BYTES = 1 << 20
@@ -61,7 +61,7 @@ def _endpoint(handler: Handler) -> Handler:
             return refused
         try:
             return await handler(request, auth)  # type: ignore[no-any-return]
-        except (AuthError, OAuthError) as error:
+        except AuthError as error:
             return error_response(request, error)
 
     return endpoint

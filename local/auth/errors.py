@@ -4,8 +4,7 @@
 2024-01-01 or later (supabase-js sends it) gets `{"code": <error_code>, "message": …}` and the
 version echoed back; any other gets the initial shape `{"code": <status>, "error_code": …,
 "msg": …}`. Both carry the `x-sb-error-code` header. A weak password adds `weak_password:
-{"reasons": [...]}`; OAuth-style errors (`internal/api/apierrors/apierrors.go`, `OAuthError`)
-are always `{"error": …, "error_description": …}` with status 400.
+{"reasons": [...]}`.
 """
 
 from __future__ import annotations
@@ -31,14 +30,6 @@ class AuthError(Exception):
         """The reasons of a `WeakPasswordError` (`length`, `characters`, `pwned`)."""
 
 
-class OAuthError(Exception):
-    """An `apierrors.OAuthError`: `{"error", "error_description"}`, always 400."""
-
-    def __init__(self, error: str, description: str) -> None:
-        super().__init__(description)
-        self.error, self.description = error, description
-
-
 def bad_request(code: str, message: str) -> AuthError:
     return AuthError(400, code, message)
 
@@ -55,10 +46,8 @@ def not_found(code: str, message: str) -> AuthError:
     return AuthError(404, code, message)
 
 
-def error_response(request: Request, error: AuthError | OAuthError) -> JSONResponse:
+def error_response(request: Request, error: AuthError) -> JSONResponse:
     """The response GoTrue sends for `error`, in the caller's API version."""
-    if isinstance(error, OAuthError):
-        return JSONResponse({"error": error.error, "error_description": error.description}, 400)
     headers = {"x-sb-error-code": error.code}
     body: dict[str, Any]
     if _api_2024(request):

@@ -59,13 +59,18 @@ class SigningKey:
         self.algorithm: Signing = signing
         self._secret = secret
         self._private: ec.EllipticCurvePrivateKey | None = None
+        self._public: ec.EllipticCurvePublicKey | None = None
         self.kid: str | None = None
+        self._jwks: dict[str, Any] = {"keys": []}
         if signing == "ES256":
             jwk = dict(private_jwk or _new_private_jwk())
             key = ECAlgorithm.from_jwk(json.dumps(jwk))
             if not isinstance(key, ec.EllipticCurvePrivateKey):
                 raise ValueError("the signing key file holds no EC private key")
-            self._private, self.kid = key, str(jwk["kid"])
+            self._private, self._public, self.kid = key, key.public_key(), str(jwk["kid"])
+            public = json.loads(ECAlgorithm.to_jwk(self._public))
+            self._jwks = {"keys": [{**public, "kid": self.kid, "alg": "ES256", "use": "sig",
+                                    "key_ops": ["verify"], "ext": True}]}  # fmt: skip
 
     @classmethod
     def load(cls, signing: Signing, *, secret: str, path: Path | None) -> SigningKey:
@@ -85,12 +90,20 @@ class SigningKey:
                           headers={"kid": self.kid})  # fmt: skip
 
     def jwks(self) -> dict[str, Any]:
-        """`{"keys": [...]}`: the public key with `kid`, `alg` and `use`, as GoTrue publishes it."""
-        if self._private is None:
-            return {"keys": []}
-        public = json.loads(ECAlgorithm.to_jwk(self._private.public_key()))
-        return {"keys": [{**public, "kid": self.kid, "alg": "ES256", "use": "sig",
-                          "key_ops": ["verify"], "ext": True}]}  # fmt: skip
+        """`{"keys": [...]}`: the public key with `kid`, `alg` and `use`, as GoTrue publishes it
+        (none for HS256)."""
+        return self._jwks
+
+    def verification_key(
+        self, algorithm: str, kid: object
+    ) -> str | ec.EllipticCurvePublicKey | None:
+        """The key that checks a token with this header's `alg` and `kid`: the JWT secret for
+        HS256, the public key for ES256 with this key's id; None for any other."""
+        if algorithm == "HS256":
+            return self._secret
+        if algorithm == "ES256" and self._public is not None and kid == self.kid:
+            return self._public
+        return None
 
 
 def _new_private_jwk() -> dict[str, Any]:
@@ -109,9 +122,10 @@ class ApiKeys:
 
     @classmethod
     def derive(cls, jwt_secret: str) -> ApiKeys:
-        """The project's keys, the same on every start for one JWT secret: opaque keys derived
-        from it (HMAC-SHA256; no more secret than the JWT secret, which already signs the
-        service_role key), and legacy JWT keys signed with it (valid ten years)."""
+        """The project's keys for one JWT secret: opaque keys derived from it, the same on
+        every start (HMAC-SHA256; no more secret than the JWT secret, which already signs the
+        service_role key), and legacy JWT keys signed with it, minted anew at each start
+        (`iat` is now; valid ten years, so an earlier start's still verify)."""
 
         def opaque(kind: str) -> str:
             digest = hmac.new(jwt_secret.encode(), f"parley {kind} key".encode(), "sha256")

@@ -19,20 +19,18 @@ from uuid import UUID, uuid4
 
 import bcrypt
 import jwt
-from psycopg.rows import dict_row
-from psycopg_pool import AsyncConnectionPool
 
 from local.auth import store
 from local.auth.config import AuthConfig
 from local.auth.errors import (
     AuthError,
-    OAuthError,
     bad_request,
     forbidden,
     not_found,
     unprocessable,
 )
 from local.auth.keys import SigningKey
+from shared.db.database import Connection, Database
 
 Claims = dict[str, Any]
 AUD = "authenticated"
@@ -45,7 +43,7 @@ BCRYPT_COST = 10
 """GoTrue hashes with `bcrypt.DefaultCost` (`internal/crypto/password.go`)."""
 INVALID_LOGIN = "Invalid login credentials"
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-_LEGACY_REFRESH_TOKEN = re.compile(r"^[a-z0-9]{12}$")
+_LEGACY_REFRESH_TOKEN = re.compile(r"[a-z0-9]{12}")
 _INSTALL = Path(__file__).with_name("schema.sql")
 
 
@@ -67,29 +65,15 @@ class Auth:
         )
         self.issuer = "http://127.0.0.1/auth/v1"
         """The `iss` of its tokens: `{project URL}/auth/v1`, set once the URL is known."""
-        self._pool: AsyncConnectionPool[Any] | None = None
+        self.db = Database(config.database_url, max_size=3)
 
     async def start(self) -> None:
         """Open the database and install what GoTrue's schema adds to Parley's `auth.users`."""
-        pool = AsyncConnectionPool(
-            self.config.database_url, min_size=1, max_size=3, open=False,
-            kwargs={"autocommit": True, "row_factory": dict_row, "prepare_threshold": None},
-        )  # fmt: skip
-        await pool.open()
-        self._pool = pool
-        async with pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             await conn.execute(_INSTALL.read_text())
 
     async def stop(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
-
-    @property
-    def pool(self) -> AsyncConnectionPool[Any]:
-        if self._pool is None:
-            raise RuntimeError("the Auth twin is not started")
-        return self._pool
+        await self.db.close()
 
     # -- sign-up and grants -------------------------------------------------------------------
 
@@ -116,13 +100,13 @@ class Auth:
         email = validate_email(email)
         data = params.get("data")
         data = dict(data) if isinstance(data, dict) else {}
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             existing = await store.user_by_email(conn, email, AUD)
             if existing is not None and existing["email_confirmed_at"] is not None:
                 # With autoconfirm GoTrue says so (otherwise it would answer a fake user).
                 raise unprocessable("user_already_exists", "User already registered")
         password_hash = await hash_password(password)
-        async with self.pool.connection() as conn, conn.transaction():
+        async with self.db.service() as conn:
             user_id = await self._create_user(conn, email, password_hash, data, role=AUD)
             await store.confirm_email(conn, user_id)
             return await self._issue_session(conn, user_id, "password", caller)
@@ -150,7 +134,7 @@ class Auth:
             raise unprocessable("phone_provider_disabled", "Phone logins are disabled")
         if not email:
             raise bad_request("validation_failed", "missing email or phone")
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             user = await store.user_by_email(conn, email, AUD)
         if user is None or not user["encrypted_password"]:
             raise bad_request("invalid_credentials", INVALID_LOGIN)
@@ -166,7 +150,7 @@ class Auth:
                 weak = {"message": exc.message, "reasons": exc.weak_password}
         if user["email_confirmed_at"] is None:
             raise bad_request("email_not_confirmed", "Email not confirmed")
-        async with self.pool.connection() as conn, conn.transaction():
+        async with self.db.service() as conn:
             response = await self._issue_session(conn, user["id"], "password", caller)
         if weak is not None:
             response["weak_password"] = weak
@@ -177,16 +161,12 @@ class Auth:
         # internal/tokens/service.go (Service.RefreshTokenGrant), refresh tokens of algorithm v1
         # (the refresh_tokens table), rotation on, reuse detection with the reuse interval.
         token = _text(params, "refresh_token")
-        if len(token) < 12 or len(token) > 12 or not _LEGACY_REFRESH_TOKEN.match(token):
+        if not _LEGACY_REFRESH_TOKEN.fullmatch(token):
             raise bad_request("validation_failed", "Refresh token is not valid")
-        async with self.pool.connection() as conn, conn.transaction():
+        async with self.db.service() as conn:
             row = await store.refresh_token(conn, token, for_update=True)
-            if row is None:
-                raise bad_request(
-                    "refresh_token_not_found", "Invalid Refresh Token: Refresh Token Not Found"
-                )
-            user = await store.user_by_id(conn, UUID(row["user_id"]))
-            if user is None:
+            user = await store.user_by_id(conn, UUID(row["user_id"])) if row is not None else None
+            if row is None or user is None:
                 raise bad_request(
                     "refresh_token_not_found", "Invalid Refresh Token: Refresh Token Not Found"
                 )
@@ -221,11 +201,11 @@ class Auth:
                 )
             if not reused:
                 await store.touch_session(conn, session_id, caller.user_agent, caller.ip)
-                return await self._token_response(conn, user["id"], session_id, issued)
+                return await self._token_response(conn, user, session_id, issued)
         raise bad_request("refresh_token_already_used", "Invalid Refresh Token: Already Used")
 
     async def _issue_session(
-        self, conn: store.Conn, user_id: UUID, method: str, caller: Caller
+        self, conn: Connection, user_id: UUID, method: str, caller: Caller
     ) -> dict[str, Any]:
         """`IssueRefreshToken` (`internal/tokens/service.go`): a session, its first refresh
         token, and an access token for it."""
@@ -235,18 +215,19 @@ class Auth:
         token = await store.insert_refresh_token(
             conn, user_id=user_id, session_id=session_id, parent=None
         )
-        return await self._token_response(conn, user_id, session_id, token)
+        user = await store.user_by_id(conn, user_id)  # with the sign-in time the session set
+        assert user is not None
+        return await self._token_response(conn, user, session_id, token)
 
     async def _token_response(
-        self, conn: store.Conn, user_id: UUID, session_id: UUID, refresh_token: str
+        self, conn: Connection, user: Mapping[str, Any], session_id: UUID, refresh_token: str
     ) -> dict[str, Any]:
-        """`AccessTokenResponse`, with the claims of `GenerateAccessToken`."""
-        user = await store.user_by_id(conn, user_id)
-        assert user is not None
+        """`AccessTokenResponse` for `user` (as it is now), with the claims of
+        `GenerateAccessToken`."""
         now = int(time.time())
         expires_at = now + self.config.jwt_exp
         claims = {
-            "iss": self.issuer, "sub": str(user_id), "aud": user["aud"] or AUD,
+            "iss": self.issuer, "sub": str(user["id"]), "aud": user["aud"] or AUD,
             "exp": expires_at, "iat": now, "email": user["email"] or "",
             "phone": user["phone"] or "", "app_metadata": user["raw_app_meta_data"] or {},
             "user_metadata": user["raw_user_meta_data"] or {}, "role": user["role"] or AUD,
@@ -276,7 +257,7 @@ class Auth:
             user_id = UUID(str(subject))
         except ValueError:
             raise bad_request("bad_jwt", "invalid claim: sub claim must be a UUID") from None
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             user = await store.user_by_id(conn, user_id)
             if user is None:
                 raise forbidden("user_not_found", "User from sub claim in JWT does not exist")
@@ -305,12 +286,9 @@ class Auth:
         token = match.group(1)
         try:
             header = jwt.get_unverified_header(token)
-            algorithm = header.get("alg")
-            if algorithm == "HS256":
-                key: Any = self.config.jwt_secret
-            elif algorithm == "ES256" and header.get("kid") == self.signing.kid:
-                key = jwt.PyJWK(self.signing.jwks()["keys"][0]).key
-            else:
+            algorithm = str(header.get("alg"))
+            key = self.signing.verification_key(algorithm, header.get("kid"))
+            if key is None:
                 raise jwt.InvalidTokenError(
                     f"unrecognized JWT kid {header.get('kid')} for algorithm {algorithm}"
                 )
@@ -336,7 +314,7 @@ class Auth:
         first = audience[0] if isinstance(audience, list) and audience else audience
         if first != AUD:
             raise bad_request("validation_failed", "Token audience doesn't match request audience")
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             return await self.user_json(conn, user)
 
     async def logout(self, authorization: str | None, scope: str | None) -> None:
@@ -345,7 +323,7 @@ class Auth:
         if scope not in (None, "", "global", "local", "others"):
             raise bad_request("validation_failed", f'Unsupported logout scope "{scope}"')
         session_id = claims.get("session_id")
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             if session_id and scope == "local":
                 await store.delete_sessions(conn, user["id"], only=UUID(session_id))
             elif session_id and scope == "others":
@@ -372,7 +350,7 @@ class Auth:
         except ValueError as exc:
             raise bad_request("validation_failed", f"Bad Pagination Parameters: {exc}") from None
         number, size = max(number, 1), max(size, 1)
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             rows, total = await store.list_users(conn, AUD, page=number, per_page=size)
             users = [await self.user_json(conn, row) for row in rows]
         return {"users": users, "aud": AUD}, total
@@ -396,7 +374,7 @@ class Auth:
         user_id = _admin_id(params.get("id"))
         data = params.get("user_metadata")
         password_hash = await hash_password(password)
-        async with self.pool.connection() as conn, conn.transaction():
+        async with self.db.service() as conn:
             if await store.email_taken(conn, email):
                 raise unprocessable(
                     "email_exists", "A user with this email address has already been registered"
@@ -416,13 +394,13 @@ class Auth:
 
     async def admin_get(self, user_id: str) -> dict[str, Any]:
         """`GET /admin/users/{id}` (`adminUserGet`, after `loadUser`)."""
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             return await self.user_json(conn, await self._load_user(conn, user_id))
 
     async def admin_update(self, user_id: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """`PUT /admin/users/{id}` (`adminUserUpdate`): password (strength checked), email,
         `email_confirm`, role, metadata (merged), `ban_duration`."""
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             user = await self._load_user(conn, user_id)
         email = _text(params, "email")
         if email:
@@ -432,15 +410,18 @@ class Auth:
         if isinstance(password, str):
             self.check_password_strength(password)
             password_hash = await hash_password(password)
-        async with self.pool.connection() as conn, conn.transaction():
-            if _text(params, "role"):
-                await store.update_user(conn, user["id"], role=_text(params, "role"))
+        columns: dict[str, Any] = {}
+        if role := _text(params, "role"):
+            columns["role"] = role
+        if password_hash is not None:
+            columns["encrypted_password"] = password_hash
+        if email:
+            columns["email"] = email
+        async with self.db.service() as conn:
+            if columns:
+                await store.update_user(conn, user["id"], **columns)
             if params.get("email_confirm") is True:
                 await store.confirm_email(conn, user["id"])
-            if password_hash is not None:
-                await store.update_user(conn, user["id"], encrypted_password=password_hash)
-            if email:
-                await store.update_user(conn, user["id"], email=email)
             for key, column in (("app_metadata", "raw_app_meta_data"),
                                 ("user_metadata", "raw_user_meta_data")):  # fmt: skip
                 if isinstance(params.get(key), dict):
@@ -452,7 +433,7 @@ class Auth:
         """`DELETE /admin/users/{id}` (`adminUserDelete`), a hard delete: identities, sessions
         (and Parley's rows: their foreign keys cascade) go with the user; a row that refers to
         the user without cascading makes it fail as GoTrue's ("Database error deleting user")."""
-        async with self.pool.connection() as conn:
+        async with self.db.autocommit() as conn:
             user = await self._load_user(conn, user_id)
             try:
                 await conn.execute("DELETE FROM auth.users WHERE id = %s", (user["id"],))
@@ -465,7 +446,7 @@ class Auth:
         """The local stack's demo user: created (or completed, if a plain row exists) confirmed,
         with this password and app metadata."""
         password_hash = await hash_password(password)
-        async with self.pool.connection() as conn, conn.transaction():
+        async with self.db.service() as conn:
             existing = await store.user_by_id(conn, user_id)
             if existing is None:
                 await self._create_user(conn, email, password_hash, {}, role=AUD, user_id=user_id)
@@ -505,7 +486,7 @@ class Auth:
             )  # fmt: skip
 
     async def _create_user(
-        self, conn: store.Conn, email: str, password_hash: str, data: Mapping[str, Any], *,
+        self, conn: Connection, email: str, password_hash: str, data: Mapping[str, Any], *,
         role: str, user_id: UUID | None = None, identity_metadata: bool = True,
     ) -> UUID:  # fmt: skip
         """`signupNewUser` / `adminUserCreate`'s insert, with the email identity
@@ -522,7 +503,7 @@ class Auth:
         await store.insert_identity(conn, user_id=user_id, provider="email", identity_data=identity)
         return user_id
 
-    async def _load_user(self, conn: store.Conn, user_id: str) -> dict[str, Any]:
+    async def _load_user(self, conn: Connection, user_id: str) -> dict[str, Any]:
         """`loadUser` (`internal/api/admin.go`)."""
         try:
             key = UUID(user_id)
@@ -533,7 +514,7 @@ class Auth:
             raise not_found("user_not_found", "User not found")
         return user
 
-    async def _ban(self, conn: store.Conn, user_id: UUID, duration: Any) -> None:
+    async def _ban(self, conn: Connection, user_id: UUID, duration: Any) -> None:
         if not isinstance(duration, str) or not duration:
             return
         if duration == "none":
@@ -549,12 +530,12 @@ class Auth:
             conn, user_id, banned_until=store.now() + timedelta(seconds=seconds)
         )
 
-    async def _user_json_by_id(self, conn: store.Conn, user_id: UUID) -> dict[str, Any]:
+    async def _user_json_by_id(self, conn: Connection, user_id: UUID) -> dict[str, Any]:
         user = await store.user_by_id(conn, user_id)
         assert user is not None
         return await self.user_json(conn, user)
 
-    async def user_json(self, conn: store.Conn, user: Mapping[str, Any]) -> dict[str, Any]:
+    async def user_json(self, conn: Connection, user: Mapping[str, Any]) -> dict[str, Any]:
         """`models.User` as GoTrue serialises it (`internal/models/user.go`): `omitempty` fields
         only when set, `phone` always (empty when unset), the identities
         (`internal/models/identity.go`)."""
@@ -671,4 +652,4 @@ def _maybe(body: dict[str, Any], key: str, value: datetime | None) -> None:
         body[key] = _time(value)
 
 
-__all__ = ["Auth", "AuthError", "Caller", "OAuthError"]
+__all__ = ["Auth", "AuthError", "Caller"]

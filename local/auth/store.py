@@ -16,11 +16,10 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID, uuid4
 
-from psycopg import AsyncConnection
-from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
-Conn = AsyncConnection[DictRow]
+from shared.db.database import Connection
+
 Row = dict[str, Any]
 
 USER_COLUMNS = """id, aud, role, email, encrypted_password, email_confirmed_at, invited_at,
@@ -38,12 +37,12 @@ def refresh_token_value() -> str:
     return base64.b32encode(secrets.token_bytes(8)).decode().lower()[:12]
 
 
-async def user_by_id(conn: Conn, user_id: UUID) -> Row | None:
+async def user_by_id(conn: Connection, user_id: UUID) -> Row | None:
     cur = await conn.execute(f"SELECT {USER_COLUMNS} FROM auth.users WHERE id = %s", (user_id,))
     return await cur.fetchone()
 
 
-async def user_by_email(conn: Conn, email: str, aud: str) -> Row | None:
+async def user_by_email(conn: Connection, email: str, aud: str) -> Row | None:
     cur = await conn.execute(
         f"SELECT {USER_COLUMNS} FROM auth.users WHERE instance_id IS NULL "
         "AND lower(email) = lower(%s) AND aud = %s AND is_sso_user = false",
@@ -52,7 +51,7 @@ async def user_by_email(conn: Conn, email: str, aud: str) -> Row | None:
     return await cur.fetchone()
 
 
-async def email_taken(conn: Conn, email: str) -> bool:
+async def email_taken(conn: Connection, email: str) -> bool:
     cur = await conn.execute(
         "SELECT 1 FROM auth.users WHERE lower(email) = lower(%s) AND is_sso_user = false",
         (email,),
@@ -61,7 +60,7 @@ async def email_taken(conn: Conn, email: str) -> bool:
 
 
 async def insert_user(
-    conn: Conn, *, user_id: UUID, email: str, password_hash: str, aud: str, role: str,
+    conn: Connection, *, user_id: UUID, email: str, password_hash: str, aud: str, role: str,
     app_metadata: Mapping[str, Any], user_metadata: Mapping[str, Any],
 ) -> None:  # fmt: skip
     at = now()
@@ -74,7 +73,7 @@ async def insert_user(
 
 
 async def insert_identity(
-    conn: Conn, *, user_id: UUID, provider: str, identity_data: Mapping[str, Any]
+    conn: Connection, *, user_id: UUID, provider: str, identity_data: Mapping[str, Any]
 ) -> None:
     at = now()
     await conn.execute(
@@ -85,7 +84,7 @@ async def insert_identity(
     )  # fmt: skip
 
 
-async def identities(conn: Conn, user_id: UUID) -> list[Row]:
+async def identities(conn: Connection, user_id: UUID) -> list[Row]:
     cur = await conn.execute(
         "SELECT id, provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, "
         "updated_at, email FROM auth.identities WHERE user_id = %s ORDER BY created_at",
@@ -94,7 +93,7 @@ async def identities(conn: Conn, user_id: UUID) -> list[Row]:
     return await cur.fetchall()
 
 
-async def confirm_email(conn: Conn, user_id: UUID) -> None:
+async def confirm_email(conn: Connection, user_id: UUID) -> None:
     """`User.Confirm`: the email confirmed now, and `email_verified: true` in the metadata."""
     await conn.execute(
         "UPDATE auth.users SET email_confirmed_at = now(), updated_at = now(), "
@@ -110,7 +109,7 @@ async def confirm_email(conn: Conn, user_id: UUID) -> None:
 
 
 async def merge_metadata(
-    conn: Conn, user_id: UUID, column: str, changes: Mapping[str, Any]
+    conn: Connection, user_id: UUID, column: str, changes: Mapping[str, Any]
 ) -> None:
     """`UpdateUserMetaData` / `UpdateAppMetaData`: keys set, a null value removing its key."""
     assert column in ("raw_user_meta_data", "raw_app_meta_data")
@@ -123,7 +122,7 @@ async def merge_metadata(
     )
 
 
-async def update_user(conn: Conn, user_id: UUID, **columns: Any) -> None:
+async def update_user(conn: Connection, user_id: UUID, **columns: Any) -> None:
     """Set plain columns (`encrypted_password`, `email`, `role`, `banned_until`)."""
     assignments = ", ".join(f"{name} = %({name})s" for name in columns)
     await conn.execute(
@@ -133,7 +132,7 @@ async def update_user(conn: Conn, user_id: UUID, **columns: Any) -> None:
 
 
 async def create_session(
-    conn: Conn, *, user_id: UUID, method: str, user_agent: str | None, ip: str | None
+    conn: Connection, *, user_id: UUID, method: str, user_agent: str | None, ip: str | None
 ) -> UUID:
     """A session, its first AMR claim (`AddClaimToSession`), and the user's `last_sign_in_at`."""
     session_id, at = uuid4(), now()
@@ -151,7 +150,7 @@ async def create_session(
     return session_id
 
 
-async def session(conn: Conn, session_id: UUID) -> Row | None:
+async def session(conn: Connection, session_id: UUID) -> Row | None:
     cur = await conn.execute(
         "SELECT id, user_id, created_at, not_after FROM auth.sessions WHERE id = %s",
         (session_id,),
@@ -159,7 +158,7 @@ async def session(conn: Conn, session_id: UUID) -> Row | None:
     return await cur.fetchone()
 
 
-async def amr(conn: Conn, session_id: UUID) -> list[dict[str, Any]]:
+async def amr(conn: Connection, session_id: UUID) -> list[dict[str, Any]]:
     cur = await conn.execute(
         "SELECT authentication_method, updated_at FROM auth.mfa_amr_claims "
         "WHERE session_id = %s ORDER BY updated_at DESC",
@@ -172,7 +171,7 @@ async def amr(conn: Conn, session_id: UUID) -> list[dict[str, Any]]:
 
 
 async def insert_refresh_token(
-    conn: Conn, *, user_id: UUID, session_id: UUID, parent: str | None
+    conn: Connection, *, user_id: UUID, session_id: UUID, parent: str | None
 ) -> str:
     token, at = refresh_token_value(), now()
     await conn.execute(
@@ -183,7 +182,7 @@ async def insert_refresh_token(
     return token
 
 
-async def refresh_token(conn: Conn, token: str, *, for_update: bool = False) -> Row | None:
+async def refresh_token(conn: Connection, token: str, *, for_update: bool = False) -> Row | None:
     """`FindUserWithRefreshToken`'s token row (revoked ones too)."""
     lock = " FOR UPDATE" if for_update else ""
     cur = await conn.execute(
@@ -194,7 +193,7 @@ async def refresh_token(conn: Conn, token: str, *, for_update: bool = False) -> 
     return await cur.fetchone()
 
 
-async def active_refresh_token(conn: Conn, session_id: UUID) -> Row | None:
+async def active_refresh_token(conn: Connection, session_id: UUID) -> Row | None:
     """`FindCurrentlyActiveRefreshToken`: the session's newest token not revoked."""
     cur = await conn.execute(
         "SELECT id, token, parent FROM auth.refresh_tokens WHERE session_id = %s "
@@ -204,14 +203,14 @@ async def active_refresh_token(conn: Conn, session_id: UUID) -> Row | None:
     return await cur.fetchone()
 
 
-async def revoke(conn: Conn, token_id: int) -> None:
+async def revoke(conn: Connection, token_id: int) -> None:
     await conn.execute(
         "UPDATE auth.refresh_tokens SET revoked = true, updated_at = now() WHERE id = %s",
         (token_id,),
     )
 
 
-async def revoke_session_tokens(conn: Conn, session_id: UUID) -> None:
+async def revoke_session_tokens(conn: Connection, session_id: UUID) -> None:
     """`RevokeTokenFamily` for a token with a session: every live token of the session."""
     await conn.execute(
         "UPDATE auth.refresh_tokens SET revoked = true, updated_at = now() "
@@ -221,7 +220,7 @@ async def revoke_session_tokens(conn: Conn, session_id: UUID) -> None:
 
 
 async def touch_session(
-    conn: Conn, session_id: UUID, user_agent: str | None, ip: str | None
+    conn: Connection, session_id: UUID, user_agent: str | None, ip: str | None
 ) -> None:
     await conn.execute(
         "UPDATE auth.sessions SET refreshed_at = now() AT TIME ZONE 'utc', updated_at = now(), "
@@ -231,7 +230,7 @@ async def touch_session(
 
 
 async def delete_sessions(
-    conn: Conn, user_id: UUID, *, only: UUID | None = None, keep: UUID | None = None
+    conn: Connection, user_id: UUID, *, only: UUID | None = None, keep: UUID | None = None
 ) -> None:
     """`Logout` (every session), `LogoutSession` (`only`), `LogoutAllExceptMe` (`keep`); their
     refresh tokens and AMR claims go with them (foreign keys, on delete cascade)."""
@@ -245,7 +244,9 @@ async def delete_sessions(
         await conn.execute("DELETE FROM auth.sessions WHERE user_id = %s", (user_id,))
 
 
-async def list_users(conn: Conn, aud: str, *, page: int, per_page: int) -> tuple[list[Row], int]:
+async def list_users(
+    conn: Connection, aud: str, *, page: int, per_page: int
+) -> tuple[list[Row], int]:
     cur = await conn.execute(
         "SELECT count(*) AS n FROM auth.users WHERE instance_id IS NULL AND aud = %s", (aud,)
     )

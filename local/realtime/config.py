@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from local.realtime.plans import PAYLOAD_PADDING_BYTES, PLANS
+from local.realtime.plans import PLANS, Plan
 from shared.errors import ConfigurationError
 from shared.settings import LOCAL_JWT_SECRET, Settings
+
+_FREE = PLANS["free"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +39,7 @@ class RealtimeConfig:
     """How often the capture triggers are re-synced with the publication's tables."""
     max_record_bytes: int = 1024 * 1024
     """Changes larger than this arrive with `Error 413` and only their small fields."""
-    max_payload_bytes: int = PLANS["free"].max_payload_bytes
+    max_payload_bytes: int = _FREE.max_payload_bytes
     """Largest broadcast or presence payload (hosted Free plan: 256 kB, plus 500 bytes)."""
     max_frame_bytes: int = 5 * 1024 * 1024
     idle_timeout: float = 60.0
@@ -46,15 +48,15 @@ class RealtimeConfig:
     """Channel tokens are re-checked this often (and when they expire)."""
 
     # Limits, in the hosted server's words; the defaults are the Free plan's (`plans.PLANS`).
-    max_concurrent_users: int = 200
+    max_concurrent_users: int = _FREE.max_concurrent_users
     """Sockets with a joined channel at once; beyond: `ConnectionRateLimitReached`."""
-    max_events_per_second: int = 100
+    max_events_per_second: int = _FREE.max_events_per_second
     """Broadcasts per second (sent, and delivered to each channel), averaged like hosted."""
-    max_joins_per_second: int = 100
+    max_joins_per_second: int = _FREE.max_joins_per_second
     """Channel joins per second; beyond: `ClientJoinRateLimitReached` and a disconnect."""
-    max_channels_per_client: int = 100
+    max_channels_per_client: int = _FREE.max_channels_per_client
     """Channels one socket may have joined; beyond: `ChannelRateLimitReached`."""
-    max_presence_events_per_second: int = 20
+    max_presence_events_per_second: int = _FREE.max_presence_events_per_second
     """Presence tracks and deliveries per second (hosted Free plan: 20)."""
     client_presence_max_calls: int = 5
     client_presence_window: float = 30.0
@@ -78,20 +80,10 @@ class RealtimeConfig:
                 "or pass --database-url postgresql://…"
             )
         secret = settings.supabase_jwt_secret
-        limits = PLANS[settings.realtime_plan].config()
-        for name, value in (
-            ("max_concurrent_users", settings.realtime_max_concurrent_users),
-            ("max_events_per_second", settings.realtime_max_events_per_second),
-            ("max_joins_per_second", settings.realtime_max_joins_per_second),
-            ("max_channels_per_client", settings.realtime_max_channels_per_client),
-            ("max_presence_events_per_second", settings.realtime_max_presence_events_per_second),
-        ):
-            if value is not None:
-                limits[name] = value
-        if settings.realtime_max_payload_kb is not None:
-            limits["max_payload_bytes"] = (
-                settings.realtime_max_payload_kb * 1000 + PAYLOAD_PADDING_BYTES
-            )
+        plan = replace(PLANS[settings.realtime_plan], **{
+            plan_field.name: value for plan_field in fields(Plan)
+            if (value := getattr(settings, f"realtime_{plan_field.name}")) is not None
+        })  # fmt: skip
         config = cls(
             database_url=settings.database_url or "",
             jwt_secret=secret.get_secret_value() if secret else LOCAL_JWT_SECRET,
@@ -106,7 +98,7 @@ class RealtimeConfig:
             client_presence_max_calls=settings.realtime_client_presence_max_calls,
             client_presence_window=settings.realtime_client_presence_window_ms / 1000,
         )
-        return replace(config, **{**limits, **overrides})
+        return replace(config, **{**plan.config(), **overrides})
 
 
 def _opaque_keys(settings: Settings) -> dict[str, str]:

@@ -20,7 +20,8 @@ PAYLOAD_PADDING_BYTES = 500
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """One plan's limits, in `RealtimeConfig`'s terms."""
+    """One plan's limits, in `RealtimeConfig`'s terms; the setting `realtime_<field>` (e.g.
+    `REALTIME_MAX_PAYLOAD_KB`) overrides a field (`RealtimeConfig.from_settings`)."""
 
     max_concurrent_users: int
     max_events_per_second: int

@@ -26,6 +26,7 @@ from local.realtime.app import create_app
 from local.realtime.config import RealtimeConfig
 from local.realtime.engine import Realtime
 from local.realtime.logs import redact_uvicorn_logs
+from local.serving import listen
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class RealtimeServer:
     async def start(self) -> Self:
         """Start the engine (database, capture, LISTEN), then listen for clients."""
         redact_uvicorn_logs()
-        sock = _bind(self.config.host, self.config.port)
+        sock = listen(self.config.host, self.config.port)
         self.port = sock.getsockname()[1]
         if self.config.jwks_url and self.config.jwks_url.startswith("/"):
             # A path: the keys are published on this server (Auth mounted beside Realtime).
@@ -126,17 +127,3 @@ class RealtimeServer:
             access_log=False,
             timeout_graceful_shutdown=5,
         )
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    sock.setblocking(False)
-    return sock

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-TERMINAL: frozenset[PlanStatus] = frozenset({"completed", "failed", "cancelled"})
+TERMINAL: frozenset[PlanStatus] = frozenset(plans.TERMINAL_PLAN)
 NOT_CONFIGURED = (
     "Parley cannot answer yet: no language model is configured. An operator finds what to set "
     "in the server's log; your message is saved."

@@ -9,7 +9,8 @@ A Lambda function finds its execution role's credentials one of two ways:
   a function with SnapStart, whose snapshot must not hold credentials that expire while it
   waits to be restored. The endpoint answers `{"AccessKeyId", "SecretAccessKey", "Token",
   "Expiration"}`; the credentials are fetched when first needed and again before they expire
-  (`REFRESH_SECONDS`), and `forget()` drops them after a restore (`shared.snapstart`).
+  (`REFRESH_SECONDS`). After a restore none cached before the snapshot is used: the hooks
+  (`shared.snapstart`) drop the queue sender, and with it its `ContainerCredentials`.
 
 Which way, and in that order, is botocore's (`EnvProvider` before `ContainerProvider`,
 botocore/credentials.py), and so is what the endpoint may be: HTTPS, a loopback address, or
@@ -56,7 +57,7 @@ class CredentialSource(Protocol):
         ...
 
     def forget(self) -> None:
-        """Drop what is cached (after a SnapStart restore: it may have expired meanwhile)."""
+        """Drop what is cached: the next `current()` reads the credentials afresh."""
         ...
 
 
@@ -172,23 +173,6 @@ def check_endpoint(uri: str) -> None:
 
 def http_get(url: str, headers: Mapping[str, str], timeout: float) -> tuple[int, bytes]:
     """GET over `http.client` (the endpoint is local: no proxy, the process's TLS settings)."""
-    from http.client import HTTPConnection, HTTPSConnection
+    from shared.aws.stdlib_http import exchange
 
-    from shared.tls import tls_context
-
-    parts = urlsplit(url)
-    connection: HTTPConnection
-    if parts.scheme == "https":
-        connection = HTTPSConnection(
-            parts.hostname or "", parts.port, timeout=timeout, context=tls_context()
-        )
-    else:
-        connection = HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
-    path = parts.path or "/"
-    try:
-        connection.request("GET", f"{path}?{parts.query}" if parts.query else path,
-                           headers=dict(headers))  # fmt: skip
-        response = connection.getresponse()
-        return response.status, response.read()
-    finally:
-        connection.close()
+    return exchange("GET", url, headers, None, timeout)

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from functools import lru_cache
-from http.client import HTTPConnection, HTTPException, HTTPSConnection
+from http.client import HTTPException
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -118,7 +118,7 @@ def read_secret(
                 return secret
             code = str(found.get("__type", f"HTTP{status}")).rsplit("#", 1)[-1]
             message = str(found.get("message") or found.get("Message") or "")
-            failure = _redacted(f"{code}: {message}" if message else code, credentials)
+            failure = credentials.redact(f"{code}: {message}" if message else code)[:300]
             retry = status >= 500 or code in RETRIED
         if not retry or attempt == ATTEMPTS:
             break
@@ -127,26 +127,16 @@ def read_secret(
 
 
 def _post(endpoint: str, body: bytes, credentials: Credentials) -> tuple[int, bytes]:
+    """One request on a connection of its own: nothing is kept open (nor survives a snapshot)."""
     from shared.aws.sigv4 import host_of, sign
-    from shared.tls import tls_context
+    from shared.aws.stdlib_http import exchange
 
     parts = urlsplit(endpoint)
     url = f"{parts.scheme}://{parts.netloc}/"
     headers = {"Host": host_of(url), "Content-Type": CONTENT_TYPE, "X-Amz-Target": TARGET}
     headers |= sign(credentials, service="secretsmanager", method="POST", url=url,
                     headers=headers, body=body, now=datetime.now(UTC))  # fmt: skip
-    connection: HTTPConnection
-    if parts.scheme == "https":
-        connection = HTTPSConnection(parts.hostname or "", parts.port, timeout=TIMEOUT_SECONDS,
-                                     context=tls_context())  # fmt: skip
-    else:
-        connection = HTTPConnection(parts.hostname or "", parts.port, timeout=TIMEOUT_SECONDS)
-    try:  # one request per process: nothing is kept open (nor survives a snapshot)
-        connection.request("POST", "/", body=body, headers=headers)
-        response = connection.getresponse()
-        return response.status, response.read()
-    finally:
-        connection.close()
+    return exchange("POST", url, headers, body, TIMEOUT_SECONDS)
 
 
 def _json(answer: bytes) -> dict[str, Any]:
@@ -155,14 +145,6 @@ def _json(answer: bytes) -> dict[str, Any]:
     except ValueError:
         return {}
     return found if isinstance(found, dict) else {}
-
-
-def _redacted(text: str, credentials: Credentials) -> str:
-    """AWS quotes the canonical request (with the token) when a signature is refused."""
-    for secret in (credentials.secret_key, credentials.session_token):
-        if secret:
-            text = text.replace(secret, "[redacted]")
-    return text[:300]
 
 
 def _read_with_boto3(secret_id: str) -> str:

@@ -69,6 +69,14 @@ class Credentials:
     def current(self) -> Credentials:
         return self
 
+    def redact(self, text: str) -> str:
+        """`text` with the secret key and the session token cut out (an answer refusing a
+        signature quotes the canonical request, token included)."""
+        for secret in (self.secret_key, self.session_token):
+            if secret:
+                text = text.replace(secret, "[redacted]")
+        return text
+
     def forget(self) -> None:
         """Nothing to forget: these never expire while the process lives."""
 

@@ -21,6 +21,8 @@ from shared.db.records import Plan, PlanStatus, PlanStep, PlanStrategy, StepStat
 
 PLAN = columns(Plan)
 STEP = columns(PlanStep)
+TERMINAL_PLAN: tuple[PlanStatus, ...] = ("completed", "failed", "cancelled")
+"""The statuses a plan never leaves."""
 ENDED_STEP = ("completed", "failed", "skipped", "cancelled")
 """The statuses a step never leaves."""
 SETTLED_STEP = ("awaiting_approval", *ENDED_STEP)
@@ -82,15 +84,12 @@ async def create_plan(
     return existing, False
 
 
-async def get_plan(
-    conn: Connection, *, plan_id: UUID, user_id: UUID | None = None, lock: bool = False
-) -> Plan | None:
-    """The plan, or None if it does not exist (or is not `user_id`'s, when given); `lock`
+async def get_plan(conn: Connection, *, plan_id: UUID, lock: bool = False) -> Plan | None:
+    """The plan, or None if it does not exist (a user's lookup is `get_user_plan`); `lock`
     holds its row until the transaction ends."""
-    query = f"""SELECT {PLAN} FROM agent_plans
-                WHERE id = %(id)s AND (%(user)s::uuid IS NULL OR user_id = %(user)s)"""
+    query = f"SELECT {PLAN} FROM agent_plans WHERE id = %(id)s"
     return await fetch_optional(
-        conn, Plan, query + " FOR UPDATE" if lock else query, {"id": plan_id, "user": user_id}
+        conn, Plan, query + " FOR UPDATE" if lock else query, {"id": plan_id}
     )
 
 
@@ -115,7 +114,7 @@ async def list_open_plans(conn: Connection, *, session_id: UUID) -> list[Plan]:
         conn,
         Plan,
         f"""SELECT {PLAN} FROM agent_plans
-            WHERE session_id = %s AND status NOT IN ('completed', 'failed', 'cancelled')
+            WHERE session_id = %s AND status NOT IN {TERMINAL_PLAN}
             ORDER BY created_at FOR UPDATE""",
         (session_id,),
     )
@@ -141,7 +140,7 @@ async def update_plan(
                 error = coalesce(%(error)s, error),
                 started_at = CASE WHEN %(status)s = 'executing'
                                   THEN coalesce(started_at, now()) ELSE started_at END,
-                completed_at = CASE WHEN %(status)s IN ('completed', 'failed', 'cancelled')
+                completed_at = CASE WHEN %(status)s IN {TERMINAL_PLAN}
                                     THEN now() ELSE completed_at END,
                 {_LEASE_ENDS}
             WHERE id = %(id)s RETURNING {PLAN}""",

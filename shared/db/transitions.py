@@ -35,7 +35,7 @@ from pydantic import JsonValue
 from shared.db._rows import record_from_json, records_from_json
 from shared.db.database import Connection
 from shared.db.leases import FREE, PARKED
-from shared.db.plans import ENDED_STEP, SETTLED_STEP, NewStep
+from shared.db.plans import ENDED_STEP, SETTLED_STEP, TERMINAL_PLAN, NewStep
 from shared.db.records import (
     Agent,
     AgentMessage,
@@ -51,8 +51,6 @@ from shared.db.records import (
 )
 from shared.events.emitter import SEND, Outbox, str_or_none
 from shared.events.models import Event, EventType
-
-TERMINAL_PLAN = ("completed", "failed", "cancelled")
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,11 +127,16 @@ def str_or_none(value: UUID | None) -> str | None:
     return str(value) if value is not None else None
 
 
-async def send_outbox(conn: Connection, outbox: Outbox) -> None:
-    """Send `outbox` in `conn`'s transaction, for code with no publisher of its own to deliver
-    to: Realtime gets the events from the database when the transaction commits."""
-    if outbox:
-        await conn.execute(f"SELECT {SEND})", outbox.params())
+async def send_outbox(conn: Connection, outbox: Outbox) -> list[Event]:
+    """Send `outbox` in `conn`'s transaction (one statement); returns the stamped events, to
+    deliver to this process's publishers once the transaction has committed — code with none
+    of its own may drop them: Realtime gets the events from the database at the commit."""
+    if not outbox:
+        return []
+    cur = await conn.execute(f"SELECT {SEND}) AS seqs", outbox.params())
+    row = await cur.fetchone()
+    assert row is not None
+    return outbox.stamped(row["seqs"])
 
 
 class EventEmitter:
@@ -177,14 +182,9 @@ class EventEmitter:
             await self._publisher.publish(events)
 
     async def send(self, conn: Connection, outbox: Outbox) -> list[Event]:
-        """Send `outbox` in `conn`'s transaction (one statement); returns the stamped events,
-        to `deliver` once the transaction has committed."""
-        if not outbox:
-            return []
-        cur = await conn.execute(f"SELECT {SEND}) AS seqs", outbox.params())
-        row = await cur.fetchone()
-        assert row is not None
-        return outbox.stamped(row["seqs"])
+        """Send `outbox` in `conn`'s transaction (one statement, `send_outbox`); returns the
+        stamped events, to `deliver` once the transaction has committed."""
+        return await send_outbox(conn, outbox)
 
     @asynccontextmanager
     async def unit(self) -> AsyncIterator[tuple[Connection, Outbox]]:

@@ -7,10 +7,8 @@ the network, so importing `shared.llm` stays cheap for code that never calls a m
 from __future__ import annotations
 
 import json
-import ssl
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, cast
 
 import openai
@@ -38,23 +36,17 @@ types as `create` would."""
 
 
 def build_client(*, base_url: str, api_key: str, timeout: float) -> AsyncOpenAI:
-    """An AsyncOpenAI with its own retries off: `OpenAIClient` runs the one retry policy."""
-    http = openai.DefaultAsyncHttpxClient(verify=model_tls_context(), timeout=timeout)
+    """An AsyncOpenAI with its own retries off: `OpenAIClient` runs the one retry policy.
+    Its TLS settings are the HTTP client's own defaults (`SSL_CERT_FILE` / `SSL_CERT_DIR`, the
+    platform's trust store on macOS and Windows), not the standard library's: the context every
+    httpx2 client of the process shares (`shared.tls.http_client_tls_context`), which the
+    planner and executor functions build at init (`load_agent_core`)."""
+    from shared.tls import http_client_tls_context
+
+    http = openai.DefaultAsyncHttpxClient(verify=http_client_tls_context(), timeout=timeout)
     return AsyncOpenAI(
         base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0, http_client=http
     )
-
-
-@lru_cache(maxsize=1)
-def model_tls_context() -> ssl.SSLContext:
-    """The TLS settings of every model client of the process: the HTTP client's own defaults
-    (`SSL_CERT_FILE` / `SSL_CERT_DIR`, the platform's trust store on macOS and Windows), not
-    the standard library's. Loading the CA bundle takes 20–60 ms: the planner and executor
-    functions build it at init (`load_agent_core`). The same context serves every httpx2
-    client of the process (`shared.tls.http_client_tls_context`)."""
-    from shared.tls import http_client_tls_context
-
-    return http_client_tls_context()
 
 
 @dataclass(slots=True)

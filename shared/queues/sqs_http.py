@@ -41,14 +41,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.client import HTTPConnection, HTTPException, HTTPSConnection
+from http.client import HTTPConnection, HTTPException
 from typing import Any
 from urllib.parse import urlsplit
 
 from shared.aws.credentials import CredentialSource, CredentialsUnavailable
 from shared.aws.sigv4 import Credentials, host_of, sign
+from shared.aws.stdlib_http import connect
 from shared.queues.senders import QueueSendFailed, attributes_md5, message_attributes
-from shared.tls import tls_context
 
 TIMEOUT_SECONDS = 3.0
 """Longest wait to connect, and for each read of SQS's answer (it answers in milliseconds)."""
@@ -120,6 +120,7 @@ class SqsHttpSender:
             request["MessageAttributes"] = message_attributes(attributes)
         payload = json.dumps(request).encode()
         started, attempt = time.monotonic(), 1
+        credentials: Credentials | None = None  # the last try's: its answer may quote them
         while True:
             try:
                 credentials = self._current()
@@ -128,7 +129,7 @@ class SqsHttpSender:
             except QueueSendFailed as failed:
                 late = time.monotonic() - started > RETRY_DEADLINE_SECONDS
                 if not _transient(failed) or attempt == ATTEMPTS or late:
-                    raise self._redacted(failed) from failed.__cause__
+                    raise _redacted(failed, credentials) from failed.__cause__
                 if failed.code != "StaleConnection":
                     self._sleep(BACKOFF_SECONDS * 2 ** (attempt - 1) * random.uniform(0.5, 1))
                 attempt += 1
@@ -152,7 +153,7 @@ class SqsHttpSender:
         `StaleConnection` when a kept connection turned out closed by the server)."""
         kept, generation = self._take(origin)
         reused = kept is not None
-        connection = kept.connection if kept else self._open(origin)
+        connection = kept.connection if kept else connect(origin, self.timeout)
         try:
             status, answer, closing = self._post(connection, origin, payload, credentials)
         except ConnectionError as exc:
@@ -202,14 +203,6 @@ class SqsHttpSender:
                 return
         kept.connection.close()
 
-    def _open(self, origin: str) -> HTTPConnection:
-        parts = urlsplit(origin)
-        if parts.scheme == "https":
-            return HTTPSConnection(
-                parts.hostname or "", parts.port, timeout=self.timeout, context=tls_context()
-            )
-        return HTTPConnection(parts.hostname or "", parts.port, timeout=self.timeout)
-
     def _post(
         self, connection: HTTPConnection, origin: str, payload: bytes, credentials: Credentials
     ) -> tuple[int, bytes, bool]:
@@ -221,20 +214,16 @@ class SqsHttpSender:
         response = connection.getresponse()
         return response.status, response.read(), response.will_close
 
-    def _redacted(self, failed: QueueSendFailed) -> QueueSendFailed:
-        """`failed` with the secret key and the session token cut out of its message (an
-        answer to a bad signature quotes the canonical request, token included)."""
-        message = failed.message
-        try:
-            credentials = self.credentials.current()
-        except CredentialsUnavailable:
-            return failed  # nothing was signed, so nothing secret was quoted
-        for secret in (credentials.secret_key, credentials.session_token):
-            if secret:
-                message = message.replace(secret, "[redacted]")
-        if message == failed.message:
-            return failed
-        return QueueSendFailed(failed.code, message, status=failed.status)
+
+def _redacted(failed: QueueSendFailed, credentials: Credentials | None) -> QueueSendFailed:
+    """`failed` with the secret key and the session token of `credentials` (what the last
+    try signed with; None: nothing was signed, so nothing secret was quoted) cut out."""
+    if credentials is None:
+        return failed
+    message = credentials.redact(failed.message)
+    if message == failed.message:
+        return failed
+    return QueueSendFailed(failed.code, message, status=failed.status)
 
 
 def _transient(failed: QueueSendFailed) -> bool:

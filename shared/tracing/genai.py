@@ -84,7 +84,7 @@ def completion_attributes(completion: Completion) -> Attributes:
     }
 
 
-def content_attributes(request: ChatRequest, completion: Completion | None) -> Attributes:
+def content_attributes(request: ChatRequest, completion: Completion) -> Attributes:
     """The prompt and the answer, for an operator who opted in (never by default)."""
     from shared.llm.messages import SystemMessage
 
@@ -98,9 +98,8 @@ def content_attributes(request: ChatRequest, completion: Completion | None) -> A
         found["gen_ai.system_instructions"] = _json(
             [{"type": "text", "content": text} for text in system]
         )
-    if completion is not None:
-        answer = _parts(completion.message) | {"finish_reason": completion.finish_reason}
-        found["gen_ai.output.messages"] = _json([answer])
+    answer = _parts(completion.message) | {"finish_reason": completion.finish_reason}
+    found["gen_ai.output.messages"] = _json([answer])
     return found
 
 

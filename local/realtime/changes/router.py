@@ -61,8 +61,6 @@ class Subscription:
     subscriber: ChangeSubscriber
     binding_id: int
     spec: BindingSpec
-    binding: int
-    """The binding's position in its join: identical bindings share an id, not a position."""
 
 
 class SubscriptionFailed(Exception):
@@ -98,10 +96,10 @@ class ChangeRouter:
             await self.sync()
         self.unsubscribe(subscriber)
         subscriptions = self._by_subscriber.setdefault(id(subscriber), [])
-        for position, ((binding_id, spec), relids) in enumerate(zip(specs, tables, strict=True)):
+        for (binding_id, spec), relids in zip(specs, tables, strict=True):
             for relid in relids:
                 key = str(next(self._keys))
-                sub = Subscription(key, relid, subscriber, binding_id, spec, position)
+                sub = Subscription(key, relid, subscriber, binding_id, spec)
                 self._by_table.setdefault(relid, {})[sub.key] = sub
                 subscriptions.append(sub)
 
@@ -141,15 +139,16 @@ class ChangeRouter:
 
     def _deliver(self, data: RawJson, change_type: str, subs: list[Subscription]) -> int:
         # One id per matching binding, as hosted's MessageDispatcher lists them: two identical
-        # bindings (one id) that both match make the id appear twice.
-        bindings_by_subscriber: dict[int, tuple[ChangeSubscriber, dict[int, int]]] = {}
+        # bindings (one id) that both match make the id appear twice. A change is on one table,
+        # so each binding has at most one subscription among `subs`.
+        bindings_by_subscriber: dict[int, tuple[ChangeSubscriber, list[int]]] = {}
         for sub in subs:
             if id(sub.subscriber) not in self._by_subscriber:
                 continue  # left while the change was being checked
-            entry = bindings_by_subscriber.setdefault(id(sub.subscriber), (sub.subscriber, {}))
-            entry[1].setdefault(sub.binding, sub.binding_id)
+            entry = bindings_by_subscriber.setdefault(id(sub.subscriber), (sub.subscriber, []))
+            entry[1].append(sub.binding_id)
         for subscriber, ids in bindings_by_subscriber.values():
-            subscriber.deliver_change(list(ids.values()), change_type, data)
+            subscriber.deliver_change(ids, change_type, data)
         return len(bindings_by_subscriber)
 
     async def _check(self, spec: BindingSpec, role: str) -> frozenset[int]:

@@ -5,25 +5,6 @@
 // /auth/v1). supabase-js keeps the session, refreshes it, and hands each new access token to
 // Realtime by itself; `token` is what the functions get.
 
-/** The claims of a JWT (not verified here: the functions and Realtime verify it). */
-export function claimsOf(token) {
-  const part = String(token).split('.')[1];
-  if (!part) throw new Error('That is not a JWT');
-  const json = atob(part.replace(/-/g, '+').replace(/_/g, '/'));
-  return JSON.parse(decodeURIComponent(escape(json)));
-}
-
-function sessionFromToken(token) {
-  const claims = claimsOf(token);
-  if (!claims.sub || !claims.exp) throw new Error('The token has no user (sub) or no expiry (exp)');
-  return {
-    token,
-    expiresAt: claims.exp * 1000,
-    user: { id: claims.sub, email: claims.email || null },
-    operator: claims.app_metadata?.parley_role === 'operator',
-  };
-}
-
 export class Auth {
   constructor(config) {
     this.config = config;
@@ -81,8 +62,14 @@ export class Auth {
     this.#set(null);
   }
 
+  // supabase-js's session carries its user (from the same Auth response as the token), so
+  // nothing here decodes the token.
   #fromSupabase(session) {
-    this.#set(session ? sessionFromToken(session.access_token) : null);
+    this.#set(session ? {
+      token: session.access_token,
+      user: { id: session.user.id, email: session.user.email || null },
+      operator: session.user.app_metadata?.parley_role === 'operator',
+    } : null);
   }
 
   #set(session) {

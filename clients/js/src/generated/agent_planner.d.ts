@@ -684,7 +684,7 @@ export interface operations {
                 headers: {
                     /** @description The plan (`GET /plans/{id}`). */
                     Location: string;
-                    /** @description `respond-async` when it was asked for. */
+                    /** @description `respond-async` when `Prefer: respond-async` was honoured. */
                     "Preference-Applied"?: "respond-async";
                     [name: string]: unknown;
                 };
