@@ -63,17 +63,16 @@ def write_documents() -> None:
         (CONTRACT / name).write_text(render(document))
 
 
-def node_generate(*, check: bool, modules: Path | None = None) -> int:
-    """Run `scripts/generate.mjs` on `contract/` (from `modules`: a copy of the package with
-    its dev dependencies installed; default: this package, `npm ci` when needed)."""
+def node_generate(*, check: bool) -> int:
+    """Run `scripts/generate.mjs` on `contract/` (`npm ci` first when the package's dev
+    dependencies are not installed)."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         sys.exit("clients/js/generate.py: Node.js 20+ and npm are needed for the declarations")
-    home = modules or PACKAGE
-    if modules is None and not (PACKAGE / "node_modules" / "openapi-typescript").exists():
+    if not (PACKAGE / "node_modules" / "openapi-typescript").exists():
         subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
                        cwd=PACKAGE, check=True)  # fmt: skip
-    script = home / "scripts" / "generate.mjs"
+    script = PACKAGE / "scripts" / "generate.mjs"
     args = [node, str(script), "--root", str(PACKAGE), *(["--check"] if check else [])]
     return subprocess.run(args).returncode
 

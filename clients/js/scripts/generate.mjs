@@ -1,7 +1,8 @@
 // Turn contract/ (the functions' OpenAPI documents and the events' JSON Schema, written by
 // generate.py from the Python code) into src/generated/: TypeScript declarations of every
-// schema (openapi-typescript, json-schema-to-typescript), the route table the client calls,
-// and the typed signature of each call.
+// schema (openapi-typescript, json-schema-to-typescript; one that several documents hold alike
+// is declared once, in shared.d.ts), the route table the client calls, and the typed signature
+// of each call.
 //
 //   node scripts/generate.mjs [--root <package dir>] [--check]
 //
@@ -13,6 +14,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { compile } from 'json-schema-to-typescript';
+import ts from 'typescript';
 
 const { values: options } = parseArgs({
   options: { root: { type: 'string', default: '.' }, check: { type: 'boolean', default: false } },
@@ -23,9 +25,9 @@ const out = join(root, 'src', 'generated');
 
 /** The three functions: the client's name for each, and its contract document. */
 const FUNCTIONS = [
-  { key: 'chat', file: 'chat', type: 'ChatCalls', title: 'chat' },
-  { key: 'planner', file: 'agent_planner', type: 'PlannerCalls', title: 'agent_planner' },
-  { key: 'executor', file: 'agent_executor', type: 'ExecutorCalls', title: 'agent_executor' },
+  { key: 'chat', file: 'chat', type: 'ChatCalls' },
+  { key: 'planner', file: 'agent_planner', type: 'PlannerCalls' },
+  { key: 'executor', file: 'agent_executor', type: 'ExecutorCalls' },
 ];
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 const BANNER = (source) =>
@@ -39,7 +41,7 @@ const read = async (name) => JSON.parse(await readFile(join(contract, name), 'ut
  * operationId is that name followed by the path and the method (`get_session_sessions__session_id__get`);
  * an operationId that is already the name is taken as it is.
  */
-export function callName(operationId, path, method) {
+function callName(operationId, path, method) {
   const suffix = `${path.replace(/\W/g, '_')}_${method}`;
   const name = operationId.endsWith(suffix) ? operationId.slice(0, -suffix.length) : operationId;
   return name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
@@ -126,20 +128,74 @@ function routeEntry(operation) {
   return `    ${operation.name}: ${JSON.stringify(entry).replace(/"(\w+)":/g, '$1: ').replace(/,(?=\w+: )/g, ', ')},`;
 }
 
+/** JSON with every object's keys sorted: two documents may order one schema's keys apart. */
+function canonical(value) {
+  return JSON.stringify(value, (_, v) => (v && typeof v === 'object' && !Array.isArray(v)
+    ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v));
+}
+
+/**
+ * The component schemas that two or more documents hold alike (the events, the problems, …),
+ * as the first of them has it: each is declared once, in shared.d.ts. A schema referring to
+ * one that the documents hold apart is not shared.
+ */
+function sharedSchemas(documents) {
+  const found = new Map(); // name → { schema, json, count } (count 0: two documents differ)
+  for (const document of documents) {
+    for (const [name, schema] of Object.entries(document.components?.schemas ?? {})) {
+      const json = canonical(schema);
+      const first = found.get(name);
+      if (!first) found.set(name, { schema, json, count: 1 });
+      else first.count = first.count && first.json === json ? first.count + 1 : 0;
+    }
+  }
+  const shared = new Map([...found].filter(([, f]) => f.count >= 2));
+  const refers = (f) => [...f.json.matchAll(/"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]);
+  for (let again = true; again;) {
+    again = false;
+    for (const [name, f] of shared) {
+      if (refers(f).some((other) => !shared.has(other))) {
+        shared.delete(name);
+        again = true;
+      }
+    }
+  }
+  return Object.fromEntries([...shared].map(([name, f]) => [name, f.schema]));
+}
+
+/** `Shared.components["schemas"]["Name"]`: a shared schema's type in a function's file. */
+function sharedType(name) {
+  const { factory } = ts;
+  const literal = (text) => factory.createLiteralTypeNode(factory.createStringLiteral(text));
+  const components = factory.createTypeReferenceNode(factory.createQualifiedName(factory.createIdentifier('Shared'), 'components'));
+  return factory.createIndexedAccessTypeNode(factory.createIndexedAccessTypeNode(components, literal('schemas')), literal(name));
+}
+
 async function openapiFiles(files) {
   const routes = [];
   const calls = [];
   const imports = [];
-  for (const fn of FUNCTIONS) {
-    const document = await read(`${fn.file}.json`);
-    const ast = await openapiTS(document, { alphabetize: false });
-    files[`${fn.file}.d.ts`] = BANNER(`contract/${fn.file}.json`) + astToString(ast);
+  const documents = await Promise.all(FUNCTIONS.map((fn) => read(`${fn.file}.json`)));
+  const shared = sharedSchemas(documents);
+  const { openapi, info } = documents[0];
+  const common = { openapi, info: { title: 'shared', version: info.version }, paths: {}, components: { schemas: shared } };
+  files['shared.d.ts'] = BANNER('contract/*.json') + astToString(await openapiTS(common, { alphabetize: false }));
+  // A function's file declares each shared schema as shared.d.ts's (the path names the schema
+  // itself: its parts are not matched).
+  const transform = (_, { path }) => {
+    const name = path?.match(/^#\/components\/schemas\/([^/]+)$/)?.[1];
+    return name && Object.hasOwn(shared, name) ? sharedType(name) : undefined;
+  };
+  for (const [i, fn] of FUNCTIONS.entries()) {
+    const document = documents[i];
+    const ast = await openapiTS(document, { alphabetize: false, transform });
+    files[`${fn.file}.d.ts`] = BANNER(`contract/${fn.file}.json`) + "import type * as Shared from './shared.js';\n\n" + astToString(ast);
     const operations = operationsOf(document);
     const ns = fn.type.replace('Calls', '');
     imports.push(`import type * as ${ns} from './${fn.file}.js';`);
     routes.push(`  ${fn.key}: {\n${operations.map(routeEntry).join('\n')}\n  },`);
     calls.push(
-      `/** The ${fn.title} function: ${document.info.description ?? ''} */\n` +
+      `/** The ${fn.file} function: ${document.info.description ?? ''} */\n` +
       `export interface ${fn.type} {\n` +
       operations.map((o) => comment(o, '  ') + `  ${signature(ns, o)}`).join('\n') + '\n}\n',
     );
@@ -162,7 +218,7 @@ async function openapiFiles(files) {
  * json-schema-to-typescript would turn into an alias each (`PlanId1`, `Status2`, …); the named
  * definitions keep theirs and become the types.
  */
-export function untitled(node, named = true) {
+function untitled(node, named = true) {
   if (Array.isArray(node)) return node.map((item) => untitled(item, false));
   if (!node || typeof node !== 'object') return node;
   const copy = {};
@@ -192,7 +248,7 @@ const files = {};
 await openapiFiles(files);
 await eventFiles(files);
 
-let stale = [];
+const stale = [];
 if (!options.check) await mkdir(out, { recursive: true });
 for (const [name, text] of Object.entries(files)) {
   const path = join(out, name);

@@ -6,6 +6,9 @@ export interface SequencerSnapshot {
   plans?: Array<{ id: string; status: string }>;
 }
 
+/** The statuses a plan ends in: `completed`, `failed`, `cancelled`. */
+export declare const TERMINAL: ReadonlySet<string>;
+
 /**
  * A session's events in `seq` order, whatever order they arrive in (see sequencer.js): each
  * delivered once, every one with a higher `seq` than the one before; a stored event at or below

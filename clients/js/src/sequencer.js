@@ -23,7 +23,8 @@
 // delivered before it and its plan has not ended since; otherwise its words are in the stored
 // answer, and it is dropped.
 
-const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+/** The statuses a plan ends in. */
+export const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 export class Sequencer {
   /**

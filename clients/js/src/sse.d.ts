@@ -15,8 +15,6 @@ export declare class EventStream implements AsyncIterable<ParleyEvent> {
   all(): Promise<ParleyEvent[]>;
 }
 
-export declare function readEventStream(response: Response): EventStream;
-
 /** The raw SSE messages of a byte stream. */
 export declare function messages(
   body: ReadableStream<Uint8Array>,

@@ -29,11 +29,6 @@ export class EventStream {
   }
 }
 
-/** @param {Response} response */
-export function readEventStream(response) {
-  return new EventStream(response);
-}
-
 /**
  * The SSE messages of a byte stream (the WHATWG event-stream format: fields `event`, `data`,
  * `id`; a blank line ends a message; lines starting with `:` are comments).

@@ -19,10 +19,9 @@
 // and the turn ended (or paused for approval) when the detail says so. Replay order, a `done`
 // sent again, or a missed event cannot fake it.
 
-import { Sequencer } from './sequencer.js';
+import { Sequencer, TERMINAL } from './sequencer.js';
 
 const REPLAY_LIMIT = 25; // hosted Realtime's most
-const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 const ENDS = new Set([...TERMINAL, 'awaiting_approval']);
 const CHANNEL_STATES = {
   SUBSCRIBED: 'live',
@@ -227,14 +226,13 @@ export class SessionWatch {
 
   #receive(event, meta) {
     if (this.closed || !event || event.session_id !== this.sessionId || typeof event.seq !== 'number') return;
+    clearTimeout(this.quiet);
     if (!meta?.replayed) {
-      clearTimeout(this.quiet);
       this.sequencer.live(event);
     } else {
       // Replayed: stored before the join, so older than any snapshot read since: delivered as
       // soon as the batch is complete, without waiting for the reads.
       this.sequencer.replayed(event);
-      clearTimeout(this.quiet);
       if (this.sequencer.pendingReplay >= REPLAY_LIMIT) this.sequencer.flushReplay();
       else this.quiet = setTimeout(() => { this.sequencer.flushReplay(); this.#changed(); }, this.replayQuietMs);
     }
@@ -244,8 +242,7 @@ export class SessionWatch {
   #deliver(event) {
     if (this.closed) return;
     if (event.plan_id) {
-      const status = event.type === 'done' ? event.data?.status
-        : event.type === 'status_update' ? event.data?.status : undefined;
+      const status = ['done', 'status_update'].includes(event.type) ? event.data?.status : undefined;
       if (status) this.plans.set(event.plan_id, status === 'thinking' ? 'executing' : status);
       else if (!this.plans.has(event.plan_id)) this.plans.set(event.plan_id, 'pending');
     }

@@ -18,7 +18,6 @@ export function emptySession(id) {
     missing: false, // 404: not this user's, or deleted
     chat: new Map(), // seq → chat message (user, assistant, tool, status, system)
     plans: new Map(), // plan id → plan
-    lastEntrySeq: 0, // highest timeline seq read (catch-up resumes after it)
   };
 }
 
@@ -80,7 +79,6 @@ function threadOf(plan, id) {
 /** Timeline entries (`GET /sessions/{id}/timeline`), human and agent, in `seq` order. */
 export function applyTimeline(state, entries) {
   for (const entry of entries) {
-    state.lastEntrySeq = Math.max(state.lastEntrySeq, entry.seq);
     if (entry.source === 'chat') {
       state.chat.set(entry.seq, {
         seq: entry.seq, id: entry.message_id, role: entry.kind, content: entry.content,
@@ -315,11 +313,6 @@ export function turns(state) {
   }
   for (const plan of state.plans.values()) turnOf(plan, plan.firstSeq);
   return list.sort((a, b) => a.order - b.order);
-}
-
-/** Plans still running (or waiting): the ones a catch-up must re-read. */
-export function openPlanIds(state) {
-  return [...state.plans.values()].filter((p) => !TERMINAL.has(p.status)).map((p) => p.id);
 }
 
 /** The plan's steps in number order, each with its depth in the dependency graph. */

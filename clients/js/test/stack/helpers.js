@@ -42,7 +42,8 @@ export class Network {
   /** Replayed events in the order the client was handed them. */
   replayedOrder = [];
   #holdBack = null;
-  #kept = [];
+  /** What `holdBack` kept, by seq: a copy replayed again (two joins' replays) replaces the first. */
+  #kept = new Map();
 
   get transport() {
     const network = this;
@@ -77,7 +78,7 @@ export class Network {
       #receive(message) {
         const replayed = replayedEvent(message.data);
         if (replayed && network.#holdBack?.(replayed)) {
-          network.#kept.push(() => this.#pass(message, replayed));
+          network.#kept.set(replayed.seq, () => this.#pass(message, replayed));
         } else if (replayed && network.shuffleReplay) {
           this.#batch.push([message, replayed]); // the batch ends at the next other frame
         } else {
@@ -100,11 +101,11 @@ export class Network {
     this.#holdBack = test;
   }
 
-  /** Hand the client what `holdBack` kept. */
+  /** Hand the client what `holdBack` kept (one copy of each event); returns how many. */
   release() {
     this.#holdBack = null;
-    const kept = this.#kept;
-    this.#kept = [];
+    const kept = [...this.#kept.values()];
+    this.#kept.clear();
     kept.forEach((pass) => pass());
     return kept.length;
   }
@@ -138,7 +139,12 @@ export function replayedEvent(data) {
  * the watch reports a change (no sleeping).
  */
 export function recorder() {
-  const seen = { events: [], snapshots: [], ends: [], waiting: new Set() };
+  const seen = {
+    events: [], snapshots: [], ends: [], waiting: new Set(),
+    get seqs() {
+      return this.events.map((e) => e.seq);
+    },
+  };
   const changed = () => {
     for (const waiter of [...seen.waiting]) {
       if (waiter.test()) {
@@ -153,9 +159,6 @@ export function recorder() {
       onSnapshot: (snapshot) => seen.snapshots.push(snapshot),
       onTurnEnd: (end) => seen.ends.push(end),
       onChange: changed,
-    },
-    get seqs() {
-      return seen.events.map((e) => e.seq);
     },
     waitFor(test) {
       return test() ? Promise.resolve() : new Promise((resolve) => seen.waiting.add({ test, resolve }));

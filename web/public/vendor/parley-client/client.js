@@ -5,7 +5,7 @@
 // `NetworkError` when no answer came.
 
 import { routes } from './generated/routes.js';
-import { readEventStream } from './sse.js';
+import { EventStream } from './sse.js';
 
 /** An answer other than 2xx: the status and the problem+json body. */
 export class ApiError extends Error {
@@ -31,7 +31,7 @@ export class NetworkError extends Error {
   }
 }
 
-const PAGE = { timeline: 500, plans: 100 };
+const PAGE = { entries: 500, plans: 100 }; // a page's size: the timeline's entries, a session's plans
 
 /**
  * @typedef {object} ParleyOptions
@@ -115,7 +115,7 @@ export class ParleyClient {
       throw new NetworkError(`Could not reach the ${fn} function (${error.message})`, { cause: error });
     }
     const type = (response.headers.get('content-type') || '').split(';')[0].trim();
-    if (response.ok && type === 'text/event-stream') return readEventStream(response);
+    if (response.ok && type === 'text/event-stream') return new EventStream(response);
     if (response.status === 204) return null;
     if (response.ok && type.startsWith('text/')) return response.text(); // a transcript's markdown
     const data = await response.json().catch(() => null);
@@ -155,23 +155,22 @@ export class ParleyClient {
   }
 
   /** Every timeline entry after `afterSeq`, in `seq` order (page by page). */
-  async timeline(sessionId, afterSeq = 0, init = {}) {
-    const entries = [];
-    for (;;) {
-      const page = await this.chat.getTimeline(sessionId, { after_seq: afterSeq, limit: PAGE.timeline }, init);
-      entries.push(...page.entries);
-      if (page.entries.length < PAGE.timeline) return entries;
-      afterSeq = page.last_seq;
-    }
+  timeline(sessionId, afterSeq = 0, init = {}) {
+    return this.#everyPage((query) => this.chat.getTimeline(sessionId, query, init), 'entries', afterSeq);
   }
 
   /** Every plan of the session in full (as `planner.getPlan` gives one), oldest first. */
-  async sessionPlans(sessionId, afterSeq = 0, init = {}) {
-    const plans = [];
+  sessionPlans(sessionId, afterSeq = 0, init = {}) {
+    return this.#everyPage((query) => this.chat.listPlans(sessionId, query, init), 'plans', afterSeq);
+  }
+
+  /** The `key` list of every page after `afterSeq`, read until a page is not full. */
+  async #everyPage(read, key, afterSeq) {
+    const items = [];
     for (;;) {
-      const page = await this.chat.listPlans(sessionId, { after_seq: afterSeq, limit: PAGE.plans }, init);
-      plans.push(...page.plans);
-      if (page.plans.length < PAGE.plans) return plans;
+      const page = await read({ after_seq: afterSeq, limit: PAGE[key] });
+      items.push(...page[key]);
+      if (page[key].length < PAGE[key]) return items;
       afterSeq = page.last_seq;
     }
   }
