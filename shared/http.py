@@ -5,8 +5,6 @@ Every error leaves as RFC 9457 `application/problem+json`. `AppError`s are mappe
 here, once, so routes stay free of try/except and `shared/` stays free of HTTP.
 """
 
-from __future__ import annotations
-
 import hmac
 import logging
 from collections.abc import Callable, Sequence

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -30,8 +29,7 @@ SESSION_PLANS = f"""
      ORDER BY m.seq LIMIT %s"""
 
 
-@dataclass(frozen=True, slots=True)
-class SessionPlans:
+class SessionPlans(NamedTuple):
     """A page of a session's plans, in the order of the messages they answer."""
 
     plans: list[PlanDetail]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 from uuid import UUID
 
 from shared.db.records import PlanStatus, PlanStep, PlanStrategy, StepStatus
@@ -12,8 +11,7 @@ if TYPE_CHECKING:
     from shared.db.transitions import Control
 
 
-@dataclass(frozen=True, slots=True)
-class TurnStarted:
+class TurnStarted(NamedTuple):
     """A stored user message and the plan that will answer it."""
 
     session_id: UUID
@@ -26,8 +24,7 @@ class TurnStarted:
     """The plan's status when the message was stored (or found, for a resend)."""
 
 
-@dataclass(frozen=True, slots=True)
-class PlanOutcome:
+class PlanOutcome(NamedTuple):
     """How a plan ended (or paused) after one `run_plan`."""
 
     plan_id: UUID
@@ -48,8 +45,7 @@ class PlanOutcome:
     plan was queued. `status` is the plan's current one (`executing`); no `done` yet."""
 
 
-@dataclass(frozen=True, slots=True)
-class StepOutcome:
+class StepOutcome(NamedTuple):
     """Where one step stands after one run of it."""
 
     step_id: UUID
@@ -79,8 +75,7 @@ class StepOutcome:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class TurnOutcome:
+class TurnOutcome(NamedTuple):
     """`run_turn`'s result: the stored message and how its plan ended."""
 
     started: TurnStarted

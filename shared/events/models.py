@@ -5,8 +5,6 @@ rows, so a frontend can read the tables up to some `seq` and then apply live eve
 without gaps or duplicates. An event about a stored row carries that row's `seq`.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Literal
 from uuid import UUID
