@@ -8,8 +8,6 @@ checked against the secret and an asymmetric one only against the JWKS, which ru
 algorithm-confusion attacks.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 from uuid import UUID

@@ -4,8 +4,6 @@ One plan or a whole session's take the same five reads in one transaction: the p
 kind of row for all of them at once (`plan_id = ANY(...)`), grouped here.
 """
 
-from __future__ import annotations
-
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar

@@ -1,7 +1,5 @@
 """What the entry points return (everything is also in the tables; these are conveniences)."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, NamedTuple
 from uuid import UUID
 
@@ -56,14 +54,14 @@ class StepOutcome(NamedTuple):
     running_elsewhere: bool = False
     """True: another invocation holds the step's lease and is working on it; this one did
     nothing, and `status` is the step's current one."""
-    control: Control | None = None
+    control: "Control | None" = None
     """The plan's control state as the statement that settled the step left it (a run in
     this process; None over the wire)."""
 
     @classmethod
     def of(
-        cls, step: PlanStep, *, running_elsewhere: bool = False, control: Control | None = None
-    ) -> StepOutcome:
+        cls, step: PlanStep, *, running_elsewhere: bool = False, control: "Control | None" = None
+    ) -> "StepOutcome":
         return cls(
             step.id,
             step.step_number,

@@ -1,7 +1,5 @@
 """Repository: chat sessions and their messages."""
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime

@@ -1,7 +1,5 @@
 """Repository: plans (one per user message) and their steps."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import NamedTuple
 from uuid import UUID

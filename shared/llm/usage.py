@@ -1,7 +1,5 @@
 """Token counts as providers report them, and what they cost."""
 
-from __future__ import annotations
-
 from decimal import Decimal
 from typing import Any, NamedTuple
 
