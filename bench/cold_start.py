@@ -43,7 +43,8 @@ Prints the median and the minimum of each over the rounds, and the ratios the pe
 targets use: chat handler import ÷ `import openai`, Parley's own share of it (the handler's
 import less the libraries' floor) ÷ `import openai` — of wall time and of CPU time (the
 imports' CPU time moves far less than their wall time with a shared machine's load) — and
-first turn ÷ warm turn. Parley's own code is
+first turn ÷ warm turn — and Parley's own share measured directly: the chat handler imported
+on top of the floor, in the process that has just imported it. Parley's own code is
 byte-compiled first, as the Lambda bundle ships it (installed packages have their bytecode).
 """
 
@@ -92,8 +93,15 @@ app = fastapi.FastAPI()
 @app.get("/n")
 async def n(n: int) -> dict[str, int]:
     return {"n": n}
-print(time.perf_counter() - started, time.process_time() - cpu)
+floor = time.perf_counter() - started, time.process_time() - cpu
+started, cpu = time.perf_counter(), time.process_time()
+import functions.chat.handler
+print(*floor, time.perf_counter() - started, time.process_time() - cpu)
 """
+"""The libraries' floor — then, in the same process, the chat handler on top of it: Parley's own
+share measured as such, not as the difference of two imports from separate processes."""
+ON_FLOOR = "import functions.chat.handler on the floor"
+ON_FLOOR_VERSUS = ON_FLOOR + ", versus"
 VERSUS = "import functions.chat.handler, versus"
 """The `--versus` checkout's chat handler, imported in the same rounds."""
 CPU = " (CPU)"
@@ -383,10 +391,14 @@ def main() -> None:
                 timed(figures, line, printed)
                 modules, otel = (int(part) for part in printed.split()[2:4])
                 counts.setdefault(line, set()).add((modules, otel))
-            timed(figures, LIBRARIES_LINE, child(LIBRARIES, env))
+            floor_and_chat = child(LIBRARIES, env).split()
+            timed(figures, LIBRARIES_LINE, " ".join(floor_and_chat[:2]))
+            timed(figures, ON_FLOOR, " ".join(floor_and_chat[2:]))
             if args.versus:
                 code = IMPORT.format(module="functions.chat.handler")
                 timed(figures, VERSUS, child(code, env, cwd=args.versus.resolve()))
+                floor_and_chat = child(LIBRARIES, env, cwd=args.versus.resolve()).split()
+                timed(figures, ON_FLOOR_VERSUS, " ".join(floor_and_chat[2:]))
             turns = json.loads(child(TURNS, env, event, uuid4().hex))  # new turns
             for key, value in turns.items():
                 figures.setdefault(f"chat in_process: {key}", []).append(value)
@@ -450,6 +462,21 @@ def import_ratios(
         print(f"{label:<50} {ratio(medians):.2f}  (min {ratio(minimums):.2f})")
 
 
+def on_floor_shares(medians: dict[str, float], minimums: dict[str, float]) -> None:
+    """Parley's own share measured directly: the chat handler imported in the process that has
+    just imported the libraries' floor (and registered its route), ÷ `import openai`. The
+    shares above subtract two imports taken in separate processes, each with its own noise."""
+    for cpu in ("", CPU):
+        kind = "CPU" if cpu else "wall"
+        for line, label in (
+            (ON_FLOOR, f"Parley's own share, on the floor ({kind})"),
+            (ON_FLOOR_VERSUS, f"  --versus checkout's, on the floor ({kind})"),
+        ):
+            if line + cpu in medians:
+                share = [f[line + cpu] / f[f"import openai{cpu}"] for f in (medians, minimums)]
+                print(f"{label:<50} {share[0]:.2f}  (min {share[1]:.2f})")
+
+
 def report(
     figures: dict[str, list[float]], seen: dict[str, set[str]], broadcasts: list[int]
 ) -> None:
@@ -462,6 +489,7 @@ def report(
     import_ratios(medians, minimums, deployed="chat sqs (deployed): import", cpu="")
     print("import ratios, CPU time: of medians (and of minimums)")
     import_ratios(medians, minimums, deployed=None, cpu=CPU)
+    on_floor_shares(medians, minimums)
     if VERSUS in figures:
         for cpu in ("", CPU):
             share = [(f[VERSUS + cpu] - f[LIBRARIES_LINE + cpu]) / f[f"import openai{cpu}"]

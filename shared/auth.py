@@ -8,11 +8,8 @@ checked against the secret and an asymmetric one only against the JWKS, which ru
 algorithm-confusion attacks.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 import jwt
@@ -46,8 +43,7 @@ class InvalidClaims(TokenError):
     """A JWT lacking required claims, or with the wrong audience."""
 
 
-@dataclass(frozen=True, slots=True)
-class Identity:
+class Identity(NamedTuple):
     """Who a verified token speaks for."""
 
     role: str
@@ -62,8 +58,7 @@ class Identity:
         return self.role == "service_role"
 
 
-@dataclass(frozen=True, slots=True)
-class User:
+class User(NamedTuple):
     """A signed-in user, as proven by a verified access token."""
 
     id: UUID

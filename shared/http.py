@@ -5,8 +5,6 @@ Every error leaves as RFC 9457 `application/problem+json`. `AppError`s are mappe
 here, once, so routes stay free of try/except and `shared/` stays free of HTTP.
 """
 
-from __future__ import annotations
-
 import hmac
 import logging
 from collections.abc import Callable, Sequence
@@ -18,7 +16,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
@@ -63,6 +61,10 @@ STATUS_OF: dict[type[AppError], int] = {
 
 class Problem(BaseModel):
     """An RFC 9457 problem: every error response of every function has this shape."""
+
+    # Only the OpenAPI document uses these models (`problem` writes the body itself): they are
+    # built when it is, not at every cold start.
+    model_config = ConfigDict(defer_build=True)
 
     type: str = "about:blank"
     title: str

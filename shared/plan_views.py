@@ -4,12 +4,9 @@ One plan or a whole session's take the same five reads in one transaction: the p
 kind of row for all of them at once (`plan_id = ANY(...)`), grouped here.
 """
 
-from __future__ import annotations
-
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -30,8 +27,7 @@ SESSION_PLANS = f"""
      ORDER BY m.seq LIMIT %s"""
 
 
-@dataclass(frozen=True, slots=True)
-class SessionPlans:
+class SessionPlans(NamedTuple):
     """A page of a session's plans, in the order of the messages they answer."""
 
     plans: list[PlanDetail]

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from shared.agents.outcomes import PlanOutcome, TurnStarted
 from shared.agents.turns import start_turn
@@ -148,8 +147,7 @@ def watch(services: Services, started: TurnStarted, chat_url: str) -> TurnWatch:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Streaming:
+class Streaming(NamedTuple):
     """A turn whose events stream to this response as it runs."""
 
     started: TurnStarted

@@ -8,10 +8,9 @@ turns, in one statement that checks the owner.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 from uuid import UUID
 
 from shared.auth import User
@@ -26,8 +25,7 @@ if TYPE_CHECKING:
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-@dataclass(frozen=True, slots=True)
-class TimelineEntry:
+class TimelineEntry(NamedTuple):
     """One human or agent message of a session (a `session_timeline` row)."""
 
     session_id: UUID
@@ -56,8 +54,7 @@ async def create_session(db: Database, user: User, *, title: str | None = None) 
         return await chats.create_session(conn, user_id=user.id, title=title or "New chat")
 
 
-@dataclass(frozen=True, slots=True)
-class SessionPage:
+class SessionPage(NamedTuple):
     """A page of the user's sessions, and the cursor of the next one (None: the last)."""
 
     sessions: list[ChatSession]

@@ -1,12 +1,10 @@
 """One typed settings object, read from the environment (field names are the env var names)."""
 
-from __future__ import annotations
-
 import os
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import (
     AliasChoices,
@@ -71,7 +69,7 @@ class McpServerConfig(BaseModel):
     """How long one call may take."""
 
     @model_validator(mode="after")
-    def _one_transport(self) -> McpServerConfig:
+    def _one_transport(self) -> Self:
         if (self.command is None) == (self.url is None):
             raise ValueError(f"MCP server {self.name}: set exactly one of command or url")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
@@ -310,7 +308,7 @@ class Settings(BaseSettings):
         return value
 
     @model_validator(mode="after")
-    def _models_in_service(self) -> Settings:
+    def _models_in_service(self) -> Self:
         """Refuse a model name the registry knows to be retired (it would fail every turn) —
         on DeepSeek's own API, which retired it; another endpoint (OpenRouter, a proxy, a
         local server) may still serve the name."""

@@ -7,7 +7,7 @@ from uuid import UUID
 from fastapi import APIRouter
 
 from shared.http import ServiceCaller, ServicesDep, problems
-from shared.models.turns import RunStepRequest, StepOutcomeOut
+from shared.models.runs import RunStepRequest, StepOutcomeOut
 from shared.runs import run_step_here
 
 router = APIRouter(tags=["steps"])

@@ -21,15 +21,14 @@ from shared.http import (
     problems,
     respond_async,
 )
-from shared.models.turns import (
+from shared.models.runs import (
     ApprovalList,
-    ApprovalOut,
     CancelReply,
     DecisionReply,
     DecisionRequest,
-    PlanDetail,
     PlanOutcomeOut,
 )
+from shared.models.turns import ApprovalOut, PlanDetail
 from shared.plan_views import plan_detail
 from shared.runs import resume_plan, run_plan_here, stream_plan_here
 

@@ -1,7 +1,5 @@
 """Routes over the SQL dashboard views, for operators."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from fastapi import APIRouter, Query

@@ -1,7 +1,5 @@
 """`GET /schemas/events.json`: the JSON Schema of every event type, for typed clients."""
 
-from __future__ import annotations
-
 from functools import cache
 from typing import Any
 

@@ -1,7 +1,5 @@
 """Routes over the user's sessions: CRUD, fork, messages, timeline, plans, plan transcripts."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 from uuid import UUID
 

@@ -1,8 +1,6 @@
 """`POST /chat`: send a message; the answer comes back as JSON, as server-sent events, or as
 202 Accepted while the turn runs on."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Request

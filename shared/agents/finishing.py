@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING
 from uuid import UUID
 
@@ -220,7 +219,7 @@ async def handed_off(services: Services, plan_id: UUID) -> PlanOutcome:
     async with services.db.autocommit() as conn:
         plan = await plans.get_plan(conn, plan_id=plan_id)
     assert plan is not None
-    return replace(_outcome(plan, None), handed_off=True)
+    return _outcome(plan, None)._replace(handed_off=True)
 
 
 async def outcome_of(services: Services, plan: Plan) -> PlanOutcome:

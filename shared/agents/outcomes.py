@@ -1,9 +1,6 @@
 """What the entry points return (everything is also in the tables; these are conveniences)."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 from uuid import UUID
 
 from shared.db.records import PlanStatus, PlanStep, PlanStrategy, StepStatus
@@ -12,8 +9,7 @@ if TYPE_CHECKING:
     from shared.db.transitions import Control
 
 
-@dataclass(frozen=True, slots=True)
-class TurnStarted:
+class TurnStarted(NamedTuple):
     """A stored user message and the plan that will answer it."""
 
     session_id: UUID
@@ -26,8 +22,7 @@ class TurnStarted:
     """The plan's status when the message was stored (or found, for a resend)."""
 
 
-@dataclass(frozen=True, slots=True)
-class PlanOutcome:
+class PlanOutcome(NamedTuple):
     """How a plan ended (or paused) after one `run_plan`."""
 
     plan_id: UUID
@@ -48,8 +43,7 @@ class PlanOutcome:
     plan was queued. `status` is the plan's current one (`executing`); no `done` yet."""
 
 
-@dataclass(frozen=True, slots=True)
-class StepOutcome:
+class StepOutcome(NamedTuple):
     """Where one step stands after one run of it."""
 
     step_id: UUID
@@ -60,14 +54,14 @@ class StepOutcome:
     running_elsewhere: bool = False
     """True: another invocation holds the step's lease and is working on it; this one did
     nothing, and `status` is the step's current one."""
-    control: Control | None = None
+    control: "Control | None" = None
     """The plan's control state as the statement that settled the step left it (a run in
     this process; None over the wire)."""
 
     @classmethod
     def of(
-        cls, step: PlanStep, *, running_elsewhere: bool = False, control: Control | None = None
-    ) -> StepOutcome:
+        cls, step: PlanStep, *, running_elsewhere: bool = False, control: "Control | None" = None
+    ) -> "StepOutcome":
         return cls(
             step.id,
             step.step_number,
@@ -79,8 +73,7 @@ class StepOutcome:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class TurnOutcome:
+class TurnOutcome(NamedTuple):
     """`run_turn`'s result: the stored message and how its plan ended."""
 
     started: TurnStarted

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import replace
 from uuid import UUID
 
 from shared.agents.accounting import check, read_control
@@ -106,8 +105,8 @@ class StepScheduler:
     def _settled(self, outcome: StepOutcome) -> Control | None:
         """Keep the step as its run left it; the plan's state that run saw, if it says."""
         step = self.steps[outcome.step_id]
-        self.steps[step.id] = replace(
-            step, status=outcome.status, result=outcome.result, error=outcome.error
+        self.steps[step.id] = step._replace(
+            status=outcome.status, result=outcome.result, error=outcome.error
         )
         return outcome.control
 

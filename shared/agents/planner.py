@@ -264,7 +264,7 @@ async def _read_plan(services: Services, plan_id: UUID) -> Plan:
 async def _standing(services: Services, plan: Plan) -> PlanOutcome:
     """Where `plan` stands: `running_elsewhere` while it has not ended."""
     outcome = await outcome_of(services, plan)
-    return replace(outcome, running_elsewhere=plan.status not in TERMINAL)
+    return outcome._replace(running_elsewhere=plan.status not in TERMINAL)
 
 
 @dataclass(slots=True)
@@ -397,7 +397,7 @@ class PlannerRun:
         if not _answered_by_executor(turn):
             return self.run
         model = self.services.settings.llm_executor_model
-        return replace(self.run, agent=replace(self.run.agent, model=model))
+        return replace(self.run, agent=self.run.agent._replace(model=model))
 
     def _segments(self, turn: PlannerTurn) -> tuple[list[Segment], str | None]:
         """The conversation so far and the current turn; and what is not loaded of it."""

@@ -173,8 +173,8 @@ class StepWorker:
         if agent.role == "executor":
             transition.set_agent_status(agent.id, "completed" if step_status == "completed" else
                                         "failed")  # fmt: skip
-        closed = replace(step, status=step_status, result=result or step.result,
-                         error=error or step.error)  # fmt: skip
+        closed = step._replace(status=step_status, result=result or step.result,
+                               error=error or step.error)  # fmt: skip
         transition.event("step_completed", step_completed_data(closed, thread_status),
                          agent_id=agent.id)  # fmt: skip
 

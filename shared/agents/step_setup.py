@@ -17,7 +17,7 @@ with the `step_started` and `agent_message` events — keyed on the `agent_execu
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
@@ -191,5 +191,5 @@ def _delegation(services: Services, claimed: ClaimedStep, *, budget: int) -> str
     results = [(s, clip(services.tokens, s.result or s.error or "(no result)", share, how=how))
                for s in done]  # fmt: skip
     if not plan.goal and claimed.request is not None:
-        plan = replace(plan, goal=claimed.request)
+        plan = plan._replace(goal=claimed.request)
     return prompts.delegation(plan, step, results)

@@ -1,9 +1,8 @@
-"""Fetch rows straight into record dataclasses."""
+"""Fetch rows straight into records (`shared.db.records`: named tuples)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields
 from datetime import datetime
 from decimal import Decimal
 from functools import cache
@@ -64,7 +63,7 @@ def records_from_json(record: type[T], items: Sequence[Mapping[str, Any]] | None
 @cache
 def _converters(record: type[Any]) -> dict[str, Callable[[Any], Any]]:
     """How each field of `record` is made from its JSON value (not None)."""
-    names = {f.name for f in fields(record)}
+    names = set(record._fields)
     return {k: _converter(v) for k, v in get_type_hints(record).items() if k in names}
 
 

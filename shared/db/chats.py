@@ -1,12 +1,9 @@
 """Repository: chat sessions and their messages."""
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from psycopg import errors
@@ -294,8 +291,7 @@ async def list_conversation(
     return rows[::-1]
 
 
-@dataclass(frozen=True, slots=True)
-class StoredTurn:
+class StoredTurn(NamedTuple):
     """What `store_turn` found or stored: the turn of the message, or the turn still running."""
 
     message: ChatMessage | None

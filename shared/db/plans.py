@@ -1,9 +1,7 @@
 """Repository: plans (one per user message) and their steps."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 from uuid import UUID
 
 from psycopg.types.json import Jsonb
@@ -45,15 +43,14 @@ or it waits for the user. A plan whose runner died (lease expired) is not runnin
 resumable, and does not hold up the session."""
 
 
-@dataclass(frozen=True, slots=True)
-class NewStep:
+class NewStep(NamedTuple):
     """A step as the planner wrote it, before it is stored."""
 
     step_number: int
     description: str
     executor_required: bool
     depends_on: Sequence[int] = ()
-    tools: Sequence[str] = field(default_factory=tuple)
+    tools: Sequence[str] = ()
 
 
 async def create_plan(

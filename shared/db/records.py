@@ -1,14 +1,18 @@
-"""Rows as frozen dataclasses, one per table; field names are the column names.
+"""Rows as named tuples, one per table; field names are the column names.
+
+Named tuples rather than frozen dataclasses: as immutable, and a cold start makes each class in
+~0.1 ms where a frozen, slotted dataclass takes ~1 ms (it compiles six methods from source) —
+the chat function imports all nine. Each row is built by `tuple.__new__`, so fetching many rows
+is faster too. `row._replace(…)` makes a changed copy. (No `from __future__ import annotations`
+here: `NamedTuple` would compile each field's annotation string at class creation.)
 
 The `Literal` sets mirror the tables' CHECK constraints.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from uuid import UUID
 
 SessionStatus = Literal["active", "archived", "deleted"]
@@ -43,7 +47,8 @@ ApprovalStatus = Literal["pending", "approved", "rejected", "answered", "cancell
 
 def columns(record: type[Any]) -> str:
     """The comma-separated column list of a record type, for SELECT and RETURNING."""
-    return ", ".join(f.name for f in fields(record))
+    names: tuple[str, ...] = record._fields  # a named tuple's, in declaration order
+    return ", ".join(names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +60,7 @@ class Usage:
     cache_hit_tokens: int = 0
     cost_usd: Decimal = Decimal(0)
 
-    def __add__(self, other: Usage) -> Usage:
+    def __add__(self, other: "Usage") -> "Usage":
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
@@ -73,8 +78,7 @@ class Usage:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class ChatSession:
+class ChatSession(NamedTuple):
     id: UUID
     user_id: UUID
     title: str
@@ -93,8 +97,7 @@ class ChatSession:
     """The `client_message_id` of the message that created the session (sent without one)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ChatMessage:
+class ChatMessage(NamedTuple):
     id: UUID
     session_id: UUID
     user_id: UUID
@@ -118,8 +121,7 @@ class ChatMessage:
     updated_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class Agent:
+class Agent(NamedTuple):
     id: UUID
     user_id: UUID
     chat_session_id: UUID
@@ -137,8 +139,7 @@ class Agent:
     completed_at: datetime | None
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(NamedTuple):
     id: UUID
     session_id: UUID
     user_id: UUID
@@ -167,8 +168,7 @@ class Plan:
     """The OpenTelemetry trace of the turn that created it (None: tracing was off)."""
 
 
-@dataclass(frozen=True, slots=True)
-class PlanStep:
+class PlanStep(NamedTuple):
     id: UUID
     plan_id: UUID
     user_id: UUID
@@ -192,8 +192,7 @@ class PlanStep:
     """When the planner handed the step to an executor without waiting (a queue message)."""
 
 
-@dataclass(frozen=True, slots=True)
-class AgentThread:
+class AgentThread(NamedTuple):
     """An `agent_chat_sessions` row: one planner↔executor conversation about one step."""
 
     id: UUID
@@ -213,8 +212,7 @@ class AgentThread:
     completed_at: datetime | None
 
 
-@dataclass(frozen=True, slots=True)
-class AgentMessage:
+class AgentMessage(NamedTuple):
     """An `agent_chat_messages` row: one message of the agent dialogue."""
 
     id: UUID
@@ -242,8 +240,7 @@ class AgentMessage:
     created_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class Execution:
+class Execution(NamedTuple):
     """An `agent_executions` row: one agent run with its accounting."""
 
     id: UUID
@@ -274,8 +271,7 @@ class Execution:
     """The OpenTelemetry trace of the invocation that opened the run (None: tracing off)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Approval:
+class Approval(NamedTuple):
     """An `agent_approvals` row: a destructive call or an escalation waiting for the user."""
 
     id: UUID

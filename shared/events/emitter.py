@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from uuid import UUID
 
 from pydantic import JsonValue
@@ -41,8 +41,7 @@ SEND = "parley_private.send_events(%(session)s, %(events)s, %(private)s"
 """How a statement sends an outbox (close it with the base and totals arguments, or `)`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Staged:
+class Staged(NamedTuple):
     """An event before its statement ran: its `seq` and parts of its `data` come from it."""
 
     type: EventType

@@ -1,18 +1,14 @@
 """Token counts as providers report them, and what they cost."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from shared.db.records import Usage
 
 PER_MILLION = Decimal(1_000_000)
 
 
-@dataclass(frozen=True, slots=True)
-class Price:
+class Price(NamedTuple):
     """USD per 1M tokens."""
 
     cache_hit: Decimal
@@ -20,8 +16,7 @@ class Price:
     output: Decimal
 
 
-@dataclass(frozen=True, slots=True)
-class TokenCounts:
+class TokenCounts(NamedTuple):
     """One call's tokens. `prompt_tokens` includes the cache hits (DeepSeek and OpenAI agree)."""
 
     prompt_tokens: int = 0

@@ -1,7 +1,5 @@
 """Wire models of the operators' dashboards (rows of the SQL dashboard views)."""
 
-from __future__ import annotations
-
 from datetime import date
 from decimal import Decimal
 

@@ -1,7 +1,5 @@
 """Wire models of sessions, messages and the timeline."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal

@@ -9,8 +9,6 @@
   there.
 """
 
-from __future__ import annotations
-
 import re
 from typing import Annotated
 

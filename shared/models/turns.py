@@ -1,6 +1,6 @@
-"""Wire models of turns: sending a message, and what a plan or step run returns."""
-
-from __future__ import annotations
+"""Wire models of turns: sending a message, and reading the plans that answer it (their steps,
+threads, executions and approvals). The planner's and executor's own routes' models are in
+`shared.models.runs`: the chat function never loads them."""
 
 from datetime import datetime
 from decimal import Decimal
@@ -113,50 +113,6 @@ class ChatTurnAccepted(BaseModel):
     watch: TurnWatch
 
 
-class PlanOutcomeOut(_Out):
-    """How one run of a plan ended (or paused)."""
-
-    plan_id: UUID
-    session_id: UUID
-    status: PlanStatus
-    strategy: PlanStrategy | None
-    answer: str | None
-    message_id: UUID | None
-    error: str | None
-    running_elsewhere: bool = Field(
-        default=False,
-        description="Another invocation holds the plan's lease: this one did nothing.",
-    )
-    handed_off: bool = Field(
-        default=False,
-        description="The plan goes on elsewhere (its steps or the plan itself were queued); "
-        "this run did not wait for it. No `done` yet: watch Realtime or GET /plans/{id}.",
-    )
-
-
-StepAttempt = Annotated[int, Field(ge=1, le=20)]
-"""An executor step's attempt number, as the planner's functions and queues carry it."""
-
-
-class RunStepRequest(BaseModel):
-    """Run one attempt of an executor step (idempotent on step and attempt)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    attempt: StepAttempt = 1
-
-
-class StepOutcomeOut(_Out):
-    """Where a step stands after one run of it."""
-
-    step_id: UUID
-    step_number: int
-    status: StepStatus
-    result: str | None
-    error: str | None
-    running_elsewhere: bool = False
-
-
 class StepOut(_Out):
     id: UUID
     step_number: int
@@ -219,6 +175,25 @@ class ExecutionOut(_Out):
     )
 
 
+class ApprovalOut(_Out):
+    """A destructive tool call or an executor's escalation that waits for (or got) the user's
+    decision."""
+
+    id: UUID
+    plan_id: UUID
+    step_id: UUID | None
+    agent_id: UUID
+    kind: Literal["tool_call", "escalation"]
+    tool_call_id: str
+    tool_name: str | None
+    tool_args: dict[str, Any] | None
+    reason: str | None
+    status: ApprovalStatus
+    response: str | None
+    decided_at: datetime | None
+    created_at: datetime
+
+
 class PlanDetail(_Out):
     """A plan with its steps, threads and executions."""
 
@@ -253,50 +228,3 @@ class PlanList(BaseModel):
     last_seq: int = Field(
         description="The `seq` of the last plan's user message: `after_seq` for the next page."
     )
-
-
-class ApprovalOut(_Out):
-    """A destructive tool call or an executor's escalation that waits for (or got) the user's
-    decision."""
-
-    id: UUID
-    plan_id: UUID
-    step_id: UUID | None
-    agent_id: UUID
-    kind: Literal["tool_call", "escalation"]
-    tool_call_id: str
-    tool_name: str | None
-    tool_args: dict[str, Any] | None
-    reason: str | None
-    status: ApprovalStatus
-    response: str | None
-    decided_at: datetime | None
-    created_at: datetime
-
-
-class ApprovalList(BaseModel):
-    approvals: list[ApprovalOut]
-
-
-class DecisionRequest(BaseModel):
-    """The user's decision: `approve`/`reject` a tool call; `answer`/`reject` an escalation."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    decision: Literal["approve", "reject", "answer"]
-    text: StoredText | None = Field(
-        default=None, max_length=4000, description="The answer, or why the call is rejected."
-    )
-
-
-class DecisionReply(BaseModel):
-    """The decided approval, and where the plan got to when it resumed."""
-
-    approval: ApprovalOut
-    plan: PlanOutcomeOut
-
-
-class CancelReply(BaseModel):
-    plan_id: UUID
-    status: PlanStatus
-    cancel_requested: Literal[True] = True

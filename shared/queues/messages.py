@@ -17,7 +17,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from shared.models.turns import StepAttempt
+from shared.models.runs import StepAttempt
 
 
 class _Message(BaseModel):

@@ -3,7 +3,6 @@ the answer arrives, stored, and in `done` — never the placeholder."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime
 from uuid import uuid4
 
@@ -93,7 +92,7 @@ def test_a_step_without_a_result_stands_as_what_happened_to_it() -> None:
     now = datetime.now(UTC)
     failed = PlanStep(uuid4(), uuid4(), uuid4(), 1, "Look it up", True, [], [], None, "failed",
                       None, "timed out", now, now, None, None, None, None, None)  # fmt: skip
-    done = replace(failed, step_number=2, status="completed", result="Found it.", error=None)
+    done = failed._replace(step_number=2, status="completed", result="Found it.", error=None)
 
     assert Quotes.of([failed, done]).expand("{{step 1}}\n{{step 2}}") == (
         "(step 1 failed: timed out)\nFound it."

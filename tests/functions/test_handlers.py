@@ -197,6 +197,46 @@ def test_the_agent_functions_load_their_agent_at_init_and_the_chat_does_not(
         assert found["agents"] == []
 
 
+CHAT_IMPORT = """
+import __future__, json, sys
+import functions.chat.handler
+from fastapi import APIRouter
+from pydantic import BaseModel
+
+def models_or_routes(module):
+    return any((isinstance(value, type) and issubclass(value, BaseModel)
+                and value.__module__ == module.__name__) or isinstance(value, APIRouter)
+               for value in vars(module).values())
+
+own = [module for name, module in sorted(sys.modules.items())
+       if name.split(".")[0] in ("shared", "functions")]
+checked = [module for module in own if models_or_routes(module)]
+print(json.dumps({
+    "checked": [module.__name__ for module in checked],
+    "string_annotations": [module.__name__ for module in checked
+                           if vars(module).get("annotations") is __future__.annotations],
+    "agent_wire_models": "shared.models.runs" in sys.modules,
+}))
+"""
+
+
+def test_the_chat_handler_import_leaves_out_what_costs_its_cold_start() -> None:
+    """What keeps Parley's own share of the chat's cold start small (`bench.cold_start`): it
+    loads none of the planner's and executor's wire models, and the modules whose annotations
+    pydantic or FastAPI read at import (models, routes) hold them as objects — with
+    `from __future__ import annotations` each field and parameter is a string, compiled and
+    evaluated once more (~5 ms over the chat's)."""
+    done = subprocess.run(
+        [sys.executable, "-c", CHAT_IMPORT], capture_output=True, text=True, check=True
+    )
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {"shared.models.turns", "shared.settings", "functions.chat.sessions"} <= set(
+        found["checked"]
+    )
+    assert found["string_annotations"] == []
+    assert found["agent_wire_models"] is False
+
+
 def test_a_model_client_that_cannot_load_its_certificates_does_not_fail_init() -> None:
     env = {**os.environ, "SSL_CERT_FILE": "/nonexistent/ca.pem"}
     done = subprocess.run(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID, uuid4
@@ -34,7 +33,7 @@ def agent(**changes: Any) -> Agent:
         updated_at=NOW,
         completed_at=None,
     )
-    return dataclasses.replace(row, **changes)
+    return row._replace(**changes)
 
 
 def tool(name: str, access: str) -> ToolDefinition:
