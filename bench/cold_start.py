@@ -384,7 +384,7 @@ def main() -> None:
         otlp_receiver() as receiver,
     ):  # fmt: skip
         env = child_environment(h)
-        import_env = shipped_models(env)
+        default_env = shipped_models(env)
         queued_env = queued_environment(env, endpoint, realtime)
         secret_env, secret = with_secret(queued_env, endpoint)
         event = event_for(asyncio.run(h.user()))
@@ -396,23 +396,23 @@ def main() -> None:
         spans: list[int] = []
         for _ in range(args.rounds):
             imports = [
-                (f"import {m}", m, import_env)
+                (f"import {m}", m, default_env)
                 for m in ("openai", "fastapi", *(f"functions.{n}.handler" for n in HANDLERS))
             ]
-            imports.append((TRACED_IMPORT, "functions.chat.handler", traced(import_env, receiver)))
+            imports.append((TRACED_IMPORT, "functions.chat.handler", traced(default_env, receiver)))
             for line, module, import_env in imports:
                 printed = child(IMPORT.format(module=module), import_env)
                 timed(figures, line, printed)
                 modules, otel = (int(part) for part in printed.split()[2:4])
                 counts.setdefault(line, set()).add((modules, otel))
-            floor_and_chat = child(LIBRARIES, import_env).split()
+            floor_and_chat = child(LIBRARIES, default_env).split()
             timed(figures, LIBRARIES_LINE, " ".join(floor_and_chat[:2]))
             timed(figures, ON_FLOOR, " ".join(floor_and_chat[2:]))
             timed(figures, ON_FLOOR_MODELS_FILE, " ".join(child(LIBRARIES, env).split()[2:]))
             if args.versus:
                 code = IMPORT.format(module="functions.chat.handler")
-                timed(figures, VERSUS, child(code, import_env, cwd=args.versus.resolve()))
-                floor_and_chat = child(LIBRARIES, import_env, cwd=args.versus.resolve()).split()
+                timed(figures, VERSUS, child(code, default_env, cwd=args.versus.resolve()))
+                floor_and_chat = child(LIBRARIES, default_env, cwd=args.versus.resolve()).split()
                 timed(figures, ON_FLOOR_VERSUS, " ".join(floor_and_chat[2:]))
             turns = json.loads(child(TURNS, env, event, uuid4().hex))  # new turns
             for key, value in turns.items():
