@@ -3,7 +3,9 @@
     .venv/bin/python -m bench.cold_start [--rounds 5]
 
 Each figure comes from a fresh Python process, as a new Lambda execution environment would
-start one. Per round, interleaved so that the machine's load falls on all alike:
+start one. The imports run as a deployment on Parley's default models has them (the registry it
+ships); the turns run on the tests' models, declared in an override file (`LLM_MODELS_FILE`).
+Per round, interleaved so that the machine's load falls on all alike:
 
 * `import openai` and `import fastapi` alone — the yardsticks — and the libraries the chat
   function cannot start without (FastAPI, Mangum, psycopg and its pool, PyJWT with
@@ -102,6 +104,8 @@ print(*floor, time.perf_counter() - started, time.process_time() - cpu)
 share measured as such, not as the difference of two imports from separate processes."""
 ON_FLOOR = "import functions.chat.handler on the floor"
 ON_FLOOR_VERSUS = ON_FLOOR + ", versus"
+ON_FLOOR_MODELS_FILE = ON_FLOOR + ", the tests' LLM_MODELS_FILE"
+"""The same with the override file the turns here need (their test models): init checks it."""
 VERSUS = "import functions.chat.handler, versus"
 """The `--versus` checkout's chat handler, imported in the same rounds."""
 CPU = " (CPU)"
@@ -260,6 +264,15 @@ def child_environment(h: Harness) -> dict[str, str]:
     return env
 
 
+def shipped_models(env: dict[str, str]) -> dict[str, str]:
+    """The imports' environment: a deployment's, on Parley's default models and the registry it
+    ships — not the test models the turns here need, nor the override file that declares them
+    (`LLM_MODELS_FILE`), whose check at init (~3 ms) the line "…, the tests' LLM_MODELS_FILE"
+    shows apart."""
+    dropped = ("LLM_MODELS_FILE", "LLM_PLANNER_MODEL", "LLM_EXECUTOR_MODEL")
+    return {name: value for name, value in env.items() if name not in dropped}
+
+
 def queued_environment(env: dict[str, str], endpoint: str, realtime: str) -> dict[str, str]:
     """The deployed functions' environment: the planner's and executor's queues, made here on
     moto's server at `endpoint`, fake credentials (no real account is ever reachable;
@@ -371,6 +384,7 @@ def main() -> None:
         otlp_receiver() as receiver,
     ):  # fmt: skip
         env = child_environment(h)
+        default_env = shipped_models(env)
         queued_env = queued_environment(env, endpoint, realtime)
         secret_env, secret = with_secret(queued_env, endpoint)
         event = event_for(asyncio.run(h.user()))
@@ -382,22 +396,23 @@ def main() -> None:
         spans: list[int] = []
         for _ in range(args.rounds):
             imports = [
-                (f"import {m}", m, env)
+                (f"import {m}", m, default_env)
                 for m in ("openai", "fastapi", *(f"functions.{n}.handler" for n in HANDLERS))
             ]
-            imports.append((TRACED_IMPORT, "functions.chat.handler", traced(env, receiver)))
+            imports.append((TRACED_IMPORT, "functions.chat.handler", traced(default_env, receiver)))
             for line, module, import_env in imports:
                 printed = child(IMPORT.format(module=module), import_env)
                 timed(figures, line, printed)
                 modules, otel = (int(part) for part in printed.split()[2:4])
                 counts.setdefault(line, set()).add((modules, otel))
-            floor_and_chat = child(LIBRARIES, env).split()
+            floor_and_chat = child(LIBRARIES, default_env).split()
             timed(figures, LIBRARIES_LINE, " ".join(floor_and_chat[:2]))
             timed(figures, ON_FLOOR, " ".join(floor_and_chat[2:]))
+            timed(figures, ON_FLOOR_MODELS_FILE, " ".join(child(LIBRARIES, env).split()[2:]))
             if args.versus:
                 code = IMPORT.format(module="functions.chat.handler")
-                timed(figures, VERSUS, child(code, env, cwd=args.versus.resolve()))
-                floor_and_chat = child(LIBRARIES, env, cwd=args.versus.resolve()).split()
+                timed(figures, VERSUS, child(code, default_env, cwd=args.versus.resolve()))
+                floor_and_chat = child(LIBRARIES, default_env, cwd=args.versus.resolve()).split()
                 timed(figures, ON_FLOOR_VERSUS, " ".join(floor_and_chat[2:]))
             turns = json.loads(child(TURNS, env, event, uuid4().hex))  # new turns
             for key, value in turns.items():
@@ -471,10 +486,11 @@ def on_floor_shares(medians: dict[str, float], minimums: dict[str, float]) -> No
         for line, label in (
             (ON_FLOOR, f"Parley's own share, on the floor ({kind})"),
             (ON_FLOOR_VERSUS, f"  --versus checkout's, on the floor ({kind})"),
+            (ON_FLOOR_MODELS_FILE, f"  with the tests' models file ({kind})"),
         ):
             if line + cpu in medians:
                 share = [f[line + cpu] / f[f"import openai{cpu}"] for f in (medians, minimums)]
-                print(f"{label:<50} {share[0]:.2f}  (min {share[1]:.2f})")
+                print(f"{label:<50} {share[0]:.3f}  (min {share[1]:.3f})")
 
 
 def report(

@@ -216,13 +216,15 @@ print(json.dumps({
     "string_annotations": [module.__name__ for module in checked
                            if vars(module).get("annotations") is __future__.annotations],
     "agent_wire_models": "shared.models.runs" in sys.modules,
+    "registry_schema": "shared.llm.registry_file" in sys.modules,
 }))
 """
 
 
 def test_the_chat_handler_import_leaves_out_what_costs_its_cold_start() -> None:
     """What keeps Parley's own share of the chat's cold start small (`bench.cold_start`): it
-    loads none of the planner's and executor's wire models, and the modules whose annotations
+    loads none of the planner's and executor's wire models nor the registry file's schema (the
+    suite checks the shipped file), and the modules whose annotations
     pydantic or FastAPI read at import (models, routes) hold them as objects — with
     `from __future__ import annotations` each field and parameter is a string, compiled and
     evaluated once more (~5 ms over the chat's)."""
@@ -235,6 +237,7 @@ def test_the_chat_handler_import_leaves_out_what_costs_its_cold_start() -> None:
     )
     assert found["string_annotations"] == []
     assert found["agent_wire_models"] is False
+    assert found["registry_schema"] is False  # the shipped registry is read, not re-checked
 
 
 def test_a_model_client_that_cannot_load_its_certificates_does_not_fail_init() -> None:

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import tomllib
 from datetime import UTC, datetime
 from decimal import Decimal
 from email.utils import formatdate
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from local.deepseek import FakeModelServer, reply, usage
 from shared.db.records import Usage
-from shared.llm import ChatRequest, LLMNotConfigured, Price, TokenCounts, UserMessage, load_registry
+from shared.llm import (
+    ChatRequest,
+    LLMNotConfigured,
+    Price,
+    TokenCounts,
+    UserMessage,
+    load_registry,
+    registry,
+    registry_file,
+)
 from shared.llm.retry import RetryPolicy, parse_retry_after
 from shared.llm.usage import parse_usage
 from tests.llm.conftest import MakeClient
@@ -188,6 +199,31 @@ def test_a_broken_override_file_is_a_clear_configuration_error(
 def test_missing_override_file_names_the_setting(tmp_path: Path) -> None:
     with pytest.raises(LLMNotConfigured, match=r"LLM_MODELS_FILE=.*cannot be read"):
         load_registry(tmp_path / "absent.toml")
+
+
+SHIPPED = Path(registry.__file__).with_name(registry.SHIPPED)
+NAMES = (
+    "deepseek-chat", "deepseek-reasoner", "deepseek-coder", "deepseek-v4-pro", "deepseek-v4-flash",
+    "deepseek-flash", "deepseek/deepseek-chat", "gpt-4o", "gpt-4o-mini", "gpt-5", "gpt-5.2-mini",
+    "o1", "o3-mini", "o4-mini", "claude-sonnet-4", "llama3.1:8b", "no-such-model",
+)  # fmt: skip
+
+
+def test_the_shipped_registry_is_in_the_registry_format() -> None:
+    """At run time the shipped file is read as is (it changes only with the code): this is
+    where it is checked, against the schema an operator's override file is checked against."""
+    table = tomllib.loads(SHIPPED.read_text(encoding="utf-8"))
+
+    checked = registry_file.checked(table, origin=str(SHIPPED))
+
+    assert checked["model"] and checked["peak_hours"]
+    as_read, as_checked = registry.ModelRegistry([table]), registry.ModelRegistry([checked])
+    for name in (*NAMES, *(entry["match"].replace(".*", "") for entry in table["model"])):
+        assert as_read.lookup(name) == as_checked.lookup(name), name
+
+
+def test_the_file_format_knows_the_registry_roles() -> None:
+    assert get_args(registry_file.ModelRole) == get_args(registry.ModelRole)
 
 
 def test_retry_after_parsing_and_backoff_bounds() -> None:
