@@ -267,7 +267,7 @@ def child_environment(h: Harness) -> dict[str, str]:
 def shipped_models(env: dict[str, str]) -> dict[str, str]:
     """The imports' environment: a deployment's, on Parley's default models and the registry it
     ships — not the test models the turns here need, nor the override file that declares them
-    (`LLM_MODELS_FILE`), whose check at init (~3 ms) the line "…, the tests' LLM_MODELS_FILE"
+    (`LLM_MODELS_FILE`), whose check at init (~2–3 ms) the line "…, the tests' LLM_MODELS_FILE"
     shows apart."""
     dropped = ("LLM_MODELS_FILE", "LLM_PLANNER_MODEL", "LLM_EXECUTOR_MODEL")
     return {name: value for name, value in env.items() if name not in dropped}
@@ -352,9 +352,10 @@ def event_for(user: User) -> str:
     return EVENT.read_text().replace("{{TOKEN}}", token(user.id))
 
 
-def timed(figures: dict[str, list[float]], name: str, printed: str) -> None:
-    """Record an import's wall time under `name`, its CPU time under `name` + `CPU`."""
-    wall, cpu = (float(part) for part in printed.split()[:2])
+def timed(figures: dict[str, list[float]], name: str, printed: str, *, at: int = 0) -> None:
+    """Record an import's wall time under `name`, its CPU time under `name` + `CPU` (the two
+    figures from position `at` of the printed line)."""
+    wall, cpu = (float(part) for part in printed.split()[at : at + 2])
     figures.setdefault(name, []).append(wall)
     figures.setdefault(name + CPU, []).append(cpu)
 
@@ -405,15 +406,15 @@ def main() -> None:
                 timed(figures, line, printed)
                 modules, otel = (int(part) for part in printed.split()[2:4])
                 counts.setdefault(line, set()).add((modules, otel))
-            floor_and_chat = child(LIBRARIES, default_env).split()
-            timed(figures, LIBRARIES_LINE, " ".join(floor_and_chat[:2]))
-            timed(figures, ON_FLOOR, " ".join(floor_and_chat[2:]))
-            timed(figures, ON_FLOOR_MODELS_FILE, " ".join(child(LIBRARIES, env).split()[2:]))
+            floor_and_chat = child(LIBRARIES, default_env)
+            timed(figures, LIBRARIES_LINE, floor_and_chat)
+            timed(figures, ON_FLOOR, floor_and_chat, at=2)
+            timed(figures, ON_FLOOR_MODELS_FILE, child(LIBRARIES, env), at=2)
             if args.versus:
                 code = IMPORT.format(module="functions.chat.handler")
                 timed(figures, VERSUS, child(code, default_env, cwd=args.versus.resolve()))
-                floor_and_chat = child(LIBRARIES, default_env, cwd=args.versus.resolve()).split()
-                timed(figures, ON_FLOOR_VERSUS, " ".join(floor_and_chat[2:]))
+                versus = child(LIBRARIES, default_env, cwd=args.versus.resolve())
+                timed(figures, ON_FLOOR_VERSUS, versus, at=2)
             turns = json.loads(child(TURNS, env, event, uuid4().hex))  # new turns
             for key, value in turns.items():
                 figures.setdefault(f"chat in_process: {key}", []).append(value)

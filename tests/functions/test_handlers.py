@@ -224,10 +224,10 @@ print(json.dumps({
 def test_the_chat_handler_import_leaves_out_what_costs_its_cold_start() -> None:
     """What keeps Parley's own share of the chat's cold start small (`bench.cold_start`): it
     loads none of the planner's and executor's wire models nor the registry file's schema (the
-    suite checks the shipped file), and the modules whose annotations
-    pydantic or FastAPI read at import (models, routes) hold them as objects — with
-    `from __future__ import annotations` each field and parameter is a string, compiled and
-    evaluated once more (~5 ms over the chat's)."""
+    suite checks the shipped file), and the modules whose annotations pydantic or FastAPI read
+    at import (models, routes) hold them as objects — with `from __future__ import annotations`
+    each field and parameter is a string, compiled and evaluated once more (~5 ms over the
+    chat's)."""
     done = subprocess.run(
         [sys.executable, "-c", CHAT_IMPORT], capture_output=True, text=True, check=True
     )
