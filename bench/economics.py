@@ -150,7 +150,7 @@ class Call:
     def of_reply(cls, request: ChatRequest, done: Completion) -> Call:
         tokens = done.tokens
         tools = [tool.to_wire() for tool in request.tools]
-        messages = to_wire(request.messages, reasoning=False)
+        messages = to_wire(request.messages, thinking=False, tools=bool(tools))
         return cls(request.model, tokens.prompt_tokens, tokens.cache_hit_tokens,
                    tokens.completion_tokens, tools, messages)  # fmt: skip
 

@@ -239,10 +239,11 @@ class FakeModel:
         """The messages and tools as DeepSeek concatenates them: earlier turns' reasoning only
         where it is kept (`contract.reasoning_kept`)."""
         tools = [t for t in recorded.body.get("tools") or () if isinstance(t, dict)]
-        messages = recorded.messages
-        if not contract.reasoning_kept(recorded.body, profile):
-            messages = [{k: v for k, v in m.items() if k != "reasoning_content"}
-                        for m in messages]  # fmt: skip
+        kept = contract.reasoning_kept(recorded.body, profile)
+        messages = [
+            m if keep else {k: v for k, v in m.items() if k != "reasoning_content"}
+            for m, keep in zip(recorded.messages, kept, strict=True)
+        ]
         return messages, tools
 
     def _prompt_tokens(self, recorded: RecordedRequest, profile: ModelProfile) -> int:

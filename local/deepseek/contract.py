@@ -22,6 +22,7 @@ from local.deepseek.script import ErrorReply
 
 REFERENCE = "https://api-docs.deepseek.com/api/create-chat-completion"
 THINKING_GUIDE = "https://api-docs.deepseek.com/guides/thinking_mode"
+THINKING_GUIDE_ZH = "https://api-docs.deepseek.com/zh-cn/guides/thinking_mode"
 ERROR_CODES = "https://api-docs.deepseek.com/quick_start/error_codes"
 PRICING = "https://api-docs.deepseek.com/quick_start/pricing"
 TOOL_CALLS_GUIDE = "https://api-docs.deepseek.com/guides/tool_calls"
@@ -89,12 +90,42 @@ def thinking_on(body: Mapping[str, Any], profile: ModelProfile) -> bool:
     return profile.thinks_by_default
 
 
-def reasoning_kept(body: Mapping[str, Any], profile: ModelProfile) -> bool:
-    """Whether earlier turns' `reasoning_content` is part of the prompt: with `tools`, in
-    thinking mode ("If the request carries the `tools` parameter: the `reasoning_content` of
-    all previous turns should be passed back … and will be concatenated into the context";
-    without tools "it will be ignored")."""
-    return thinking_on(body, profile) and bool(body.get("tools"))
+def reasoning_kept(body: Mapping[str, Any], profile: ModelProfile) -> list[bool]:
+    """For each message, whether its `reasoning_content` is part of the prompt — and so must be
+    passed back. DeepSeek states the rule in two wordings; the twin holds the union of both:
+
+    - English guide: "If the request carries the `tools` parameter: the `reasoning_content` of
+      all previous turns should be passed back … and will be concatenated into the context",
+      even for turns without tool calls; without tools "it will be ignored";
+    - Chinese guide: "在两个 user 消息之间,如果模型进行了工具调用,则中间 assistant 的
+      reasoning_content 需参与上下文拼接,在后续所有 user 交互轮次中必须回传给 API" — between
+      two user messages where the model called tools, the assistant messages' reasoning takes
+      part in the context and must be passed back in all later requests, tools or not.
+
+    So in thinking mode: with tools, every assistant message; without, every assistant message
+    of a span between user messages that holds a tool call."""
+    messages = body["messages"]
+    if not thinking_on(body, profile):
+        return [False] * len(messages)
+    if body.get("tools"):
+        return [_role(m) == "assistant" for m in messages]
+    kept = [False] * len(messages)
+    span: list[int] = []  # the assistant messages since the last user message
+    called = False
+    for index, message in enumerate(messages):
+        if _role(message) == "user":
+            span, called = [], False
+        elif _role(message) == "assistant":
+            span.append(index)
+            called = called or bool(message.get("tool_calls"))
+            if called:
+                for earlier in span:
+                    kept[earlier] = True
+    return kept
+
+
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, Mapping) else None
 
 
 Rule = Callable[[Mapping[str, Any], ModelProfile], ErrorReply | None]
@@ -269,13 +300,13 @@ PASSED_BACK = "The `reasoning_content` in the thinking mode must be passed back 
 
 
 def reasoning_passed_back(body: Mapping[str, Any], profile: ModelProfile) -> ErrorReply | None:
-    """With `tools` in thinking mode, every earlier assistant turn carries its
-    `reasoning_content` ("even for turns where the model did not perform a tool call"). An
-    empty string counts as passed back; a missing or null one does not."""
-    if not reasoning_kept(body, profile):
-        return None
-    for message in body["messages"]:
-        if message.get("role") == "assistant" and message.get("reasoning_content") is None:
+    """Every assistant message whose reasoning is part of the prompt (`reasoning_kept`: in
+    thinking mode, all of them when the request carries tools, and those of a user turn that
+    called tools whether it does or not) carries its `reasoning_content`. An empty string
+    counts as passed back; a missing or null one does not."""
+    kept = reasoning_kept(body, profile)
+    for message, needed in zip(body["messages"], kept, strict=True):
+        if needed and message.get("reasoning_content") is None:
             return refusal(400, PASSED_BACK)
     return None
 
@@ -349,8 +380,9 @@ RULES: tuple[RuleInfo, ...] = (
     ),
     RuleInfo(
         "reasoning-passback",
-        "with `tools` in thinking mode, an earlier assistant turn without `reasoning_content`: 400",
-        THINKING_GUIDE,
+        "in thinking mode, an assistant turn without `reasoning_content` in a request with "
+        "`tools`, or in a user turn that called tools (with or without `tools`): 400",
+        f"{THINKING_GUIDE} {THINKING_GUIDE_ZH}",
         reasoning_passed_back,
     ),
 )

@@ -46,7 +46,7 @@ from shared.llm import (
     ToolSchema,
     UserMessage,
 )
-from shared.llm.messages import passes_reasoning, to_wire
+from shared.llm.messages import to_wire
 from shared.llm.tokens import TokenCounter, count_messages, count_tools
 
 MIN_TOOL_RESULT = 40
@@ -181,8 +181,7 @@ class _Fitting:
         return replace(message, content=kept + note.format(left=left, total=total, tool=tool))
 
     def _wire(self, messages: Sequence[Message]) -> list[dict[str, object]]:
-        reasoning = passes_reasoning(thinking=self.thinking, tools=not self.no_tools)
-        return to_wire(messages, reasoning=reasoning)
+        return to_wire(messages, thinking=self.thinking, tools=not self.no_tools)
 
 
 def _calls_in(messages: Sequence[Message]) -> str:

@@ -25,7 +25,8 @@ Build a client once per cold start and pass typed messages:
   and results is checked (`ChatRequest.history="strict"` raises `InvalidHistory`, sending
   nothing) or repaired (`"repair"`); see `shared.llm.history`. In thinking mode, a request
   with tools passes every assistant turn's `reasoning_content` back (an empty string where the
-  model sent none); otherwise none is sent (`messages.passes_reasoning`, docs/deepseek.md).
+  model sent none), and one without tools passes it for the user turns that made tool calls
+  (`messages.passes_reasoning`, docs/deepseek.md).
 - Errors: 402 is `LLMOutOfBalance`, 401/403 `LLMAuthenticationFailed` (a configuration error):
   both logged for the operator, never retried.
 - Models: `models.toml` matches names by regex, general to specific (`load_registry().lookup`);

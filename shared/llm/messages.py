@@ -102,8 +102,9 @@ class AssistantMessage:
     """A model turn: text, tool calls, or both.
 
     `reasoning_content` is a thinking model's chain of thought (as it sent it: None when it
-    sent none). DeepSeek wants it back on every earlier turn of a request that carries tools
-    in thinking mode (`to_wire`); it is sent only then (other models reject the field).
+    sent none). In thinking mode DeepSeek wants it back on every earlier turn of a request that
+    carries tools, and on the turns around tool calls in any later request
+    (`passes_reasoning`); it is sent only then (other models reject the field).
     """
 
     content: str | None = None
@@ -129,20 +130,51 @@ class ToolMessage:
 Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage
 
 
-def passes_reasoning(*, thinking: bool, tools: bool) -> bool:
-    """Whether a request sends earlier turns' reasoning back: in thinking mode, when it carries
-    tools. DeepSeek's thinking-mode guide: with `tools`, "the `reasoning_content` of all previous
-    turns should be passed back … even for turns where the model did not perform a tool call"
-    (else 400); without, "it will be ignored" (so it is not sent, nor counted)."""
-    return thinking and tools
+def passes_reasoning(messages: Sequence[Message], *, thinking: bool, tools: bool) -> list[bool]:
+    """For each message, whether a request sends its `reasoning_content` back (assistant
+    messages only; nothing with thinking off).
+
+    DeepSeek words the rule two ways, and Parley obeys both (docs/deepseek.md):
+
+    - the English thinking-mode guide: with `tools`, "the `reasoning_content` of all previous
+      turns should be passed back … even for turns where the model did not perform a tool
+      call"; without tools "it will be ignored";
+    - the Chinese guide: "在两个 user 消息之间,如果模型进行了工具调用,则中间 assistant 的
+      reasoning_content 需参与上下文拼接,在后续所有 user 交互轮次中必须回传给 API" — between
+      two user messages where the model called tools, the assistant messages' reasoning must be
+      passed back in every later request, with no condition on `tools`.
+
+    So: with tools, every assistant message; without, every assistant message of a span
+    between user messages that holds a tool call (the span, not only the calling message: the
+    guide's unit is the user turn). Turns without tool calls in a request without tools carry
+    none: both guides agree it is ignored there, so it is neither sent nor counted.
+    """
+    if not thinking:
+        return [False] * len(messages)
+    if tools:
+        return [isinstance(m, AssistantMessage) for m in messages]
+    carries = [False] * len(messages)
+    span: list[int] = []  # the assistant messages since the last user message
+    called = False
+    for index, message in enumerate(messages):
+        if isinstance(message, UserMessage):
+            span, called = [], False
+        elif isinstance(message, AssistantMessage):
+            span.append(index)
+            called = called or bool(message.tool_calls)
+            if called:
+                for earlier in span:
+                    carries[earlier] = True
+    return carries
 
 
-def to_wire(messages: Sequence[Message], *, reasoning: bool) -> list[dict[str, Any]]:
-    """The `messages` array of a chat-completions request; with `reasoning`, every assistant
-    turn carries its `reasoning_content` — what the model sent, an empty string where it sent
-    none (DeepSeek takes an empty string as passed back; whether it accepts the history is for
-    it to say, not for Parley to guess)."""
-    return [_message_to_wire(message, reasoning=reasoning) for message in messages]
+def to_wire(messages: Sequence[Message], *, thinking: bool, tools: bool) -> list[dict[str, Any]]:
+    """The `messages` array of a chat-completions request. The assistant turns that
+    `passes_reasoning` names carry their `reasoning_content` — what the model sent, an empty
+    string where it sent none (DeepSeek takes an empty string as passed back; whether it
+    accepts the history is for it to say, not for Parley to guess)."""
+    carries = passes_reasoning(messages, thinking=thinking, tools=tools)
+    return [_message_to_wire(m, reasoning=c) for m, c in zip(messages, carries, strict=True)]
 
 
 def _message_to_wire(message: Message, *, reasoning: bool) -> dict[str, Any]:

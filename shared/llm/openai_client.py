@@ -37,7 +37,7 @@ from shared.llm.errors import (
     LLMOutOfBalance,
 )
 from shared.llm.history import check_history, repair_history
-from shared.llm.messages import Message, passes_reasoning, to_wire
+from shared.llm.messages import Message, to_wire
 from shared.llm.registry import ModelInfo, ModelRegistry, load_registry
 from shared.llm.retry import RetryPolicy
 from shared.llm.usage import TokenCounts
@@ -159,10 +159,9 @@ class OpenAIClient:
             raise LLMBadRequest(
                 f"{request.model} does not support tool calls (model registry)", model=request.model
             )
-        reasoning = passes_reasoning(thinking=thinking, tools=bool(request.tools))
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": to_wire(messages, reasoning=reasoning),
+            "messages": to_wire(messages, thinking=thinking, tools=bool(request.tools)),
         }
         if request.tools:
             body["tools"] = [tool.to_wire() for tool in request.tools]

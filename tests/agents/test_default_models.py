@@ -55,7 +55,8 @@ async def test_a_turn_with_nothing_but_a_key_uses_v4_pro_and_flash(
     assert all(r.body["thinking"] == {"type": "disabled"} for r in executor_calls)
     synthesis: RecordedRequest = planner_calls[-1]
     plan_turn = next(m for m in synthesis.messages if m.get("tool_calls"))
-    assert "reasoning_content" not in plan_turn  # the answer's call carries no tools: ignored
+    # The answer's call carries no tools, but its user turn called tools: passed back.
+    assert plan_turn["reasoning_content"] == "Two reads: delegate."
     rows = await stored(db, turn.started.plan_id)
     assert [a.model for a in rows.agents] == ["deepseek-v4-pro", "deepseek-flash"]
     assert rows.plan.cost_usd > Decimal(0)  # priced from the shipped registry

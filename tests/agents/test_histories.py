@@ -13,7 +13,7 @@ from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 
 
-async def test_reasoning_is_stored_and_sent_back_whenever_a_request_carries_tools(
+async def test_reasoning_is_stored_and_sent_back_as_deepseeks_thinking_mode_asks(
     db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
 ) -> None:
     services = make_services(llm_planner_model="test-thinker", llm_executor_model="test-thinker")
@@ -35,8 +35,9 @@ async def test_reasoning_is_stored_and_sent_back_whenever_a_request_carries_tool
     assert turn.plan.status == "completed" and script.unscripted == []
     synthesis = requests_of(fake, "planner")[1]
     assert synthesis.messages[2]["tool_calls"][0]["function"]["name"] == "create_plan"
-    assert "tools" not in synthesis.body  # no tools: DeepSeek ignores reasoning, none is sent
-    assert "reasoning_content" not in synthesis.messages[2]
+    # No tools, but this user turn called tools: its reasoning goes back (docs/deepseek.md).
+    assert "tools" not in synthesis.body
+    assert synthesis.messages[2]["reasoning_content"] == "Several lookups: plan it."
     executor = requests_of(fake, "executor")[1].messages  # tools offered: passed back
     assert executor[2]["reasoning_content"] == "First list the tasks."
     rows = await stored(db, turn.started.plan_id)

@@ -1,7 +1,8 @@
 """Every request Parley makes passes DeepSeek's twin, in every thinking mode.
 
 DeepSeek's V4 models think unless told not to; thinking mode refuses a forced `tool_choice` and
-wants earlier turns' reasoning back on requests that carry tools (docs/deepseek.md). The twin
+wants earlier turns' reasoning back on requests that carry tools, and that of turns which called
+tools on every later request, tools or not (docs/deepseek.md). The twin
 refuses what DeepSeek refuses, so a turn that completes here with no request refused is one
 DeepSeek serves: routing, the planner's own step, executor steps, a question and its answer,
 the final answer, and the next message of the session, for each pair of settings.
@@ -102,9 +103,41 @@ async def test_every_request_passes_deepseeks_twin_in_every_thinking_mode(
         assert sent == (None if mode == "auto" else {"type": mode})
         if kind_of(request) in ("executor", "planner_step"):  # a step's turn must call a tool
             assert request.body["tool_choice"] == ("auto" if thinks(mode) else "required")
+    # The plan's final answer is asked for without tools, after the turn's tool calls: in
+    # thinking mode those calls' reasoning goes back all the same (DeepSeek's Chinese guide).
+    finals = [r for r in requests_of(fake, "planner") if not r.body.get("tools")]
+    calls = [m for r in finals for m in r.messages if m.get("tool_calls")]
+    assert finals and calls
+    assert all(("reasoning_content" in m) == thinks(planner) for m in calls)
     later = fake.requests[-1]  # the second message's routing call replays the first turn
     assert later.messages[-2]["role"] == "assistant" and later.body.get("tools")
     assert ("reasoning_content" in later.messages[-2]) == thinks(planner)
+
+
+@pytest.mark.parametrize("planner", MODES)
+async def test_a_tool_turn_and_the_next_message_pass_deepseeks_twin(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer, planner: str
+) -> None:
+    services = deepseek(make_services, planner, "disabled")
+    user = await make_user(db)
+    await make_task(db, user, title="Weed the garden")
+    script.planner(reply(tool_call("list_tasks")).without_reasoning(), reply("One: weeding."))
+
+    first = await run_turn(
+        services, user_id=user, session_id=None, message="my tasks?", publisher=InMemoryPublisher()
+    )
+    Script(fake).planner(reply("Still just the weeding."))
+    session = first.started.session_id
+    second = await run_turn(
+        services, user_id=user, session_id=session, message="more?", publisher=InMemoryPublisher()
+    )
+
+    assert (first.plan.strategy, first.plan.status) == ("tool", "completed")
+    assert second.plan.status == "completed"
+    assert [e.refused for e in fake.exchanges if e.refused] == []
+    answer = requests_of(fake, "planner")[1]  # after the call: its reasoning ("" here) goes back
+    called = next(m for m in answer.messages if m.get("tool_calls"))
+    assert called.get("reasoning_content") == ("" if thinks(planner) else None)
 
 
 @pytest.mark.parametrize("planner", ["auto", "enabled"])

@@ -151,6 +151,64 @@ async def test_deepseek_accepts(fake: FakeModelServer, http: httpx.AsyncClient, 
     assert fake.exchanges[-1].refused is None
 
 
+ANSWER = {"role": "assistant", "content": "Found."}
+PASSBACK_CASES = {
+    # English guide: with tools, every earlier assistant turn, calls or not.
+    "tools, a turn without calls": (body(tools=[TOOL], messages=[ASKED, ANSWER, ASKED]), 400),
+    # Chinese guide: a user turn that called tools, in every later request, tools or not.
+    "no tools, the calling turn": (
+        body(messages=[ASKED, {**CALLED, "reasoning_content": None}, ANSWERED, ANSWER, ASKED]),
+        400,
+    ),
+    "no tools, the calling turn's answer": (
+        body(messages=[ASKED, CALLED, ANSWERED, ANSWER, ASKED]),
+        400,
+    ),
+    "no tools, right after the calls": (
+        body(
+            messages=[
+                ASKED,
+                {k: v for k, v in CALLED.items() if k != "reasoning_content"},
+                ANSWERED,
+            ]
+        ),
+        400,
+    ),
+    "no tools, all passed back": (
+        body(messages=[ASKED, CALLED, ANSWERED, {**ANSWER, "reasoning_content": ""}, ASKED]),
+        200,
+    ),
+    "no tools, a turn without calls": (body(messages=[ASKED, ANSWER, ASKED]), 200),
+    "thinking off, no tools": (
+        body(
+            messages=[
+                ASKED,
+                {k: v for k, v in CALLED.items() if k != "reasoning_content"},
+                ANSWERED,
+                ANSWER,
+                ASKED,
+            ],
+            **OFF,
+        ),
+        200,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PASSBACK_CASES))
+async def test_the_pass_back_rule_holds_both_of_deepseeks_wordings(
+    fake: FakeModelServer, http: httpx.AsyncClient, case: str
+) -> None:
+    sent, status = PASSBACK_CASES[case]
+    fake.respond_with(lambda request: reply("ok"))
+
+    response = await http.post("/chat/completions", json=sent)
+
+    assert response.status_code == status, response.text
+    if status == 400:
+        assert response.json()["error"]["message"] == PASSBACK
+
+
 async def test_a_thinking_reply_carries_reasoning_and_a_script_can_leave_it_out(
     fake: FakeModelServer, http: httpx.AsyncClient
 ) -> None:
@@ -198,3 +256,16 @@ async def test_reasoning_counts_in_the_prompt_only_where_deepseek_keeps_it(
     with_tools = kept.json()["usage"]["prompt_tokens"]
     without = ignored.json()["usage"]["prompt_tokens"]
     assert with_tools - without > 390  # the reasoning's tokens (and the tool's few)
+
+
+async def test_a_tool_calling_turns_reasoning_counts_in_a_request_without_tools(
+    fake: FakeModelServer, http: httpx.AsyncClient
+) -> None:
+    thought = {**CALLED, "reasoning_content": "x " * 400}
+    fake.respond_with(lambda request: reply("ok"))
+
+    kept = await http.post("/chat/completions", json=body(messages=[ASKED, thought, ANSWERED]))
+    short = await http.post("/chat/completions", json=body(messages=[ASKED, CALLED, ANSWERED]))
+
+    extra = kept.json()["usage"]["prompt_tokens"] - short.json()["usage"]["prompt_tokens"]
+    assert extra > 390  # "需参与上下文拼接": it is part of the prompt, and billed

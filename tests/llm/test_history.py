@@ -3,6 +3,8 @@ is sent), and reasoning passed back as DeepSeek's thinking mode asks."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
@@ -112,21 +114,32 @@ async def test_strict_mode_rejects_an_orphan_tool_message_without_sending(
     assert fake.requests == [] and fake.pending == 1
 
 
-async def test_with_tools_in_thinking_mode_every_assistant_turn_passes_its_reasoning_back(
+async def test_in_thinking_mode_reasoning_goes_back_as_both_of_deepseeks_wordings_ask(
     fake: FakeModelServer, make_client: MakeClient
 ) -> None:
     fake.script(reply("ok"), reply("ok"), reply("ok"))
-    history = valid_history()
-    history[2] = AssistantMessage(tool_calls=(A, B))  # no reasoning came with it
+    history = [
+        UserMessage("hello"),
+        AssistantMessage("Hi!", reasoning_content="A greeting."),  # a user turn with no calls
+        *valid_history()[1:],  # a user turn with tool calls, then "thanks"
+    ]
+    history[3] = AssistantMessage(tool_calls=(A, B))  # no reasoning came with it
 
     await make_client().complete(ChatRequest("test-thinker", history, tools=[LOOKUP]))
-    await make_client().complete(ChatRequest("test-thinker", history))  # no tools: not sent
+    await make_client().complete(ChatRequest("test-thinker", history))  # no tools
     await make_client().complete(ChatRequest("test-model", history, tools=[LOOKUP]))
 
+    def passed_back(messages: list[dict[str, Any]]) -> list[str | None]:
+        return [m.get("reasoning_content") for m in messages if m["role"] == "assistant"]
+
     with_tools, without, plain = (r.body["messages"] for r in fake.requests)
-    assert [m.get("reasoning_content") for m in with_tools if m["role"] == "assistant"] == [
-        "", ""]  # as the model sent it: nothing, passed back as an empty string  # fmt: skip
-    assert not any("reasoning_content" in m for m in without + plain)
+    # With tools (English guide): every assistant turn, "" where the model sent nothing.
+    assert passed_back(with_tools) == ["A greeting.", "", ""]
+    # Without (Chinese guide): the user turn that called tools, its answer included; not the
+    # greeting, whose reasoning DeepSeek ignores.
+    assert passed_back(without) == [None, "", ""]
+    assert "reasoning_content" not in without[1]
+    assert passed_back(plain) == [None, None, None]  # a model that does not think: never
     assert [e.refused for e in fake.exchanges] == [None, None, None]
 
 
