@@ -54,6 +54,8 @@ depends_on: str | Sequence[str] | None = None
 EXECUTION_ROLLUP = "parley_private.execution_rollup"
 PLAN_ROLLUP = "parley_private.plan_rollup"
 PLAN_STEPS = "parley_private.plan_rollup_steps"
+EXECUTION_SETTLED = "parley_private.execution_stats_settled"
+PLAN_SETTLED = "parley_private.plan_outcomes_settled"
 
 EXECUTION_COUNTERS = (
     "executions",
@@ -313,67 +315,34 @@ CREATE TRIGGER agent_plan_steps_rolled_up AFTER INSERT ON public.agent_plan_step
     REFERENCING NEW TABLE AS added_steps
     FOR EACH STATEMENT EXECUTE FUNCTION parley_private.roll_up_steps();
 
-CREATE FUNCTION parley_private.fold_rollups(p_limit integer DEFAULT 5000) RETURNS integer
-LANGUAGE plpgsql SET search_path = '' AS $$
-DECLARE
-    folded integer := 0;
-    n integer;
-BEGIN
-    IF NOT pg_try_advisory_xact_lock(hashtext('parley_private.fold_rollups')) THEN
-        RETURN 0;  -- another sweep is folding
-    END IF;
-    WITH moved AS (
-        DELETE FROM {EXECUTION_ROLLUP} r
-         WHERE ({EXECUTION_KEY}) IN (
-               SELECT {EXECUTION_KEY} FROM {EXECUTION_ROLLUP}
-                WHERE shard <> 0 LIMIT p_limit FOR UPDATE SKIP LOCKED)
-        RETURNING r.*)
-    INSERT INTO {EXECUTION_ROLLUP} AS r ({EXECUTION_KEY}, {", ".join(EXECUTION_COUNTERS)})
-    SELECT day, model, agent_role, duration_bucket, 0, {_sums(EXECUTION_COUNTERS)}
-      FROM moved GROUP BY day, model, agent_role, duration_bucket
-    ON CONFLICT ({EXECUTION_KEY}) DO UPDATE SET {_added(EXECUTION_COUNTERS)};
-    GET DIAGNOSTICS n = ROW_COUNT;
-    folded := folded + n;
-    WITH moved AS (
-        DELETE FROM {PLAN_ROLLUP} r
-         WHERE ({PLAN_KEY}) IN (
-               SELECT {PLAN_KEY} FROM {PLAN_ROLLUP}
-                WHERE shard <> 0 LIMIT p_limit FOR UPDATE SKIP LOCKED)
-        RETURNING r.*)
-    INSERT INTO {PLAN_ROLLUP} AS r ({PLAN_KEY}, {", ".join(PLAN_COUNTERS)})
-    SELECT day, strategy, duration_bucket, 0, {_sums(PLAN_COUNTERS)}
-      FROM moved GROUP BY day, strategy, duration_bucket
-    ON CONFLICT ({PLAN_KEY}) DO UPDATE SET {_added(PLAN_COUNTERS)};
-    GET DIAGNOSTICS n = ROW_COUNT;
-    RETURN folded + n;
-END
-$$;
-COMMENT ON FUNCTION parley_private.fold_rollups(integer) IS
-    'Fold up to p_limit rollup rows of each table written by backends (shards) into shard 0, '
-    'skipping rows a running transaction holds. Returns the rows of shard 0 written.';
-
 REVOKE ALL ON FUNCTION parley_private.duration_bucket(bigint),
     parley_private.duration_bucket_value(bigint), parley_private.roll_up_execution(),
-    parley_private.roll_up_plan(), parley_private.roll_up_steps(),
-    parley_private.fold_rollups(integer)
+    parley_private.roll_up_plan(), parley_private.roll_up_steps()
     FROM PUBLIC, anon, authenticated, service_role;
 GRANT EXECUTE ON FUNCTION parley_private.duration_bucket_value(bigint) TO service_role;
 """
 
 
 def _percentile(fraction: float, scale: str) -> str:
-    """`percentile_cont(fraction)` over the histogram of the grouped rows `h` (each with its
-    bucket's `n`, the group's timed total `timed` and the running total `upto`)."""
+    """`percentile_cont(fraction)` over the histogram of a group's rows (each with the group's
+    timed total `timed` and the running total `upto` through its bucket): the buckets holding
+    the two ranks around it, their values interpolated."""
     x = f"({fraction} * (max(timed) - 1))"
     row_x = f"({fraction} * (timed - 1))"  # the same on every row of the group
-    value = "parley_private.duration_bucket_value(duration_bucket)"
-    low = f"min({value}) FILTER (WHERE duration_bucket >= 0 AND upto > floor({row_x}))"
-    high = f"min({value}) FILTER (WHERE duration_bucket >= 0 AND upto > ceil({row_x}))"
+
+    def at(rank: str) -> str:
+        bucket = f"min(duration_bucket) FILTER (WHERE duration_bucket >= 0 AND upto > {rank})"
+        return f"parley_private.duration_bucket_value({bucket})"
+
+    low, high = at(f"floor({row_x})"), at(f"ceil({row_x})")
     return f"round((({low}) + ({x} - floor({x})) * (({high}) - ({low}))){scale}, 1)"
 
 
-VIEWS = f"""
-CREATE OR REPLACE VIEW public.execution_stats_daily WITH (security_invoker = true) AS
+EXECUTION_GROUP = "day, model, agent_role"
+PLAN_GROUP = "day, strategy"
+
+LIVE_VIEWS = f"""
+CREATE VIEW parley_private.execution_stats_live WITH (security_invoker = true) AS
 SELECT day, model, agent_role, sum(executions)::bigint AS executions,
        sum(completed)::bigint AS completed, sum(failed)::bigint AS failed,
        sum(timed_out)::bigint AS timed_out, sum(cancelled)::bigint AS cancelled,
@@ -387,22 +356,18 @@ SELECT day, model, agent_role, sum(executions)::bigint AS executions,
        sum(cache_hit_tokens)::bigint AS cache_hit_tokens, sum(cost_usd) AS cost_usd,
        sum(tool_calls)::bigint AS tool_calls,
        sum(permission_denials)::bigint AS permission_denials
-  FROM (SELECT h.*,
+  FROM (SELECT r.*,
                sum(executions) FILTER (WHERE duration_bucket >= 0)
-                   OVER (PARTITION BY day, model, agent_role) AS timed,
+                   OVER (PARTITION BY {EXECUTION_GROUP}) AS timed,
                sum(executions) FILTER (WHERE duration_bucket >= 0)
-                   OVER (PARTITION BY day, model, agent_role ORDER BY duration_bucket) AS upto
-          FROM (SELECT day, model, agent_role, duration_bucket, {_sums(EXECUTION_COUNTERS)}
-                  FROM {EXECUTION_ROLLUP}
-                 GROUP BY day, model, agent_role, duration_bucket) h) h
- GROUP BY day, model, agent_role
+                   OVER (PARTITION BY {EXECUTION_GROUP} ORDER BY duration_bucket) AS upto
+          FROM {EXECUTION_ROLLUP} r) h
+ GROUP BY {EXECUTION_GROUP}
 HAVING sum(executions) > 0;
-COMMENT ON VIEW public.execution_stats_daily IS
-    'Per UTC day x model x agent role: executions, outcome counts, success rate over finished '
-    'runs, p50/p95 duration (ms, within 1/32: a histogram), tokens (prompt, completion, '
-    'cache hit), cost, tools, denials. Reads the daily rollups, kept as executions are accounted.';
+COMMENT ON VIEW parley_private.execution_stats_live IS
+    'execution_stats_daily computed from every rollup row (shards included).';
 
-CREATE OR REPLACE VIEW public.plan_outcomes_daily WITH (security_invoker = true) AS
+CREATE VIEW parley_private.plan_outcomes_live WITH (security_invoker = true) AS
 SELECT day, strategy, sum(plans)::bigint AS plans, sum(completed)::bigint AS completed,
        sum(failed)::bigint AS failed, sum(cancelled)::bigint AS cancelled,
        sum(awaiting_approval)::bigint AS awaiting_approval,
@@ -413,20 +378,118 @@ SELECT day, strategy, sum(plans)::bigint AS plans, sum(completed)::bigint AS com
        {_percentile(0.5, " / 1000")} AS p50_duration_ms,
        sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens,
        sum(cache_hit_tokens) AS cache_hit_tokens, sum(cost_usd) AS cost_usd
-  FROM (SELECT h.*,
+  FROM (SELECT r.*,
                sum(plans) FILTER (WHERE duration_bucket >= 0)
-                   OVER (PARTITION BY day, strategy) AS timed,
+                   OVER (PARTITION BY {PLAN_GROUP}) AS timed,
                sum(plans) FILTER (WHERE duration_bucket >= 0)
-                   OVER (PARTITION BY day, strategy ORDER BY duration_bucket) AS upto
-          FROM (SELECT day, strategy, duration_bucket, {_sums(PLAN_COUNTERS)}
-                  FROM {PLAN_ROLLUP}
-                 GROUP BY day, strategy, duration_bucket) h) h
- GROUP BY day, strategy
+                   OVER (PARTITION BY {PLAN_GROUP} ORDER BY duration_bucket) AS upto
+          FROM {PLAN_ROLLUP} r) h
+ GROUP BY {PLAN_GROUP}
 HAVING sum(plans) > 0;
+COMMENT ON VIEW parley_private.plan_outcomes_live IS
+    'plan_outcomes_daily computed from every rollup row (shards included).';
+
+CREATE TABLE {EXECUTION_SETTLED} AS SELECT * FROM parley_private.execution_stats_live WITH NO DATA;
+ALTER TABLE {EXECUTION_SETTLED} ADD PRIMARY KEY ({EXECUTION_GROUP});
+COMMENT ON TABLE {EXECUTION_SETTLED} IS
+    'execution_stats_live as of the last fold, per group with no rows left in other shards.';
+CREATE TABLE {PLAN_SETTLED} AS SELECT * FROM parley_private.plan_outcomes_live WITH NO DATA;
+ALTER TABLE {PLAN_SETTLED} ADD PRIMARY KEY ({PLAN_GROUP});
+COMMENT ON TABLE {PLAN_SETTLED} IS
+    'plan_outcomes_live as of the last fold, per group with no rows left in other shards.';
+CREATE INDEX execution_rollup_unfolded_idx ON {EXECUTION_ROLLUP} ({EXECUTION_GROUP})
+    WHERE shard <> 0;
+CREATE INDEX plan_rollup_unfolded_idx ON {PLAN_ROLLUP} ({PLAN_GROUP}) WHERE shard <> 0;
+ALTER TABLE {EXECUTION_SETTLED} ENABLE ROW LEVEL SECURITY;
+ALTER TABLE {PLAN_SETTLED} ENABLE ROW LEVEL SECURITY;
+REVOKE ALL ON {EXECUTION_SETTLED}, {PLAN_SETTLED}, parley_private.execution_stats_live,
+    parley_private.plan_outcomes_live FROM PUBLIC, anon, authenticated, service_role;
+GRANT SELECT ON {EXECUTION_SETTLED}, {PLAN_SETTLED}, parley_private.execution_stats_live,
+    parley_private.plan_outcomes_live TO service_role;
+"""
+"""The dashboards computed from the rollups (`*_live`), and their rows as of the last fold
+(`*_settled`): a group (a day and model and role, or day and strategy) whose rows are all
+folded is read as its one settled row; only the groups some backend added to since (today's,
+mostly) are computed at read time."""
+
+
+def _public_view(view: str, live: str, settled: str, rollup: str, group: str) -> str:
+    return f"""
+CREATE OR REPLACE VIEW public.{view} WITH (security_invoker = true) AS
+SELECT s.* FROM {settled} s
+ WHERE NOT EXISTS (SELECT FROM {rollup} r WHERE r.shard <> 0 AND ({", ".join(f"r.{c}" for c in group.split(", "))}) = ({", ".join(f"s.{c}" for c in group.split(", "))}))
+UNION ALL
+SELECT l.* FROM {live} l
+ WHERE ({group}) IN (SELECT {group} FROM {rollup} WHERE shard <> 0);"""
+
+
+VIEWS = f"""
+{_public_view("execution_stats_daily", "parley_private.execution_stats_live", EXECUTION_SETTLED, EXECUTION_ROLLUP, EXECUTION_GROUP)}
+COMMENT ON VIEW public.execution_stats_daily IS
+    'Per UTC day x model x agent role: executions, outcome counts, success rate over finished '
+    'runs, p50/p95 duration (ms, within 1/32: a histogram), tokens (prompt, completion, '
+    'cache hit), cost, tools, denials. Reads the daily rollups, kept as executions are accounted.';
+{_public_view("plan_outcomes_daily", "parley_private.plan_outcomes_live", PLAN_SETTLED, PLAN_ROLLUP, PLAN_GROUP)}
 COMMENT ON VIEW public.plan_outcomes_daily IS
     'Per UTC day x strategy: plan counts by outcome, success rate over finished plans, '
     'average steps, median duration (ms, within 1/32: a histogram), tokens and cost. Reads '
     'the daily rollups, kept as plans are accounted.';
+"""
+
+
+def _fold(
+    rollup: str, key: str, group: str, counters: Sequence[str], live: str, settled: str
+) -> str:
+    """Move up to `p_limit` rows of other shards into shard 0, then settle the groups moved."""
+    columns = group.split(", ")
+    arrays = ", ".join(f"g_{c}" for c in columns)
+    return f"""
+    WITH moved AS (
+        DELETE FROM {rollup} r
+         WHERE ({key}) IN (
+               SELECT {key} FROM {rollup} WHERE shard <> 0 LIMIT p_limit FOR UPDATE SKIP LOCKED)
+        RETURNING r.*),
+    merged AS (
+        INSERT INTO {rollup} AS r ({key}, {", ".join(counters)})
+        SELECT {", ".join(k for k in key.split(", ") if k != "shard")}, 0, {_sums(counters)}
+          FROM moved GROUP BY {", ".join(k for k in key.split(", ") if k != "shard")}
+        ON CONFLICT ({key}) DO UPDATE SET {_added(counters)}
+        RETURNING {group})
+    SELECT count(*), {", ".join(f"array_agg({c})" for c in columns)}
+      INTO n, {arrays}
+      FROM (SELECT DISTINCT {group} FROM merged) g;
+    folded := folded + n;
+    DELETE FROM {settled}
+     WHERE ({group}) IN (SELECT * FROM unnest({arrays}));
+    INSERT INTO {settled}
+    SELECT * FROM {live} WHERE ({group}) IN (SELECT * FROM unnest({arrays}));"""
+
+
+FOLD = f"""
+CREATE FUNCTION parley_private.fold_rollups(p_limit integer DEFAULT 5000) RETURNS integer
+LANGUAGE plpgsql SET search_path = '' AS $$
+DECLARE
+    folded integer := 0;
+    n integer;
+    g_day date[];
+    g_model text[];
+    g_agent_role text[];
+    g_strategy text[];
+BEGIN
+    IF NOT pg_try_advisory_xact_lock(hashtext('parley_private.fold_rollups')) THEN
+        RETURN 0;  -- another sweep is folding
+    END IF;
+    {_fold(EXECUTION_ROLLUP, EXECUTION_KEY, EXECUTION_GROUP, EXECUTION_COUNTERS, "parley_private.execution_stats_live", EXECUTION_SETTLED)}
+    {_fold(PLAN_ROLLUP, PLAN_KEY, PLAN_GROUP, PLAN_COUNTERS, "parley_private.plan_outcomes_live", PLAN_SETTLED)}
+    RETURN folded;
+END
+$$;
+COMMENT ON FUNCTION parley_private.fold_rollups(integer) IS
+    'Fold up to p_limit rollup rows of each table written by backends (shards) into shard 0, '
+    'skipping rows a running transaction holds, and settle the groups folded. Returns the '
+    'groups folded.';
+REVOKE ALL ON FUNCTION parley_private.fold_rollups(integer)
+    FROM PUBLIC, anon, authenticated, service_role;
 """
 
 REBUILD = f"""
@@ -449,6 +512,9 @@ SELECT c.day, c.strategy, c.duration_bucket, 0, {_sums(PLAN_COUNTERS[:6], "c.")}
        LATERAL (VALUES {_plan("p", "1")})
            AS c(sign, day, strategy, duration_bucket, {", ".join(PLAN_COUNTERS)})
  GROUP BY c.day, c.strategy, c.duration_bucket;
+TRUNCATE {EXECUTION_SETTLED}, {PLAN_SETTLED};
+INSERT INTO {EXECUTION_SETTLED} SELECT * FROM parley_private.execution_stats_live;
+INSERT INTO {PLAN_SETTLED} SELECT * FROM parley_private.plan_outcomes_live;
 """
 """Fill the rollups from the detail rows, all in shard 0 (the migration's backfill;
 `bench.scale` runs it after growing a database with the triggers off)."""
@@ -524,15 +590,16 @@ DROP TRIGGER agent_executions_rolled_up_again ON public.agent_executions;
 DROP TRIGGER agent_executions_rolled_up ON public.agent_executions;
 DROP FUNCTION parley_private.fold_rollups(integer), parley_private.roll_up_steps(),
     parley_private.roll_up_plan(), parley_private.roll_up_execution();
-DROP TABLE parley_private.plan_rollup_steps, parley_private.plan_rollup,
-    parley_private.execution_rollup;
+DROP VIEW parley_private.plan_outcomes_live, parley_private.execution_stats_live;
+DROP TABLE parley_private.plan_outcomes_settled, parley_private.execution_stats_settled,
+    parley_private.plan_rollup_steps, parley_private.plan_rollup, parley_private.execution_rollup;
 DROP FUNCTION parley_private.duration_bucket_value(bigint), parley_private.duration_bucket(bigint);
 REVOKE USAGE ON SCHEMA parley_private FROM service_role;
 """
 
 
 def upgrade() -> None:
-    op.execute(UPGRADE + REBUILD + VIEWS)
+    op.execute(UPGRADE + LIVE_VIEWS + FOLD + REBUILD + VIEWS)
 
 
 def downgrade() -> None:

@@ -185,10 +185,15 @@ def test_the_private_schema_serves_only_the_search_helpers_and_the_rollups(catal
     assert _executable(catalog, "anon", [PRIVATE]) == set()
     assert _reach(catalog, "authenticated", [PRIVATE]) == {}
     assert _reach(catalog, "anon", [PRIVATE]) == {}
-    assert _reach(catalog, "service_role", [PRIVATE]) == {
-        "execution_rollup": {"SELECT"},
-        "plan_rollup": {"SELECT"},
-    }
+    dashboards = (
+        "execution_rollup",
+        "plan_rollup",
+        "execution_stats_live",
+        "plan_outcomes_live",
+        "execution_stats_settled",
+        "plan_outcomes_settled",
+    )
+    assert _reach(catalog, "service_role", [PRIVATE]) == {name: {"SELECT"} for name in dashboards}
     assert version_table == [{"table_schema": PRIVATE}]
 
 

@@ -39,6 +39,8 @@ PRIVATE_TABLES = {
     "execution_rollup",
     "plan_rollup",
     "plan_rollup_steps",
+    "execution_stats_settled",
+    "plan_outcomes_settled",
 }
 """In `parley_private`: the service's only (RLS on where it holds user data, no grants; the
 dashboard views' rollups readable by `service_role`, through the views)."""
