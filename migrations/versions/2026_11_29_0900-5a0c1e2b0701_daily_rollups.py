@@ -341,8 +341,12 @@ def _percentile(fraction: float, scale: str) -> str:
 EXECUTION_GROUP = "day, model, agent_role"
 PLAN_GROUP = "day, strategy"
 
-LIVE_VIEWS = f"""
-CREATE VIEW parley_private.execution_stats_live WITH (security_invoker = true) AS
+
+def _execution_stats(where: str) -> str:
+    """`execution_stats_daily`'s rows computed from the rollup rows `where` selects (a
+    condition on the group's columns: it is applied before the window, so only those groups
+    are read)."""
+    return f"""
 SELECT day, model, agent_role, sum(executions)::bigint AS executions,
        sum(completed)::bigint AS completed, sum(failed)::bigint AS failed,
        sum(timed_out)::bigint AS timed_out, sum(cancelled)::bigint AS cancelled,
@@ -361,13 +365,14 @@ SELECT day, model, agent_role, sum(executions)::bigint AS executions,
                    OVER (PARTITION BY {EXECUTION_GROUP}) AS timed,
                sum(executions) FILTER (WHERE duration_bucket >= 0)
                    OVER (PARTITION BY {EXECUTION_GROUP} ORDER BY duration_bucket) AS upto
-          FROM {EXECUTION_ROLLUP} r) h
+          FROM {EXECUTION_ROLLUP} r WHERE {where}) h
  GROUP BY {EXECUTION_GROUP}
-HAVING sum(executions) > 0;
-COMMENT ON VIEW parley_private.execution_stats_live IS
-    'execution_stats_daily computed from every rollup row (shards included).';
+HAVING sum(executions) > 0"""
 
-CREATE VIEW parley_private.plan_outcomes_live WITH (security_invoker = true) AS
+
+def _plan_outcomes(where: str) -> str:
+    """`plan_outcomes_daily`'s rows computed from the rollup rows `where` selects."""
+    return f"""
 SELECT day, strategy, sum(plans)::bigint AS plans, sum(completed)::bigint AS completed,
        sum(failed)::bigint AS failed, sum(cancelled)::bigint AS cancelled,
        sum(awaiting_approval)::bigint AS awaiting_approval,
@@ -383,53 +388,56 @@ SELECT day, strategy, sum(plans)::bigint AS plans, sum(completed)::bigint AS com
                    OVER (PARTITION BY {PLAN_GROUP}) AS timed,
                sum(plans) FILTER (WHERE duration_bucket >= 0)
                    OVER (PARTITION BY {PLAN_GROUP} ORDER BY duration_bucket) AS upto
-          FROM {PLAN_ROLLUP} r) h
+          FROM {PLAN_ROLLUP} r WHERE {where}) h
  GROUP BY {PLAN_GROUP}
-HAVING sum(plans) > 0;
-COMMENT ON VIEW parley_private.plan_outcomes_live IS
-    'plan_outcomes_daily computed from every rollup row (shards included).';
+HAVING sum(plans) > 0"""
 
-CREATE TABLE {EXECUTION_SETTLED} AS SELECT * FROM parley_private.execution_stats_live WITH NO DATA;
+
+UNFOLDED = "({group}) IN (SELECT {group} FROM {rollup} WHERE shard <> 0)"
+"""The groups some backend added to since the last fold."""
+
+SETTLED = f"""
+CREATE TABLE {EXECUTION_SETTLED} AS {_execution_stats("false")} WITH NO DATA;
 ALTER TABLE {EXECUTION_SETTLED} ADD PRIMARY KEY ({EXECUTION_GROUP});
 COMMENT ON TABLE {EXECUTION_SETTLED} IS
-    'execution_stats_live as of the last fold, per group with no rows left in other shards.';
-CREATE TABLE {PLAN_SETTLED} AS SELECT * FROM parley_private.plan_outcomes_live WITH NO DATA;
+    'execution_stats_daily''s rows as of the last fold, for groups with nothing in other shards.';
+CREATE TABLE {PLAN_SETTLED} AS {_plan_outcomes("false")} WITH NO DATA;
 ALTER TABLE {PLAN_SETTLED} ADD PRIMARY KEY ({PLAN_GROUP});
 COMMENT ON TABLE {PLAN_SETTLED} IS
-    'plan_outcomes_live as of the last fold, per group with no rows left in other shards.';
+    'plan_outcomes_daily''s rows as of the last fold, for groups with nothing in other shards.';
 CREATE INDEX execution_rollup_unfolded_idx ON {EXECUTION_ROLLUP} ({EXECUTION_GROUP})
     WHERE shard <> 0;
 CREATE INDEX plan_rollup_unfolded_idx ON {PLAN_ROLLUP} ({PLAN_GROUP}) WHERE shard <> 0;
 ALTER TABLE {EXECUTION_SETTLED} ENABLE ROW LEVEL SECURITY;
 ALTER TABLE {PLAN_SETTLED} ENABLE ROW LEVEL SECURITY;
-REVOKE ALL ON {EXECUTION_SETTLED}, {PLAN_SETTLED}, parley_private.execution_stats_live,
-    parley_private.plan_outcomes_live FROM PUBLIC, anon, authenticated, service_role;
-GRANT SELECT ON {EXECUTION_SETTLED}, {PLAN_SETTLED}, parley_private.execution_stats_live,
-    parley_private.plan_outcomes_live TO service_role;
+REVOKE ALL ON {EXECUTION_SETTLED}, {PLAN_SETTLED} FROM PUBLIC, anon, authenticated, service_role;
+GRANT SELECT ON {EXECUTION_SETTLED}, {PLAN_SETTLED} TO service_role;
 """
-"""The dashboards computed from the rollups (`*_live`), and their rows as of the last fold
-(`*_settled`): a group (a day and model and role, or day and strategy) whose rows are all
-folded is read as its one settled row; only the groups some backend added to since (today's,
-mostly) are computed at read time."""
+"""The dashboards' rows as of the last fold: a group (a day and model and role, or a day and
+strategy) whose rollup rows are all folded is read as its one settled row; only the groups
+some backend added to since (today's, mostly) are computed at read time."""
 
 
-def _public_view(view: str, live: str, settled: str, rollup: str, group: str) -> str:
+def _public_view(view: str, settled: str, rollup: str, group: str, live: str) -> str:
+    def cols(alias: str) -> str:
+        return ", ".join(f"{alias}.{c}" for c in group.split(", "))
+
+    unfolded = UNFOLDED.format(group=group, rollup=rollup)
     return f"""
 CREATE OR REPLACE VIEW public.{view} WITH (security_invoker = true) AS
 SELECT s.* FROM {settled} s
- WHERE NOT EXISTS (SELECT FROM {rollup} r WHERE r.shard <> 0 AND ({", ".join(f"r.{c}" for c in group.split(", "))}) = ({", ".join(f"s.{c}" for c in group.split(", "))}))
+ WHERE NOT EXISTS (SELECT FROM {rollup} r WHERE r.shard <> 0 AND ({cols("r")}) = ({cols("s")}))
 UNION ALL
-SELECT l.* FROM {live} l
- WHERE ({group}) IN (SELECT {group} FROM {rollup} WHERE shard <> 0);"""
+{live.replace("WHERE __unfolded__", "WHERE " + unfolded)};"""
 
 
 VIEWS = f"""
-{_public_view("execution_stats_daily", "parley_private.execution_stats_live", EXECUTION_SETTLED, EXECUTION_ROLLUP, EXECUTION_GROUP)}
+{_public_view("execution_stats_daily", EXECUTION_SETTLED, EXECUTION_ROLLUP, EXECUTION_GROUP, _execution_stats("__unfolded__"))}
 COMMENT ON VIEW public.execution_stats_daily IS
     'Per UTC day x model x agent role: executions, outcome counts, success rate over finished '
     'runs, p50/p95 duration (ms, within 1/32: a histogram), tokens (prompt, completion, '
     'cache hit), cost, tools, denials. Reads the daily rollups, kept as executions are accounted.';
-{_public_view("plan_outcomes_daily", "parley_private.plan_outcomes_live", PLAN_SETTLED, PLAN_ROLLUP, PLAN_GROUP)}
+{_public_view("plan_outcomes_daily", PLAN_SETTLED, PLAN_ROLLUP, PLAN_GROUP, _plan_outcomes("__unfolded__"))}
 COMMENT ON VIEW public.plan_outcomes_daily IS
     'Per UTC day x strategy: plan counts by outcome, success rate over finished plans, '
     'average steps, median duration (ms, within 1/32: a histogram), tokens and cost. Reads '
@@ -461,8 +469,7 @@ def _fold(
     folded := folded + n;
     DELETE FROM {settled}
      WHERE ({group}) IN (SELECT * FROM unnest({arrays}));
-    INSERT INTO {settled}
-    SELECT * FROM {live} WHERE ({group}) IN (SELECT * FROM unnest({arrays}));"""
+    INSERT INTO {settled} {live.replace("__groups__", f"({group}) IN (SELECT * FROM unnest({arrays}))")};"""
 
 
 FOLD = f"""
@@ -479,8 +486,8 @@ BEGIN
     IF NOT pg_try_advisory_xact_lock(hashtext('parley_private.fold_rollups')) THEN
         RETURN 0;  -- another sweep is folding
     END IF;
-    {_fold(EXECUTION_ROLLUP, EXECUTION_KEY, EXECUTION_GROUP, EXECUTION_COUNTERS, "parley_private.execution_stats_live", EXECUTION_SETTLED)}
-    {_fold(PLAN_ROLLUP, PLAN_KEY, PLAN_GROUP, PLAN_COUNTERS, "parley_private.plan_outcomes_live", PLAN_SETTLED)}
+    {_fold(EXECUTION_ROLLUP, EXECUTION_KEY, EXECUTION_GROUP, EXECUTION_COUNTERS, _execution_stats("__groups__"), EXECUTION_SETTLED)}
+    {_fold(PLAN_ROLLUP, PLAN_KEY, PLAN_GROUP, PLAN_COUNTERS, _plan_outcomes("__groups__"), PLAN_SETTLED)}
     RETURN folded;
 END
 $$;
@@ -513,8 +520,8 @@ SELECT c.day, c.strategy, c.duration_bucket, 0, {_sums(PLAN_COUNTERS[:6], "c.")}
            AS c(sign, day, strategy, duration_bucket, {", ".join(PLAN_COUNTERS)})
  GROUP BY c.day, c.strategy, c.duration_bucket;
 TRUNCATE {EXECUTION_SETTLED}, {PLAN_SETTLED};
-INSERT INTO {EXECUTION_SETTLED} SELECT * FROM parley_private.execution_stats_live;
-INSERT INTO {PLAN_SETTLED} SELECT * FROM parley_private.plan_outcomes_live;
+INSERT INTO {EXECUTION_SETTLED} {_execution_stats("true")};
+INSERT INTO {PLAN_SETTLED} {_plan_outcomes("true")};
 """
 """Fill the rollups from the detail rows, all in shard 0 (the migration's backfill;
 `bench.scale` runs it after growing a database with the triggers off)."""
@@ -590,7 +597,6 @@ DROP TRIGGER agent_executions_rolled_up_again ON public.agent_executions;
 DROP TRIGGER agent_executions_rolled_up ON public.agent_executions;
 DROP FUNCTION parley_private.fold_rollups(integer), parley_private.roll_up_steps(),
     parley_private.roll_up_plan(), parley_private.roll_up_execution();
-DROP VIEW parley_private.plan_outcomes_live, parley_private.execution_stats_live;
 DROP TABLE parley_private.plan_outcomes_settled, parley_private.execution_stats_settled,
     parley_private.plan_rollup_steps, parley_private.plan_rollup, parley_private.execution_rollup;
 DROP FUNCTION parley_private.duration_bucket_value(bigint), parley_private.duration_bucket(bigint);
@@ -599,7 +605,7 @@ REVOKE USAGE ON SCHEMA parley_private FROM service_role;
 
 
 def upgrade() -> None:
-    op.execute(UPGRADE + LIVE_VIEWS + FOLD + REBUILD + VIEWS)
+    op.execute(UPGRADE + SETTLED + FOLD + REBUILD + VIEWS)
 
 
 def downgrade() -> None:

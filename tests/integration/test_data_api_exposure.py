@@ -188,8 +188,6 @@ def test_the_private_schema_serves_only_the_search_helpers_and_the_rollups(catal
     dashboards = (
         "execution_rollup",
         "plan_rollup",
-        "execution_stats_live",
-        "plan_outcomes_live",
         "execution_stats_settled",
         "plan_outcomes_settled",
     )
