@@ -533,15 +533,44 @@ def line(name: str, times: list[float]) -> str:
     return f"  {name:<52} p50 {p50:8.1f} ms   p95 {p95:8.1f} ms   (n={len(times)})"
 
 
+async def wal_per_turn(h: Harness, kind: Kind, turns: int) -> float:
+    """Write-ahead log (bytes) a turn of `kind` writes in the turns right after a checkpoint:
+    what a turn costs the log when the pages it touches have not been written since (a full
+    page image each). A count of the server's own (this server's WAL position moves with its
+    other databases too: on a shared server, a rough one)."""
+    server = databases.server_url()
+    services = h.services()
+    user = await h.user()
+    try:
+        await send(services, user, kind)  # warm up
+        with databases.admin(server) as conn:
+            conn.execute("CHECKPOINT")
+            start = conn.execute("SELECT pg_current_wal_lsn()").fetchone()
+            for _ in range(turns):
+                await send(services, user, kind)
+            row = conn.execute("SELECT pg_current_wal_lsn() - %s::pg_lsn", start).fetchone()
+    finally:
+        await services.aclose()
+    assert row is not None
+    return float(str(row[0])) / turns
+
+
 async def own_times(url: str, rounds: int, turns: int) -> dict[str, dict[str, float]]:
-    """Own time p50 per kind on the grown database and on an empty one, alternately."""
-    taken: dict[str, dict[str, list[float]]] = {"grown": {}, "empty": {}}
-    for _ in range(rounds):
+    """Own time p50 per kind on the grown database and on an empty one, alternately; and the
+    write-ahead log a turn writes after a checkpoint (`wal:<kind>`, bytes)."""
+    taken: dict[str, dict[str, list[float]]] = {"grown": {}, "empty": {}, "ratio": {}}
+    for number in range(rounds):
         for name in ("grown", "empty"):
             with harness(database_url=url if name == "grown" else None) as h:
                 for kind in KINDS:
                     own = await measure(h, kind, turns)
                     taken[name].setdefault(kind, []).append(statistics.median(own) * 1000)
+                    if number == 0:
+                        wal = await wal_per_turn(h, kind, 10)
+                        taken[name].setdefault(f"wal:{kind}", []).append(wal)
+        for kind in KINDS:  # each round's own ratio: both sides taken under the same load
+            ratio = taken["grown"][kind][-1] / taken["empty"][kind][-1]
+            taken["ratio"].setdefault(kind, []).append(ratio)
     return {
         name: {k: statistics.median(v) for k, v in kinds.items()} for name, kinds in taken.items()
     }
@@ -861,11 +890,19 @@ async def report(url: str, db: str, layout: Layout, args: argparse.Namespace) ->
     )
     if "own" in args.only:
         figures = await own_times(url, args.rounds, args.own_turns)
-        print(" Parley's own time per turn (p50, ms; median of rounds):")
-        print(f"  {'kind':<8} {'grown':>8} {'empty':>8} {'ratio':>6}")
+        print(" Parley's own time per turn (p50, ms, median of rounds; ratio: the median of the")
+        print(" rounds' ratios), and the write-ahead log a turn writes in the 10 turns after a")
+        print(" checkpoint (KB):")
+        print(
+            f"  {'kind':<8} {'grown':>8} {'empty':>8} {'ratio':>6}   {'WAL grown':>9} {'empty':>7}"
+        )
         for kind in KINDS:
             grown, empty = figures["grown"][kind], figures["empty"][kind]
-            print(f"  {kind:<8} {grown:8.1f} {empty:8.1f} {grown / empty:6.2f}")
+            wal = figures["grown"][f"wal:{kind}"] / 1024, figures["empty"][f"wal:{kind}"] / 1024
+            print(
+                f"  {kind:<8} {grown:8.1f} {empty:8.1f} {figures['ratio'][kind]:6.2f}   "
+                f"{wal[0]:9.1f} {wal[1]:7.1f}"
+            )
     if "reads" in args.only:
         with harness(database_url=url) as h:
             for out in await read_routes(h, db, layout, args.samples, args.budget):
