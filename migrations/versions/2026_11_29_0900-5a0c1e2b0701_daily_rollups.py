@@ -115,14 +115,45 @@ def _added(names: Sequence[str]) -> str:
     return ", ".join(f"{n} = r.{n} + excluded.{n}" for n in names)
 
 
+def _bucket(value: str) -> str:
+    """A duration's histogram bucket, as SQL: its 5 most significant bits (below 32: itself);
+    -1 for none. (Written out where the triggers use it: a function call costs them more.)"""
+    shift = f"(length(ltrim(({value})::bigint::bit(64)::text, '0')) - 5)"
+    return (
+        f"CASE WHEN ({value}) IS NULL THEN -1 WHEN ({value}) < 32 THEN greatest(({value}), 0) "
+        f"ELSE (({value})::bigint >> {shift}) << {shift} END"
+    )
+
+
+def _execution_key(row: str) -> list[str]:
+    return [
+        f"(coalesce({row}.started_at, {row}.created_at) AT TIME ZONE 'UTC')::date",
+        f"{row}.model",
+        f"{row}.agent_role",
+        _bucket(f"{row}.duration_ms"),
+    ]
+
+
+def _execution_counters(row: str) -> list[str]:
+    return [
+        "1",
+        f"({row}.status = 'completed')::int",
+        f"({row}.status = 'failed')::int",
+        f"({row}.status = 'timeout')::int",
+        f"({row}.status = 'cancelled')::int",
+        f"{row}.llm_calls",
+        f"{row}.prompt_tokens",
+        f"{row}.completion_tokens",
+        f"{row}.cache_hit_tokens",
+        f"{row}.cost_usd",
+        f"{row}.tool_call_count",
+        f"{row}.permission_denials",
+    ]
+
+
 def _execution(row: str, sign: str) -> str:
     """A row version's contribution to `execution_rollup`, signed (VALUES columns)."""
-    return f"""({sign}, (coalesce({row}.started_at, {row}.created_at) AT TIME ZONE 'UTC')::date,
-        {row}.model, {row}.agent_role, parley_private.duration_bucket({row}.duration_ms),
-        1, ({row}.status = 'completed')::int, ({row}.status = 'failed')::int,
-        ({row}.status = 'timeout')::int, ({row}.status = 'cancelled')::int, {row}.llm_calls,
-        {row}.prompt_tokens, {row}.completion_tokens, {row}.cache_hit_tokens, {row}.cost_usd,
-        {row}.tool_call_count, {row}.permission_denials)"""
+    return f"({', '.join([sign, *_execution_key(row), *_execution_counters(row)])})"
 
 
 PLAN_DAY = "({row}.created_at AT TIME ZONE 'UTC')::date"
@@ -133,14 +164,44 @@ PLAN_MICROSECONDS = (
 )
 
 
+def _plan_key(row: str) -> list[str]:
+    return [
+        PLAN_DAY.format(row=row),
+        PLAN_STRATEGY.format(row=row),
+        _bucket(PLAN_MICROSECONDS.format(row=row)),
+    ]
+
+
+def _plan_counters(row: str) -> list[str]:
+    """A plan row version's counters (its steps are counted apart: 0 here)."""
+    return [
+        "1",
+        f"({row}.status = 'completed')::int",
+        f"({row}.status = 'failed')::int",
+        f"({row}.status = 'cancelled')::int",
+        f"({row}.status = 'awaiting_approval')::int",
+        f"({row}.status IN ('pending', 'executing'))::int",
+        "0::bigint",
+        f"{row}.prompt_tokens",
+        f"{row}.completion_tokens",
+        f"{row}.cache_hit_tokens",
+        f"{row}.cost_usd",
+    ]
+
+
 def _plan(row: str, sign: str) -> str:
-    """A plan row version's contribution to `plan_rollup` (its steps are counted apart)."""
-    return f"""({sign}, {PLAN_DAY.format(row=row)}, {PLAN_STRATEGY.format(row=row)},
-        parley_private.duration_bucket({PLAN_MICROSECONDS.format(row=row)}),
-        1, ({row}.status = 'completed')::int, ({row}.status = 'failed')::int,
-        ({row}.status = 'cancelled')::int, ({row}.status = 'awaiting_approval')::int,
-        ({row}.status IN ('pending', 'executing'))::int, 0::bigint, {row}.prompt_tokens,
-        {row}.completion_tokens, {row}.cache_hit_tokens, {row}.cost_usd)"""
+    """A plan row version's contribution to `plan_rollup`, signed (VALUES columns)."""
+    return f"({', '.join([sign, *_plan_key(row), *_plan_counters(row)])})"
+
+
+def _same_key_delta(
+    rollup: str, key: str, keys: list[str], new: list[str], old: list[str], counters: Sequence[str]
+) -> str:
+    """The trigger's common case: the row stays in its rollup row; one upsert of the change."""
+    deltas = [f"({n}) - ({o})" for n, o in zip(new, old, strict=True)]
+    return f"""INSERT INTO {rollup} AS r ({key}, {", ".join(counters)})
+        VALUES ({", ".join(keys)}, pg_backend_pid(), {", ".join(deltas)})
+        ON CONFLICT ({key}) DO UPDATE SET {_added(counters)};"""
 
 
 EXECUTION_WATCHED = (
@@ -211,9 +272,7 @@ LOCK TABLE public.agent_executions, public.agent_plans, public.agent_plan_steps
 
 CREATE FUNCTION parley_private.duration_bucket(v bigint) RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = '' AS $$
-    SELECT CASE WHEN v IS NULL THEN -1 WHEN v < 32 THEN greatest(v, 0)
-                ELSE (v >> b.shift) << b.shift END
-    FROM (SELECT length(ltrim(v::bit(64)::text, '0')) - 5 AS shift) b
+    SELECT {_bucket("v")}
 $$;
 COMMENT ON FUNCTION parley_private.duration_bucket(bigint) IS
     'A duration''s histogram bucket: its 5 most significant bits (below 32: itself); -1 for none.';
@@ -274,6 +333,11 @@ GRANT SELECT ON {EXECUTION_ROLLUP}, {PLAN_ROLLUP} TO service_role;
 CREATE FUNCTION parley_private.roll_up_execution() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 BEGIN
+    IF TG_OP = 'UPDATE'
+       AND ({", ".join(_execution_key("OLD"))}) = ({", ".join(_execution_key("NEW"))}) THEN
+        {_same_key_delta(EXECUTION_ROLLUP, EXECUTION_KEY, _execution_key("NEW"), _execution_counters("NEW"), _execution_counters("OLD"), EXECUTION_COUNTERS)}
+        RETURN NULL;
+    END IF;
     INSERT INTO {EXECUTION_ROLLUP} AS r ({EXECUTION_KEY}, {", ".join(EXECUTION_COUNTERS)})
     SELECT day, model, agent_role, duration_bucket, pg_backend_pid(),
            {", ".join(f"sum(sign * {n})" for n in EXECUTION_COUNTERS)}
@@ -294,7 +358,13 @@ DECLARE
     new_day date := {PLAN_DAY.format(row="NEW")};
     new_strategy text := {PLAN_STRATEGY.format(row="NEW")};
 BEGIN
-    IF TG_OP = 'UPDATE' THEN  -- steps go where their plan goes
+    IF TG_OP = 'UPDATE'
+       AND ({", ".join(_plan_key("OLD"))}) = ({", ".join(_plan_key("NEW"))}) THEN
+        {_same_key_delta(PLAN_ROLLUP, PLAN_KEY, _plan_key("NEW"), _plan_counters("NEW"), _plan_counters("OLD"), PLAN_COUNTERS)}
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'UPDATE' AND (OLD.created_at, OLD.strategy) IS DISTINCT FROM
+                            (NEW.created_at, NEW.strategy) THEN  -- steps go with their plan
         SELECT * INTO counted FROM {PLAN_STEPS} WHERE plan_id = NEW.id FOR UPDATE;
         IF FOUND AND (counted.day, counted.strategy) IS DISTINCT FROM (new_day, new_strategy)
         THEN
