@@ -11,7 +11,9 @@ inside `python3 dev.py run` (`SWEEP_INTERVAL_SECONDS`). One sweep:
    most once per expired lease;
 3. with `INVOKER_TRANSPORT=sqs`: queues again the executor steps whose run lease expired, and
    fails the plans and steps of the messages in the dead-letter queues
-   (`shared.queues.dead_letters`).
+   (`shared.queues.dead_letters`);
+4. folds the dashboards' daily rollups: the rows each backend added since the last sweep
+   become the day's own (`shared.db.rollups`), so a dashboard reads a handful of rows a day.
 
 Marking a row re-driven and queueing its message happen in one transaction: a send that fails
 leaves the row unmarked for the next sweep. What a sweep does to a plan is logged with the
@@ -29,7 +31,7 @@ from uuid import UUID
 from shared import logs
 from shared.agents.abandoning import fail_plan
 from shared.agents.plan_runner import ATTEMPT
-from shared.db import plans
+from shared.db import plans, rollups
 from shared.runs import open_publisher, start_plan
 
 if TYPE_CHECKING:
@@ -73,6 +75,8 @@ async def sweep(services: Services) -> SweepReport:
                     await start_plan(services, plan_id=plan_id)
         if settings.invoker_transport == "sqs":
             await _sweep_queues(services, publisher, report)
+        async with services.db.autocommit() as conn:
+            await rollups.fold_rollups(conn)
     finally:
         await publisher.aclose()
     if report.anything:
