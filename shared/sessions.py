@@ -41,9 +41,11 @@ class TimelineEntry(NamedTuple):
     content: str
     tool_name: str | None
     model: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: Decimal
+    prompt_tokens: int | None
+    """A chat message's model call's tokens; None for an agent message (its call is accounted
+    on its run's execution)."""
+    completion_tokens: int | None
+    cost_usd: Decimal | None
     user_id: UUID
     created_at: datetime
 

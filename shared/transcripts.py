@@ -29,7 +29,10 @@ async def plan_transcript(db: Database, user: User, plan_id: UUID) -> str:
             raise NotFound(f"Plan {plan_id} not found")
         steps = await plans.list_steps(conn, plan_id=plan_id)
         threads = await dialogue.list_threads(conn, plan_id=plan_id)
-        said = {t.id: await dialogue.list_thread_messages(conn, thread_id=t.id) for t in threads}
+        said: dict[UUID, list[AgentMessage]] = {t.id: [] for t in threads}
+        for message in await dialogue.list_plan_dialogue(conn, plan_id=plan_id):
+            if message.agent_session_id in said:
+                said[message.agent_session_id].append(message)
         agents = await _agents(conn, plan)
         messages = await _plan_messages(conn, plan)
     return "\n".join(_render(plan, steps, threads, said, agents, messages)) + "\n"
@@ -114,8 +117,8 @@ def _tool_part(message: AgentMessage) -> str:
         return ""
     args = f" `{json.dumps(message.tool_args, ensure_ascii=False)}`" if message.tool_args else ""
     result = ""
-    if message.tool_result is not None:
-        result = f" → `{_one_line(json.dumps(message.tool_result, ensure_ascii=False))}`"
+    if message.message_type == "tool_result" and message.content:
+        result = f" → `{_one_line(message.content)}`"
     return f" `{message.tool_name}`{args}{result}"
 
 

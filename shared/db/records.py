@@ -132,7 +132,8 @@ class Agent(NamedTuple):
     permissions: AgentPermissions
     allowed_tools: list[str] | None
     token_budget: int
-    system_prompt: str | None
+    prompt_id: UUID | None
+    """The system prompt it was given (`parley_private.agent_prompts`, stored once)."""
     status: AgentStatus
     created_at: datetime
     updated_at: datetime
@@ -229,12 +230,11 @@ class AgentMessage(NamedTuple):
     tool_name: str | None
     tool_call_id: str | None
     tool_args: dict[str, Any] | None
-    tool_result: Any
+    """A call's arguments (None for a control call whose only argument is `content`:
+    `shared.agents.history`)."""
     model: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    cache_hit_tokens: int
-    cost_usd: Decimal
+    """The model whose call wrote the row: set on the first row of a call's turn (the call's
+    tokens and cost are on its execution)."""
     reasoning_content: str | None
     """A thinking model's reasoning for the assistant turn this row starts."""
     created_at: datetime

@@ -114,9 +114,12 @@ class TimelineEntryOut(_Out):
     content: str
     tool_name: str | None
     model: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: Decimal
+    prompt_tokens: int | None = Field(
+        description="A chat message's tokens in; null for an agent message, whose model call is "
+        "accounted on its run (`GET /plans/{id}`'s `executions`)."
+    )
+    completion_tokens: int | None = Field(description="Tokens out; null as `prompt_tokens`.")
+    cost_usd: Decimal | None = Field(description="Cost; null as `prompt_tokens`.")
     created_at: datetime
 
 
