@@ -150,10 +150,16 @@ class Harness:
 
 
 @contextmanager
-def harness(server_url: str | None = None, *, model_seconds: float = 0.0) -> Iterator[Harness]:
-    """A `Harness` on `server_url` (default: DATABASE_URL's server or the embedded one)."""
+def harness(
+    server_url: str | None = None, *, model_seconds: float = 0.0, database_url: str | None = None
+) -> Iterator[Harness]:
+    """A `Harness` on `server_url` (default: DATABASE_URL's server or the embedded one), on a
+    new clone of the tests' template, dropped at the end — or on `database_url`, an existing
+    migrated database (its owner's URL), kept (`bench.scale`'s grown databases)."""
     server = server_url or databases.server_url()
-    url = databases.create_database(server, template=databases.ensure_template(server))
+    url = database_url or databases.create_database(
+        server, template=databases.ensure_template(server)
+    )
     tokenizer = DeepSeekTokenizer()
     try:
         with (
@@ -165,7 +171,8 @@ def harness(server_url: str | None = None, *, model_seconds: float = 0.0) -> Ite
             script_turns(fake, model_seconds=model_seconds)
             yield Harness(server, url, fake, tokenizer, models_file)
     finally:
-        databases.drop_checked(server, url)
+        if database_url is None:
+            databases.drop_checked(server, url)
 
 
 async def send(services: Services, user: User, kind: Kind) -> ChatTurnReply:
