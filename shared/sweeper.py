@@ -11,7 +11,9 @@ inside `python3 dev.py run` (`SWEEP_INTERVAL_SECONDS`). One sweep:
    most once per expired lease;
 3. with `INVOKER_TRANSPORT=sqs`: queues again the executor steps whose run lease expired, and
    fails the plans and steps of the messages in the dead-letter queues
-   (`shared.queues.dead_letters`).
+   (`shared.queues.dead_letters`);
+4. deletes the detail of turns that ended longer ago than the `RETENTION_*_DAYS` settings
+   keep it, in short batches, for at most 20 seconds (`shared.retention`).
 
 Marking a row re-driven and queueing its message happen in one transaction: a send that fails
 leaves the row unmarked for the next sweep. What a sweep does to a plan is logged with the
@@ -30,6 +32,7 @@ from shared import logs
 from shared.agents.abandoning import fail_plan
 from shared.agents.plan_runner import ATTEMPT
 from shared.db import plans
+from shared.retention import apply_retention
 from shared.runs import open_publisher, start_plan
 
 if TYPE_CHECKING:
@@ -47,9 +50,16 @@ class SweepReport:
     plans_too_old: list[UUID] = field(default_factory=list)
     dead_plans: list[UUID] = field(default_factory=list)
     dead_steps: list[UUID] = field(default_factory=list)
+    deleted: dict[str, int] = field(default_factory=dict)
+    """Rows retention deleted, per kind of detail (`shared.retention`)."""
 
     def json(self) -> dict[str, Any]:
-        return {name: [str(i) for i in ids] for name, ids in asdict(self).items()}
+        found: dict[str, Any] = {
+            name: [str(i) for i in ids]
+            for name, ids in asdict(self).items()
+            if isinstance(ids, list)
+        }
+        return found | {"deleted": dict(self.deleted)}
 
     @property
     def anything(self) -> bool:
@@ -73,6 +83,7 @@ async def sweep(services: Services) -> SweepReport:
                     await start_plan(services, plan_id=plan_id)
         if settings.invoker_transport == "sqs":
             await _sweep_queues(services, publisher, report)
+        report.deleted = await apply_retention(services)
     finally:
         await publisher.aclose()
     if report.anything:

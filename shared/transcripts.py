@@ -16,6 +16,8 @@ from shared.db._rows import fetch_all
 from shared.db.database import Connection
 from shared.db.records import Agent, AgentMessage, AgentThread, ChatMessage, Plan, PlanStep, columns
 from shared.errors import NotFound
+from shared.plan_views import SHOWN_REMOVED
+from shared.retention import removed_details
 
 PREVIEW = 2000
 
@@ -35,7 +37,9 @@ async def plan_transcript(db: Database, user: User, plan_id: UUID) -> str:
                 said[message.agent_session_id].append(message)
         agents = await _agents(conn, plan)
         messages = await _plan_messages(conn, plan)
-    return "\n".join(_render(plan, steps, threads, said, agents, messages)) + "\n"
+        removed = await removed_details(conn, [plan.id], SHOWN_REMOVED)
+    lines = _render(plan, steps, threads, said, agents, messages, [r.note for r in removed])
+    return "\n".join(lines) + "\n"
 
 
 async def _agents(conn: Connection, plan: Plan) -> dict[UUID, Agent]:
@@ -64,6 +68,7 @@ def _render(
     said: dict[UUID, list[AgentMessage]],
     agents: dict[UUID, Agent],
     messages: list[ChatMessage],
+    removed: list[str],
 ) -> Iterable[str]:
     yield f"# Plan: {plan.goal or 'untitled'}"
     yield ""
@@ -74,6 +79,8 @@ def _render(
     )
     if plan.error:
         yield f"- Error: {plan.error}"
+    for note in removed:  # what is not below, and why
+        yield f"- Removed: {note}"
     for message in messages:
         heading = "Request" if message.role == "user" else f"{message.role.title()} message"
         yield from ("", f"## {heading}", "", _quote(message.content))

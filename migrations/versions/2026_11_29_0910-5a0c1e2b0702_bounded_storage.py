@@ -13,10 +13,10 @@ second time (the executions hold it), the executions nine indexes. Now:
 * **The dialogue** (`agent_chat_messages`) keeps the conversation and who said it: a model
   call's tokens and cost live on its execution only (`prompt_tokens`, `completion_tokens`,
   `cache_hit_tokens`, `cost_usd` dropped; `model` stays: it marks the row that starts a call's
-  turn), and a tool result once (`content`; `tool_result`, its parsed copy, dropped). Its key is
-  `(session_id, seq)`, the order every reader reads it in; `id` stays as the row's name.
+  turn), and a tool result once (`content`; `tool_result`, its parsed copy, dropped).
   `session_timeline` shows NULL usage for agent rows (their calls are accounted on the plan's
-  executions).
+  executions). Its primary key stays `id`: that is what a `postgres_changes` DELETE tells every
+  subscriber of the table, whatever RLS says (`(session_id, seq)` would name sessions).
 * **Each index justified by a query** (docs/storage.md lists each kept index with its query).
   Foreign keys whose only effect was a cascade that another one already makes (a user's rows go
   with their sessions, a session's with its plans, a plan's detail with the plan) are dropped,
@@ -355,9 +355,6 @@ COMMENT ON CONSTRAINT agent_executions_attempt ON public.agent_executions IS
 
 {TIMELINE.format(usage=NO_USAGE)}
 ALTER TABLE public.agent_chat_messages
-    DROP CONSTRAINT agent_chat_messages_pkey,
-    DROP CONSTRAINT agent_chat_messages_session_id_seq_key,
-    ADD CONSTRAINT agent_chat_messages_pkey PRIMARY KEY (session_id, seq),
     {", ".join(f"DROP COLUMN {c}" for c in DIALOGUE_COPIES)};
 COMMENT ON COLUMN public.agent_chat_messages.model IS
     'The model whose call wrote this row (the first row of the call''s turn); the call''s '
@@ -396,10 +393,7 @@ DROP FUNCTION parley_private.retention_removed();
 DROP TABLE parley_private.retention_marks;
 
 ALTER TABLE public.agent_chat_messages
-    {", ".join(f"ADD COLUMN {c} {d}" for c, d in DIALOGUE_COPIES.items())},
-    DROP CONSTRAINT agent_chat_messages_pkey,
-    ADD CONSTRAINT agent_chat_messages_session_id_seq_key UNIQUE (session_id, seq),
-    ADD CONSTRAINT agent_chat_messages_pkey PRIMARY KEY (id);
+    {", ".join(f"ADD COLUMN {c} {d}" for c, d in DIALOGUE_COPIES.items())};
 {TIMELINE.format(usage=ROW_USAGE)}
 
 ALTER TABLE public.agent_executions

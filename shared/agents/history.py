@@ -24,7 +24,7 @@ from typing import Any
 from uuid import UUID
 
 from shared.agents.budget import Segment
-from shared.agents.prompts import TEXT_ONLY_REMINDER
+from shared.agents.prompts import PLAN_RESULTS, TEXT_ONLY_REMINDER
 from shared.db.records import AgentMessage, AgentMessageType, ChatMessage
 from shared.llm import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 
@@ -140,11 +140,21 @@ def planner_turn(rows: Sequence[ChatMessage]) -> PlannerTurn:
             kinds = {call.id: "tool" for call in calls}
             turns.append(Turn(row.content or None, row.reasoning_content, calls, kinds))
         elif row.role == "tool" and turns and row.tool_call_id is not None:
-            turns[-1].results[row.tool_call_id] = row.content
-            turns[-1].kinds[row.tool_call_id] = str(row.metadata.get("kind", "tool_result"))
+            kind = str(row.metadata.get("kind", "tool_result"))
+            turns[-1].results[row.tool_call_id] = _as_sent(kind, row.content)
+            turns[-1].kinds[row.tool_call_id] = kind
         elif row.role == "assistant" and row.metadata.get("kind") == "answer":
             answer = row
     return PlannerTurn(turns, answer)
+
+
+def _as_sent(kind: str, content: str) -> str:
+    """A planner tool row's content as the model is given it: a plan's results come after the
+    instruction to answer from them (`prompts.PLAN_RESULTS`), which is not stored with each
+    (rows stored before it was not have it already)."""
+    if kind != "plan_results" or content.startswith(PLAN_RESULTS):
+        return content
+    return f"{PLAN_RESULTS}\n\n{content}"
 
 
 def conversation_segments(rows: Sequence[ChatMessage]) -> list[Segment]:

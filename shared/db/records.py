@@ -43,6 +43,8 @@ AgentMessageType = Literal[
 ExecutionStatus = Literal["pending", "running", "completed", "failed", "timeout", "cancelled"]
 ApprovalKind = Literal["tool_call", "escalation"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "answered", "cancelled"]
+Retained = Literal["dialogue", "tool_rounds", "receipts", "executions"]
+"""The kinds of a turn's detail that retention deletes (`shared.retention`)."""
 
 
 def columns(record: type[Any]) -> str:

@@ -33,7 +33,7 @@ USER_TABLES = {
     "agent_chat_sessions", "agent_chat_messages", "agent_executions", "agent_approvals",
     "projects", "tasks", "notes", "brain_dumps", "calendar_events",
 }  # fmt: skip
-PRIVATE_TABLES = {"alembic_version", "tool_call_receipts"}
+PRIVATE_TABLES = {"alembic_version", "tool_call_receipts", "agent_prompts", "retention_marks"}
 """In `parley_private`: the service's only (RLS on where it holds user data, no grants)."""
 VIEWS = {"execution_stats_daily", "plan_outcomes_daily", "permission_denials_daily",
          "session_timeline"}  # fmt: skip
@@ -74,8 +74,9 @@ def test_schema_at_head(database_url: str) -> None:
             "AND relkind = 'r'",
         )
         receipts_rls = conn.execute(
-            "SELECT relrowsecurity FROM pg_class "
-            "WHERE oid = 'parley_private.tool_call_receipts'::regclass"
+            "SELECT bool_and(relrowsecurity) FROM pg_class WHERE oid = ANY(ARRAY["
+            "'parley_private.tool_call_receipts', 'parley_private.agent_prompts', "
+            "'parley_private.retention_marks']::regclass[])"
         ).fetchone()
     assert tables == USER_TABLES  # the version table is in parley_private
     assert rls == USER_TABLES
