@@ -37,8 +37,15 @@ on it as on a deployment); `--regrow` drops it first. Then it prints:
   the planner's `GET /plans/{id}`), served in-process by the functions' own apps, p50/p95, for
   ordinary users, the heavy user and the long session;
 * the dashboards: `GET /dashboards/daily?days=30` and the SQL views it reads, p50/p95;
-* the sweeper's queries (run in transactions rolled back), p50/p95;
-* bytes per turn per table: heap, indexes, TOAST (and what the rows take in all).
+* the sweeper's queries (run in transactions rolled back, the rollups' fold among them),
+  p50/p95;
+* bytes per turn per table: heap, indexes, TOAST (and what the rows take in all);
+* with `--only rollup-cost`: the daily rollups' cost on the hot path — own time per kind with
+  the rollup triggers on, off, and off with the index a watermark job would need
+  (`updated_at`), alternately — and what such a job reads each minute.
+
+After growing, every foreign key of the copies is checked (`orphans`): a run stops if a copy
+points nowhere.
 
 `DATABASE_URL` picks the server (a superuser's URL, as for the tests); without it, the
 embedded one. Figures on a shared machine are noisy: counts (rows, bytes) are not.
@@ -73,7 +80,7 @@ from local.auth.keys import mint_token
 from local.migrate import upgrade
 from local.postgres import with_database
 from local.realtime.messages.store import CREATE_PARTITIONS
-from shared.db import plans
+from shared.db import plans, rollups
 from shared.services import get_services
 from tests import databases, supabase_project
 from tests.functions.conftest import SECRET
@@ -371,6 +378,37 @@ def grow(admin_url: str, db: str, layout: Layout, seed_user: uuid.UUID, batch: i
         conn.execute("VACUUM (ANALYZE) auth.users")
 
 
+def orphans(url: str) -> dict[str, int]:
+    """Rows whose foreign key points at no row, per constraint of Parley's schemas (the copies
+    are written without the checks: this is how a run makes sure they hold)."""
+    found = {}
+    with psycopg.connect(url, row_factory=dict_row) as conn:
+        keys = conn.execute(
+            """SELECT k.conname, k.conrelid::regclass::text AS child,
+                      k.confrelid::regclass::text AS parent,
+                      array(SELECT attname FROM unnest(k.conkey) WITH ORDINALITY c(n, i)
+                            JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = c.n
+                            ORDER BY i)::text[] AS columns,
+                      array(SELECT attname FROM unnest(k.confkey) WITH ORDINALITY c(n, i)
+                            JOIN pg_attribute a ON a.attrelid = k.confrelid AND a.attnum = c.n
+                            ORDER BY i)::text[] AS targets
+                 FROM pg_constraint k
+                WHERE k.contype = 'f' AND k.connamespace = ANY(%s::regnamespace[])""",
+            (list(SCHEMAS),),
+        ).fetchall()
+        for key in keys:
+            child = ", ".join(f"c.{sql.Identifier(c).as_string(None)}" for c in key["columns"])
+            parent = ", ".join(f"p.{sql.Identifier(c).as_string(None)}" for c in key["targets"])
+            row = conn.execute(
+                f"""SELECT count(*) AS n FROM {key["child"]} c
+                     WHERE ({child}) IS NOT NULL AND NOT EXISTS (
+                           SELECT FROM {key["parent"]} p WHERE ({parent}) = ({child}))"""
+            ).fetchone()
+            if row and row["n"]:
+                found[str(key["conname"])] = int(row["n"])
+    return found
+
+
 # --- the database -------------------------------------------------------------------------
 
 
@@ -426,6 +464,9 @@ def prepare(server: str, db: str, layout: Layout, *, regrow: bool, batch: int) -
     grow(admin_url(server, db), db, layout, seed_user, batch)
     rebuilt = rebuild_rollups(admin_url(server, db))
     print(f"  grown in {time.perf_counter() - started:.0f} s{rebuilt}", file=sys.stderr)
+    broken = orphans(admin_url(server, db))
+    if broken:
+        raise RuntimeError(f"the copies broke foreign keys: {broken}")
     with databases.admin(server) as conn:
         conn.execute(
             sql.SQL("COMMENT ON DATABASE {} IS {}").format(sql.Identifier(db), sql.Literal(mark))
@@ -665,6 +706,7 @@ async def sweeper_queries(url: str, samples: int, budget: float) -> list[str]:
                 lambda c: plans.redrive_plans(c, grace_seconds=60, max_age_seconds=3600),
             ),
             ("redrive_steps", lambda c: plans.redrive_steps(c)),
+            ("fold_rollups", lambda c: rollups.fold_rollups(c)),
         ]
         for name, query in queries:
 
@@ -730,6 +772,87 @@ def version(url: str) -> str:
     return str(row[0])
 
 
+ROLLUP_TRIGGERS = {
+    "agent_executions": ("agent_executions_rolled_up", "agent_executions_rolled_up_again"),
+    "agent_plans": ("agent_plans_rolled_up", "agent_plans_rolled_up_again"),
+    "agent_plan_steps": ("agent_plan_steps_rolled_up",),
+}
+WATERMARK_INDEXED = ("agent_executions", "agent_plans")
+WATERMARK_JOB = """
+SELECT (coalesce(e.started_at, e.created_at) AT TIME ZONE 'UTC')::date AS day, e.model,
+       e.agent_role, count(*), count(*) FILTER (WHERE e.status = 'completed'),
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY e.duration_ms),
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY e.duration_ms), sum(e.prompt_tokens),
+       sum(e.cost_usd)
+  FROM agent_executions e
+ WHERE e.created_at >= (SELECT min(created_at) FROM agent_executions
+                         WHERE updated_at > now() - interval '1 minute')
+       - interval '1 day'
+ GROUP BY 1, 2, 3
+"""
+"""What a scheduled rollup job with a watermark reads each minute (the executions' half): the
+rows changed since the watermark (by `updated_at`, which it must index), and every row of
+the days they belong to, re-aggregated (a changed row's old contribution is not known)."""
+
+
+def set_rollups(admin: str, *, triggers: bool, watermark_index: bool) -> None:
+    with databases.admin(admin) as conn:
+        for table, names in ROLLUP_TRIGGERS.items():
+            for name in names:
+                verb = "ENABLE" if triggers else "DISABLE"
+                conn.execute(f"ALTER TABLE public.{table} {verb} TRIGGER {name}")
+        for table in WATERMARK_INDEXED:
+            if watermark_index:
+                conn.execute(
+                    f"CREATE INDEX IF NOT EXISTS bench_{table}_updated_idx "
+                    f"ON public.{table} (updated_at)"
+                )
+            else:
+                conn.execute(f"DROP INDEX IF EXISTS public.bench_{table}_updated_idx")
+
+
+async def rollup_cost(url: str, admin: str, rounds: int, turns: int, samples: int) -> list[str]:
+    """The hot path's cost of keeping the rollups in the accounting statements (triggers),
+    and of a watermark job's index instead, each against no rollups at all, alternately."""
+    variants = {
+        "no rollups (triggers off)": {"triggers": False, "watermark_index": False},
+        "synchronous rollups (triggers)": {"triggers": True, "watermark_index": False},
+        "watermark's index on updated_at": {"triggers": False, "watermark_index": True},
+    }
+    taken: dict[str, dict[str, list[float]]] = {name: {} for name in variants}
+    try:
+        for _ in range(rounds):
+            for name, variant in variants.items():
+                set_rollups(admin, **variant)
+                with harness(database_url=url) as h:
+                    for kind in KINDS:
+                        own = await measure(h, kind, turns)
+                        taken[name].setdefault(kind, []).append(statistics.median(own) * 1000)
+        set_rollups(admin, triggers=False, watermark_index=True)
+        async with await psycopg.AsyncConnection.connect(url) as conn:
+
+            async def job() -> None:
+                await (await conn.execute(WATERMARK_JOB)).fetchall()
+
+            job_times = await timed(job, samples=samples, budget=30)
+    finally:
+        set_rollups(admin, triggers=True, watermark_index=False)
+        rebuild_rollups(admin)  # turns ran with the triggers off
+    out = [
+        " the rollups' cost on the hot path (own time p50, ms; median of rounds):",
+        f"  {'':<34}" + "".join(f"{kind:>9}" for kind in KINDS),
+    ]
+    base = {k: statistics.median(v) for k, v in taken["no rollups (triggers off)"].items()}
+    for name in variants:
+        figures = {k: statistics.median(v) for k, v in taken[name].items()}
+        out.append(
+            f"  {name:<34}"
+            + "".join(f"{figures[k]:6.1f} ({figures[k] / base[k]:4.2f})" for k in KINDS)
+        )
+    out.append(line("a watermark job's read (executions, each minute)", job_times))
+    return out
+
+
 async def report(url: str, db: str, layout: Layout, args: argparse.Namespace) -> None:
     host = urlsplit(url).hostname or "the embedded server's socket"
     print(
@@ -753,6 +876,10 @@ async def report(url: str, db: str, layout: Layout, args: argparse.Namespace) ->
     if "bytes" in args.only:
         for out in sizes(url)[1]:
             print(out)
+    if "rollup-cost" in args.only:
+        admin = admin_url(databases.server_url(), db)
+        for out in await rollup_cost(url, admin, args.rounds, args.own_turns, args.samples):
+            print(out)
 
 
 def main() -> None:
@@ -772,7 +899,7 @@ def main() -> None:
     parser.add_argument(
         "--only",
         default="own,reads,sweeper,bytes",
-        help="what to measure: own, reads, sweeper, bytes (none: grow only)",
+        help="what to measure: own, reads, sweeper, bytes, rollup-cost (none: grow only)",
     )
     args = parser.parse_args()
     args.only = {part for part in args.only.split(",") if part}

@@ -1,6 +1,8 @@
 -- Parley dashboards: ready queries over the views (migrations/versions/*_dashboard_views.py).
 -- Run them as an operator (the Supabase SQL editor, psql as postgres, or service_role).
--- All days are UTC.
+-- All days are UTC. execution_stats_daily and plan_outcomes_daily read the daily rollups
+-- (*_daily_rollups.py; docs/observability.md): constant time, history kept after retention,
+-- p50/p95 within 1/32 of exact.
 
 -- 1. Cost and tokens per model and role, last 30 days.
 SELECT day, model, agent_role, executions, cost_usd,
@@ -22,7 +24,23 @@ SELECT model, agent_role,
  GROUP BY model, agent_role
  ORDER BY executions DESC;
 
--- 3. Exact p50/p95 over a whole window (the daily view's percentiles do not add up across days).
+-- 3. p50/p95 over a whole window (the daily view's percentiles do not add up across days),
+--    from the rollups' duration histogram: constant time, the nearest rank within 1/32.
+SELECT model, agent_role, max(total) AS runs,
+       parley_private.duration_bucket_value(min(duration_bucket)
+           FILTER (WHERE upto > 0.5 * (total - 1))) AS p50_ms,
+       parley_private.duration_bucket_value(min(duration_bucket)
+           FILTER (WHERE upto > 0.95 * (total - 1))) AS p95_ms
+  FROM (SELECT model, agent_role, duration_bucket,
+               sum(sum(executions)) OVER (PARTITION BY model, agent_role
+                                          ORDER BY duration_bucket) AS upto,
+               sum(sum(executions)) OVER (PARTITION BY model, agent_role) AS total
+          FROM parley_private.execution_rollup
+         WHERE day >= current_date - 7 AND duration_bucket >= 0
+         GROUP BY model, agent_role, duration_bucket) h
+ GROUP BY model, agent_role;
+
+-- 3b. The same, exact, from the detail rows (what retention kept; time grows with the window).
 SELECT model, agent_role,
        percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50_ms,
        percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95_ms

@@ -12,8 +12,11 @@ inside `python3 dev.py run` (`SWEEP_INTERVAL_SECONDS`). One sweep:
 3. with `INVOKER_TRANSPORT=sqs`: queues again the executor steps whose run lease expired, and
    fails the plans and steps of the messages in the dead-letter queues
    (`shared.queues.dead_letters`);
-4. deletes the detail of turns that ended longer ago than the `RETENTION_*_DAYS` settings
-   keep it, in short batches, for at most 20 seconds (`shared.retention`).
+4. folds the dashboards' daily rollups: the rows each backend added since the last sweep
+   become the day's own (`shared.db.rollups`), so a dashboard reads a handful of rows a day;
+5. deletes the detail of turns that ended longer ago than the `RETENTION_*_DAYS` settings
+   keep it, in short batches, for at most 20 seconds (`shared.retention`; the rollups counted
+   every row as it was written, so they keep the dashboards' history).
 
 Marking a row re-driven and queueing its message happen in one transaction: a send that fails
 leaves the row unmarked for the next sweep. What a sweep does to a plan is logged with the
@@ -31,7 +34,7 @@ from uuid import UUID
 from shared import logs
 from shared.agents.abandoning import fail_plan
 from shared.agents.plan_runner import ATTEMPT
-from shared.db import plans
+from shared.db import plans, rollups
 from shared.retention import apply_retention
 from shared.runs import open_publisher, start_plan
 
@@ -83,6 +86,8 @@ async def sweep(services: Services) -> SweepReport:
                     await start_plan(services, plan_id=plan_id)
         if settings.invoker_transport == "sqs":
             await _sweep_queues(services, publisher, report)
+        async with services.db.autocommit() as conn:
+            await rollups.fold_rollups(conn)
         report.deleted = await apply_retention(services)
     finally:
         await publisher.aclose()

@@ -39,7 +39,7 @@ their rows, dropped usage and tool results come back NULL (they were copies), an
 keys are restored `NOT VALID` (retention may have deleted rows they pointed at).
 
 Revision ID: 5a0c1e2b0702
-Revises: 4d1e8a7c0601
+Revises: 5a0c1e2b0701
 Create Date: 2026-11-29 09:10:00
 """
 
@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "5a0c1e2b0702"
-down_revision: str | None = "4d1e8a7c0601"
+down_revision: str | None = "5a0c1e2b0701"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -127,3 +127,25 @@ async def test_a_plan_past_its_age_that_nobody_runs_is_failed_cleanly(
     (done,) = [e for e in of_type(events, "done") if e.plan_id == plan_id]
     assert done.data["status"] == "failed"
     assert fake.requests == []
+
+
+async def test_a_sweep_folds_what_each_backend_added_to_the_rollups(
+    db: Database, services: Services, script: Script
+) -> None:
+    user = await make_user(db)
+    script.planner(reply("Hi!"))
+    await run_turn(
+        services, user_id=user, session_id=None, message="hi", publisher=InMemoryPublisher()
+    )
+    shards = (
+        "SELECT (SELECT count(*) FROM parley_private.execution_rollup WHERE shard <> 0) "
+        "+ (SELECT count(*) FROM parley_private.plan_rollup WHERE shard <> 0)"
+    )
+    totals = "SELECT sum(executions) FROM execution_stats_daily"
+    before = await scalar(db, totals)
+    assert await scalar(db, shards) > 0  # the turn's backend added rows of its own
+
+    await sweep(services)
+
+    assert await scalar(db, shards) == 0
+    assert await scalar(db, totals) == before

@@ -172,7 +172,7 @@ def test_no_function_in_an_exposed_schema_is_executable(catalog, role: str) -> N
     assert _executable(catalog, role, _schemas(catalog, EXPOSED)) == set()
 
 
-def test_the_private_schema_serves_only_the_user_helpers(catalog) -> None:
+def test_the_private_schema_serves_only_the_user_helpers_and_the_rollups(catalog) -> None:
     usage = catalog.execute(
         """SELECT a.grantee::regrole::text AS role FROM pg_namespace n, aclexplode(n.nspacl) a
             WHERE n.nspname = %s AND a.privilege_type = 'USAGE' AND a.grantee <> n.nspowner""",
@@ -181,11 +181,20 @@ def test_the_private_schema_serves_only_the_user_helpers(catalog) -> None:
     version_table = catalog.execute(
         "SELECT table_schema FROM information_schema.tables WHERE table_name = 'alembic_version'"
     ).fetchall()
-    assert usage == [{"role": "authenticated"}]  # no PUBLIC, no anon
+    # authenticated: the search helpers and what retention deleted; service_role: the rollups
+    # the dashboard views read (the views run as their caller). No PUBLIC, no anon.
+    assert sorted(row["role"] for row in usage) == ["authenticated", "service_role"]
     assert _executable(catalog, "authenticated", [PRIVATE]) == USER_HELPERS
     assert _executable(catalog, "anon", [PRIVATE]) == set()
     assert _reach(catalog, "authenticated", [PRIVATE]) == {}
     assert _reach(catalog, "anon", [PRIVATE]) == {}
+    dashboards = (
+        "execution_rollup",
+        "plan_rollup",
+        "execution_stats_settled",
+        "plan_outcomes_settled",
+    )
+    assert _reach(catalog, "service_role", [PRIVATE]) == {name: {"SELECT"} for name in dashboards}
     assert version_table == [{"table_schema": PRIVATE}]
 
 

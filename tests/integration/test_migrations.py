@@ -33,8 +33,19 @@ USER_TABLES = {
     "agent_chat_sessions", "agent_chat_messages", "agent_executions", "agent_approvals",
     "projects", "tasks", "notes", "brain_dumps", "calendar_events",
 }  # fmt: skip
-PRIVATE_TABLES = {"alembic_version", "tool_call_receipts", "agent_prompts", "retention_marks"}
-"""In `parley_private`: the service's only (RLS on where it holds user data, no grants)."""
+PRIVATE_TABLES = {
+    "alembic_version",
+    "tool_call_receipts",
+    "agent_prompts",
+    "retention_marks",
+    "execution_rollup",
+    "plan_rollup",
+    "plan_rollup_steps",
+    "execution_stats_settled",
+    "plan_outcomes_settled",
+}
+"""In `parley_private`: the service's only (RLS on where it holds user data, no grants; the
+dashboard views' rollups readable by `service_role`, through the views)."""
 VIEWS = {"execution_stats_daily", "plan_outcomes_daily", "permission_denials_daily",
          "session_timeline"}  # fmt: skip
 PUBLISHED = {"chat_messages", "agent_chat_messages", "agent_plans", "agent_plan_steps",
