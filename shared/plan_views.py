@@ -107,7 +107,7 @@ async def _details(conn: Connection, found: Sequence[Mapping[str, Any]]) -> list
     removed = await removed_details(conn, ids, SHOWN_REMOVED)
     parts: dict[str, Mapping[UUID, Sequence[BaseModel]]] = {
         "steps": _by_plan(steps, StepOut),
-        "threads": _by_plan(threads, ThreadOut),
+        "threads": _threads(threads, steps),
         "executions": _by_plan(runs, ExecutionOut),
         "approvals": _by_plan(asked, ApprovalOut),
         "removed": _by_plan(removed, RemovedDetail),
@@ -119,6 +119,26 @@ async def _details(conn: Connection, found: Sequence[Mapping[str, Any]]) -> list
         )
         for row in found
     ]
+
+
+def _threads(
+    threads: Iterable[AgentThread], steps: Iterable[PlanStep]
+) -> dict[UUID, list[ThreadOut]]:
+    """The threads as shown, by plan; each that ended its step with its step's result (the
+    result is stored once, on the step)."""
+    results = {step.id: step.result for step in steps}
+    grouped: defaultdict[UUID, list[ThreadOut]] = defaultdict(list)
+    for thread in threads:
+        ended = thread.step_id is not None and thread.status in ENDED_WITH_RESULT
+        result = results.get(thread.step_id) if ended and thread.step_id else None
+        grouped[thread.plan_id].append(
+            ThreadOut.model_validate({**thread._asdict(), "result": result})
+        )
+    return grouped
+
+
+ENDED_WITH_RESULT = ("completed", "timeout")
+"""A thread that ended with a result (a timed-out step keeps its partial one)."""
 
 
 def _by_plan(rows: Iterable[_PlanPart], out: type[Out]) -> dict[UUID, list[Out]]:

@@ -17,6 +17,10 @@ second time (the executions hold it), the executions nine indexes. Now:
   `session_timeline` shows NULL usage for agent rows (their calls are accounted on the plan's
   executions). Its primary key stays `id`: that is what a `postgres_changes` DELETE tells every
   subscriber of the table, whatever RLS says (`(session_id, seq)` would name sessions).
+* **No column nobody reads**: a thread's `result` (its step has it), an execution's
+  `session_id` (its plan's), and `updated_at` with its trigger where no reader uses it
+  (`chat_messages`, `agents`, `agent_plans`, `agent_plan_steps`, `agent_chat_sessions`,
+  `agent_executions`: 8 bytes a row, and a trigger on each of the hot path's updates).
 * **Each index justified by a query** (docs/storage.md lists each kept index with its query).
   Foreign keys whose only effect was a cascade that another one already makes (a user's rows go
   with their sessions, a session's with its plans, a plan's detail with the plan) are dropped,
@@ -265,6 +269,18 @@ DIALOGUE_COPIES = {
 }
 
 
+UNREAD_UPDATED_AT = (
+    "chat_messages",
+    "agents",
+    "agent_plans",
+    "agent_plan_steps",
+    "agent_chat_sessions",
+    "agent_executions",
+)
+"""Tables whose `updated_at` (and the trigger keeping it) nothing reads: 8 bytes a row, and a
+trigger on every update of the hot path's rows."""
+
+
 def _schema(table: str) -> str:
     return "parley_private" if table == "tool_call_receipts" else "public"
 
@@ -288,6 +304,23 @@ def _drop_indexes() -> str:
     return "\n".join(
         f"DROP INDEX {'parley_private' if name.startswith('tool_call') else 'public'}.{name};"
         for name, _ in DROPPED_INDEXES
+    )
+
+
+def _drop_updated_at() -> str:
+    return "\n".join(
+        f"DROP TRIGGER {table}_updated_at ON public.{table};\n"
+        f"ALTER TABLE public.{table} DROP COLUMN updated_at;"
+        for table in UNREAD_UPDATED_AT
+    )
+
+
+def _restore_updated_at() -> str:
+    return "\n".join(
+        f"ALTER TABLE public.{table} ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now();\n"
+        f"CREATE TRIGGER {table}_updated_at BEFORE UPDATE ON public.{table} "
+        "FOR EACH ROW EXECUTE FUNCTION parley_private.set_updated_at();"
+        for table in UNREAD_UPDATED_AT
     )
 
 
@@ -360,6 +393,12 @@ COMMENT ON COLUMN public.agent_chat_messages.model IS
     'The model whose call wrote this row (the first row of the call''s turn); the call''s '
     'tokens and cost are on the run''s agent_executions row.';
 
+-- Copies and columns no reader needs -------------------------------------------------------
+
+ALTER TABLE public.agent_chat_sessions DROP COLUMN result;  -- the step's result
+ALTER TABLE public.agent_executions DROP COLUMN session_id;  -- its plan's session
+{_drop_updated_at()}
+
 -- Retention's marks -----------------------------------------------------------------------
 
 CREATE TABLE parley_private.retention_marks (
@@ -391,6 +430,15 @@ GRANT EXECUTE ON FUNCTION parley_private.retention_removed() TO authenticated, s
 DOWNGRADE = f"""
 DROP FUNCTION parley_private.retention_removed();
 DROP TABLE parley_private.retention_marks;
+
+{_restore_updated_at()}
+ALTER TABLE public.agent_executions ADD COLUMN session_id uuid;
+UPDATE public.agent_executions e SET session_id = p.session_id
+  FROM public.agent_plans p WHERE p.id = e.plan_id;
+ALTER TABLE public.agent_executions ALTER COLUMN session_id SET NOT NULL;
+ALTER TABLE public.agent_chat_sessions ADD COLUMN result text;
+UPDATE public.agent_chat_sessions t SET result = s.result
+  FROM public.agent_plan_steps s WHERE s.id = t.step_id AND t.status = 'completed';
 
 ALTER TABLE public.agent_chat_messages
     {", ".join(f"ADD COLUMN {c} {d}" for c, d in DIALOGUE_COPIES.items())};

@@ -166,7 +166,7 @@ class StepWorker:
         thread_status, step_status, run_status = _CLOSING[ending.kind]
         result = ending.text if ending.kind in ("complete", "timeout") else None
         error = ending.detail if ending.kind == "timeout" else (None if result else ending.text)
-        transition.set_thread(thread.id, status=thread_status, result=result, error=error)
+        transition.set_thread(thread.id, status=thread_status, error=error)
         transition.set_step(step.id, status=step_status, result=result, error=error)
         transition.account(self.run.execution.id, close=run_status, error=error)
         if agent.role == "executor":

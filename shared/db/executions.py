@@ -15,7 +15,6 @@ async def start_execution(
     conn: Connection,
     *,
     user_id: UUID,
-    session_id: UUID,
     plan_id: UUID,
     agent_id: UUID,
     agent_role: AgentRole,
@@ -30,14 +29,13 @@ async def start_execution(
         conn,
         Execution,
         f"""INSERT INTO agent_executions
-              (user_id, session_id, plan_id, step_id, agent_id, agent_session_id, agent_role,
-               model, attempt, status, started_at)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 'running', now())
+              (user_id, plan_id, step_id, agent_id, agent_session_id, agent_role, model,
+               attempt, status, started_at)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 'running', now())
             ON CONFLICT ON CONSTRAINT agent_executions_attempt DO NOTHING
             RETURNING {EXECUTION}""",
-        (user_id, session_id, plan_id, step_id, agent_id, agent_session_id, agent_role, model,
-         attempt),
-    )  # fmt: skip
+        (user_id, plan_id, step_id, agent_id, agent_session_id, agent_role, model, attempt),
+    )
     if created is not None:
         return created, True
     existing = await fetch_one(

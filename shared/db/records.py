@@ -120,7 +120,6 @@ class ChatMessage(NamedTuple):
     reasoning_content: str | None
     """A thinking model's reasoning for this assistant turn (sent back on tool-call turns)."""
     created_at: datetime
-    updated_at: datetime
 
 
 class Agent(NamedTuple):
@@ -138,7 +137,6 @@ class Agent(NamedTuple):
     """The system prompt it was given (`parley_private.agent_prompts`, stored once)."""
     status: AgentStatus
     created_at: datetime
-    updated_at: datetime
     completed_at: datetime | None
 
 
@@ -159,7 +157,6 @@ class Plan(NamedTuple):
     cancel_requested_at: datetime | None
     """Set when a cancel was requested; agents stop at their next check."""
     created_at: datetime
-    updated_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
     lease_owner: str | None
@@ -185,7 +182,6 @@ class PlanStep(NamedTuple):
     result: str | None
     error: str | None
     created_at: datetime
-    updated_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
     lease_owner: str | None
@@ -208,10 +204,8 @@ class AgentThread(NamedTuple):
     status: ThreadStatus
     turn_count: int
     max_turns: int
-    result: str | None
     error: str | None
     created_at: datetime
-    updated_at: datetime
     completed_at: datetime | None
 
 
@@ -247,7 +241,6 @@ class Execution(NamedTuple):
 
     id: UUID
     user_id: UUID
-    session_id: UUID
     plan_id: UUID
     step_id: UUID | None
     agent_id: UUID
@@ -268,7 +261,6 @@ class Execution(NamedTuple):
     duration_ms: int | None
     error: str | None
     created_at: datetime
-    updated_at: datetime
     trace_id: str | None = None
     """The OpenTelemetry trace of the invocation that opened the run (None: tracing off)."""
 

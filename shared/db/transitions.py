@@ -253,12 +253,16 @@ class Transition:
         *,
         turns: int = 0,
         status: str | None = None,
-        result: str | None = None,
         error: str | None = None,
     ) -> None:
-        """Count turns on a thread and/or close it."""
-        self._thread = {"thread": thread_id, "turns": turns, "thread_status": status,
-                        "thread_result": result, "thread_error": error}  # fmt: skip
+        """Count turns on a thread and/or close it (a completed thread's result is its
+        step's)."""
+        self._thread = {
+            "thread": thread_id,
+            "turns": turns,
+            "thread_status": status,
+            "thread_error": error,
+        }
 
     def set_agent_status(self, agent_id: UUID, status: AgentStatus) -> None:
         self._agent_status = (agent_id, status)
@@ -380,7 +384,7 @@ class Transition:
                               "step_error": None, "step_agent": None}),
             **{k: v for new in self._new.values() for k, v in new.items()},
             **(self._thread or {"thread": None, "turns": 0, "thread_status": None,
-                                "thread_result": None, "thread_error": None}),
+                                "thread_error": None}),
             "agent_status_id": self._agent_status[0] if self._agent_status else None,
             "agent_status": self._agent_status[1] if self._agent_status else None,
             "read_agent": self._read_agent,
@@ -532,7 +536,6 @@ THREAD_UPDATE = """thread_row AS (
     UPDATE agent_chat_sessions SET
         turn_count = turn_count + %(turns)s,
         status = coalesce(%(thread_status)s, status),
-        result = CASE WHEN %(thread_status)s IS NULL THEN result ELSE %(thread_result)s END,
         error = CASE WHEN %(thread_status)s IS NULL THEN error ELSE %(thread_error)s END,
         completed_at = CASE WHEN %(thread_status)s IS NULL THEN completed_at ELSE now() END
     WHERE id = %(thread)s
@@ -568,9 +571,9 @@ NEW_ROWS = {
                 %(thread_parent)s, %(thread_child)s, %(thread_max_turns)s)
         RETURNING *)""",
     "execution": """new_execution AS (
-        INSERT INTO agent_executions (id, user_id, session_id, plan_id, step_id, agent_id,
+        INSERT INTO agent_executions (id, user_id, plan_id, step_id, agent_id,
             agent_session_id, agent_role, model, attempt, status, started_at, trace_id)
-        VALUES (%(new_execution)s, %(user)s, %(session)s, %(plan)s, %(execution_step)s,
+        VALUES (%(new_execution)s, %(user)s, %(plan)s, %(execution_step)s,
                 %(execution_agent)s, %(execution_thread)s, %(execution_role)s,
                 %(execution_model)s, %(execution_attempt)s, 'running', now(),
                 %(execution_trace)s)
@@ -595,10 +598,9 @@ def _planner_execution(plans: str, *, when: str = "true") -> str:
     plan the CTE `plans` holds (made on first use, in the plan's trace), when the SQL condition
     `when` holds."""
     return f"""new_execution AS (
-    INSERT INTO agent_executions (user_id, session_id, plan_id, agent_id, agent_role, model,
-                                  attempt, status, started_at, trace_id)
-    SELECT p.user_id, p.session_id, p.id, a.id, 'planner', a.model, 1, 'running', now(),
-           p.trace_id
+    INSERT INTO agent_executions (user_id, plan_id, agent_id, agent_role, model, attempt,
+                                  status, started_at, trace_id)
+    SELECT p.user_id, p.id, a.id, 'planner', a.model, 1, 'running', now(), p.trace_id
     FROM {plans} p JOIN agents a ON a.id = p.planner_agent_id
     WHERE {when}
     ON CONFLICT ON CONSTRAINT agent_executions_attempt DO NOTHING

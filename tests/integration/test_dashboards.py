@@ -62,7 +62,7 @@ async def _fixture(db: Database) -> UUID:
                     name=f"e{n}", model=model, permissions="read_only", token_budget=1500,
                 )  # fmt: skip
             run, _ = await executions.start_execution(  # a run per attempt: none has a step
-                conn, user_id=user, session_id=session.id, plan_id=first_plan.id,
+                conn, user_id=user, plan_id=first_plan.id,
                 agent_id=agent.id, agent_role=cast(AgentRole, role), model=model, attempt=n + 1,
             )  # fmt: skip
             await executions.add_execution_usage(

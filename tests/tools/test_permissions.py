@@ -30,7 +30,6 @@ def agent(**changes: Any) -> Agent:
         prompt_id=None,
         status="active",
         created_at=NOW,
-        updated_at=NOW,
         completed_at=None,
     )
     return row._replace(**changes)
