@@ -7,9 +7,10 @@ many users, their timestamps spread over `--months` months), then runs retention
 default settings (`RETENTION_*_DAYS`, `shared.retention`) until it has caught up, one batch
 statement after another, and prints:
 
-* per kind of detail (dialogue, tool rounds, receipts, runs): its rows before, the rows whose
-  turn ended within the kept days (what must stay), the rows after — none older may be left,
-  none younger may be gone — and the batches it took (the slowest statement);
+* per kind of detail (dialogue, tool rounds, receipts, runs): its rows before and after, and
+  the rows whose turn ended within the kept days (what must stay: the rows after must be
+  exactly these — none older left, none younger gone), the batches it took and their
+  statements' times;
 * bytes per table before and after (each table rewritten compactly, `VACUUM FULL`, so a size is
   what its rows take; a running deployment reuses the freed pages instead);
 * the bound the settings give: what the user sees, kept for every turn, plus each kind of
@@ -28,6 +29,7 @@ import asyncio
 import statistics
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -36,7 +38,7 @@ from psycopg.rows import dict_row
 from bench import scale
 from shared.db.records import Retained
 from shared.db.retention import RETAINED, delete_batch
-from shared.retention import apply_retention, kept_days
+from shared.retention import kept_days
 from shared.services import Services
 from shared.settings import Settings
 from tests import databases
@@ -68,9 +70,10 @@ FREE, PRO = 500 * 10**6, 8 * 2**30
 @dataclass
 class Count:
     before: int
-    within: int
-    """Rows of turns that ended within the kept days, or have not ended: what must stay."""
     after: int = 0
+    within: int = 0
+    """Rows of turns that ended within the kept days (or have not ended), counted after
+    retention: `after` must be exactly these (none older left, none younger gone)."""
 
 
 def _one(conn: psycopg.Connection[Any], query: str, params: Any = None) -> Any:
@@ -79,17 +82,19 @@ def _one(conn: psycopg.Connection[Any], query: str, params: Any = None) -> Any:
     return next(iter(row.values()))
 
 
-def count(conn: psycopg.Connection[Any], what: Retained, days: int) -> tuple[int, int]:
-    """Rows of `what` in all, and those whose plan ended within `days` days (or not yet)."""
+def count(conn: psycopg.Connection[Any], what: Retained, since: datetime) -> tuple[int, int]:
+    """Rows of `what` in all, and those whose plan ended after `since` (or not yet)."""
     total = within = 0
     for table, condition in DETAIL[what]:
-        total += _one(conn, f"SELECT count(*) AS n FROM {table}")
+        total += _one(
+            conn, f"SELECT count(*) AS n FROM {table} r JOIN agent_plans p ON {condition}"
+        )
         within += _one(
             conn,
             f"""SELECT count(*) AS n FROM {table} r JOIN agent_plans p ON {condition}
                 WHERE p.completed_at IS NULL
-                   OR p.completed_at > now() - make_interval(days => %s)""",
-            (days,),
+                   OR p.completed_at > %s""",
+            (since,),
         )
     return total, within
 
@@ -102,8 +107,11 @@ def sizes(conn: psycopg.Connection[Any]) -> dict[str, int]:
     return {name: int(_one(conn, SIZE, (name,))) for name in names}
 
 
-async def run_retention(url: str, settings: Settings) -> dict[Retained, list[float]]:
-    """Retention until caught up, a batch statement at a time, each one timed (ms)."""
+async def run_retention(
+    settings: Settings, cutoffs: dict[Retained, datetime]
+) -> dict[Retained, list[float]]:
+    """Retention until caught up to `cutoffs` (the kept days before the run started: while it
+    runs, turns keep ageing past them), a batch statement at a time, each one timed (ms)."""
     services = Services(settings)
     days = kept_days(settings)
     timings: dict[Retained, list[float]] = {what: [] for what in RETAINED}
@@ -113,13 +121,15 @@ async def run_retention(url: str, settings: Settings) -> dict[Retained, list[flo
                 while True:
                     started = time.perf_counter()
                     batch = await delete_batch(
-                        conn, what=what, days=days[what], batch=settings.retention_batch_plans
+                        conn,
+                        what=what,
+                        days=days[what],
+                        batch=settings.retention_batch_plans,
+                        not_after=cutoffs[what],
                     )
                     timings[what].append((time.perf_counter() - started) * 1000)
                     if batch.plans < settings.retention_batch_plans:
                         break
-        caught_up = await apply_retention(services, seconds=60)
-        assert caught_up == {}, f"a sweep after catching up still deleted {caught_up}"
     finally:
         await services.aclose()
     return timings
@@ -140,24 +150,25 @@ def report(args: argparse.Namespace) -> None:
                 "SELECT extract(epoch FROM max(completed_at) - min(completed_at)) / 86400 AS d "
                 "FROM agent_plans",
             )
-            counts = {what: Count(*count(conn, what, days[what])) for what in RETAINED}
+            now = _one(conn, "SELECT now() AS now")
+            cutoffs = {what: now - timedelta(days=days[what]) for what in RETAINED}
+            counts = {what: Count(count(conn, what, cutoffs[what])[0]) for what in RETAINED}
             outside = {
                 what: int(
                     _one(
                         conn,
-                        "SELECT count(*) AS n FROM agent_plans "
-                        "WHERE completed_at <= now() - make_interval(days => %s)",
-                        (days[what],),
+                        "SELECT count(*) AS n FROM agent_plans WHERE completed_at <= %s",
+                        (cutoffs[what],),
                     )
                 )
                 for what in RETAINED
             }
             agents = int(_one(conn, "SELECT count(*) AS n FROM agents WHERE role = 'executor'"))
             before = sizes(conn)
-        timings = asyncio.run(run_retention(url, settings))
+        timings = asyncio.run(run_retention(settings, cutoffs))
         with psycopg.connect(url, row_factory=dict_row, autocommit=True) as conn:
             for what in RETAINED:
-                counts[what].after = count(conn, what, days[what])[0]
+                counts[what].after, counts[what].within = count(conn, what, cutoffs[what])
             agents_after = int(
                 _one(conn, "SELECT count(*) AS n FROM agents WHERE role = 'executor'")
             )
@@ -169,16 +180,20 @@ def report(args: argparse.Namespace) -> None:
         f"the defaults ({', '.join(f'{w} {d} d' for w, d in days.items())}), batches of "
         f"{args.batch_plans} turns"
     )
-    header = f"{'before':>9} {'must stay':>9} {'after':>9} {'batches':>8} {'p50 ms':>7}"
+    header = f"{'before':>9} {'after':>9} {'must stay':>9} {'batches':>8} {'p50 ms':>7}"
     print(f"  {'detail':<12} {header} {'max ms':>7}")
     for what in RETAINED:
         c, t = counts[what], timings[what]
         ok = "ok" if c.after == c.within else "WRONG"
         print(
-            f"  {what:<12} {c.before:>9,} {c.within:>9,} {c.after:>9,} {len(t):>8} "
+            f"  {what:<12} {c.before:>9,} {c.after:>9,} {c.within:>9,} {len(t):>8} "
             f"{statistics.median(t):7.1f} {max(t):7.1f}  {ok}"
         )
-    print(f"  executor agents (with the dialogue): {agents:,} -> {agents_after:,}")
+    spent = sum(sum(t) for t in timings.values()) / 1000
+    print(
+        f"  executor agents (with the dialogue): {agents:,} -> {agents_after:,}; "
+        f"retention took {spent:.1f} s of statements"
+    )
     print(f"  bytes per turn, {'table':<38} {'before':>8} {'after':>8}")
     for name in sorted(before, key=lambda n: -before[n]):
         if before[name] >= 64 * 1024 or after[name] >= 64 * 1024:

@@ -26,7 +26,8 @@ second time (the executions hold it), the executions nine indexes. Now:
   with their sessions, a session's with its plans, a plan's detail with the plan) are dropped,
   with the indexes that only served their cascades: the `user_id` keys below `chat_sessions`,
   and every key to `agents` (agents are deleted only with their session, or by retention; the
-  rows naming them keep the id). Kept keys have an index on their referencing column.
+  rows naming them keep the id). Kept keys have an index on their referencing column, but
+  `agents.prompt_id` (a prompt is never deleted).
   `agent_executions` is unique on `(plan_id, step_id, attempt)` (NULLS NOT DISTINCT: the
   planner's plan-level run has no step), one index for what three did.
 * **Retention** (`shared/retention.py`, settings `RETENTION_*_DAYS`): the sweeper deletes the

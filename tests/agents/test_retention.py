@@ -22,7 +22,7 @@ import pytest
 
 from local.deepseek import FakeModelServer
 from shared import plan_views, sessions, transcripts
-from shared.agents import DeepSeekTokenizer, run_turn
+from shared.agents import DeepSeekTokenizer, prompts, run_turn
 from shared.auth import User
 from shared.db import Database
 from shared.llm import OpenAIClient, RetryPolicy, load_registry
@@ -313,3 +313,14 @@ async def test_a_session_read_after_retention_renders_and_says_what_was_removed(
     text = await transcripts.plan_transcript(db, user, plans["complex"])
     assert "- Removed: The agents' dialogue of this turn" in text
     assert "## Request" in text and "## Assistant message" in text  # the request, the answer
+
+
+def test_each_system_prompt_is_stored_once_for_all_the_agents_given_it(world: World) -> None:
+    with psycopg.connect(world.url) as conn:
+        bodies = {row[0] for row in conn.execute("SELECT body FROM parley_private.agent_prompts")}
+        named = conn.execute(
+            "SELECT role, count(*), count(DISTINCT prompt_id) FROM agents GROUP BY role "
+            "ORDER BY role"
+        ).fetchall()
+    assert bodies == {prompts.PLANNER, prompts.EXECUTOR}  # 2 rows for 2 sessions' agents
+    assert named == [("executor", 9, 1), ("planner", 2, 1)]  # the executors of 3 kept turns
