@@ -487,16 +487,69 @@ async def run_seed(url: str) -> uuid.UUID:
     return user.id
 
 
-def rebuild_rollups(url: str) -> str:
-    """Rebuild what the rollup triggers keep, when the schema has them (the copies were written
-    with triggers off): the migration's own backfill."""
+def rollups_revision() -> Any | None:
+    """The rollups' migration module (None before it exists: a run on an older checkout)."""
     path = next((ROOT / "migrations" / "versions").glob("*-5a0c1e2b0701_*.py"), None)
     if path is None:
-        return ""
+        return None
     spec = importlib.util.spec_from_file_location("rollups_revision", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def detail_queries() -> dict[str, str]:
+    """The two dashboard views' queries over the detail rows, as they were before the rollups
+    (the rollups' migration keeps them for its downgrade)."""
+    module = rollups_revision()
+    assert module is not None
+    text: str = module.DETAIL_VIEWS
+    queries = {}
+    for view in ("execution_stats_daily", "plan_outcomes_daily"):
+        start = text.index(f"VIEW public.{view} WITH (security_invoker = true) AS")
+        queries[view] = text[start:].split(" AS\n", 1)[1].split(";", 1)[0]
+    return queries
+
+
+async def same_as_detail(url: str) -> list[str]:
+    """The views' last 30 days against the same aggregates over the detail rows: the rows
+    whose exact columns differ, and the worst relative error of a percentile."""
+    if rollups_revision() is None:
+        return []
+    out = [" the dashboard views against the detail rows' aggregates (last 30 days):"]
+    since = "WHERE day > (now() AT TIME ZONE 'UTC')::date - 30"
+    async with await psycopg.AsyncConnection.connect(url, row_factory=dict_row) as conn:
+        for view, detail in detail_queries().items():
+            rolled = await (
+                await conn.execute(f"SELECT * FROM {view} {since} ORDER BY 1, 2, 3")
+            ).fetchall()
+            exact = await (
+                await conn.execute(f"SELECT * FROM ({detail}) d {since} ORDER BY 1, 2, 3")
+            ).fetchall()
+            percentiles = {"p50_duration_ms", "p95_duration_ms"}
+            differ, worst = 0, 0.0
+            for got, want in zip(rolled, exact, strict=False):
+                differ += {k: v for k, v in got.items() if k not in percentiles} != {
+                    k: v for k, v in want.items() if k not in percentiles
+                }
+                for name in percentiles & set(want):
+                    if want[name]:
+                        worst = max(worst, float(abs(got[name] - want[name]) / want[name]))
+            differ += abs(len(rolled) - len(exact))
+            out.append(
+                f"  {view:<24} {len(rolled):>5} rows, {differ} differing in an exact "
+                f"column; worst percentile {worst:.2%} off (bound 3.125%)"
+            )
+    return out
+
+
+def rebuild_rollups(url: str) -> str:
+    """Rebuild what the rollup triggers keep, when the schema has them (the copies were written
+    with triggers off): the migration's own backfill."""
+    module = rollups_revision()
+    if module is None:
+        return ""
     with databases.admin(url) as conn:
         found = conn.execute("SELECT to_regclass(%s)", (module.EXECUTION_ROLLUP,)).fetchone()
         if found is None or found[0] is None:
@@ -533,15 +586,44 @@ def line(name: str, times: list[float]) -> str:
     return f"  {name:<52} p50 {p50:8.1f} ms   p95 {p95:8.1f} ms   (n={len(times)})"
 
 
+async def wal_per_turn(h: Harness, kind: Kind, turns: int) -> float:
+    """Write-ahead log (bytes) a turn of `kind` writes in the turns right after a checkpoint:
+    what a turn costs the log when the pages it touches have not been written since (a full
+    page image each). A count of the server's own (this server's WAL position moves with its
+    other databases too: on a shared server, a rough one)."""
+    server = databases.server_url()
+    services = h.services()
+    user = await h.user()
+    try:
+        await send(services, user, kind)  # warm up
+        with databases.admin(server) as conn:
+            conn.execute("CHECKPOINT")
+            start = conn.execute("SELECT pg_current_wal_lsn()").fetchone()
+            for _ in range(turns):
+                await send(services, user, kind)
+            row = conn.execute("SELECT pg_current_wal_lsn() - %s::pg_lsn", start).fetchone()
+    finally:
+        await services.aclose()
+    assert row is not None
+    return float(str(row[0])) / turns
+
+
 async def own_times(url: str, rounds: int, turns: int) -> dict[str, dict[str, float]]:
-    """Own time p50 per kind on the grown database and on an empty one, alternately."""
-    taken: dict[str, dict[str, list[float]]] = {"grown": {}, "empty": {}}
-    for _ in range(rounds):
+    """Own time p50 per kind on the grown database and on an empty one, alternately; and the
+    write-ahead log a turn writes after a checkpoint (`wal:<kind>`, bytes)."""
+    taken: dict[str, dict[str, list[float]]] = {"grown": {}, "empty": {}, "ratio": {}}
+    for number in range(rounds):
         for name in ("grown", "empty"):
             with harness(database_url=url if name == "grown" else None) as h:
                 for kind in KINDS:
                     own = await measure(h, kind, turns)
                     taken[name].setdefault(kind, []).append(statistics.median(own) * 1000)
+                    if number == 0:
+                        wal = await wal_per_turn(h, kind, 10)
+                        taken[name].setdefault(f"wal:{kind}", []).append(wal)
+        for kind in KINDS:  # each round's own ratio: both sides taken under the same load
+            ratio = taken["grown"][kind][-1] / taken["empty"][kind][-1]
+            taken["ratio"].setdefault(kind, []).append(ratio)
     return {
         name: {k: statistics.median(v) for k, v in kinds.items()} for name, kinds in taken.items()
     }
@@ -604,6 +686,18 @@ async def first_plans(url: str, sessions: set[uuid.UUID]) -> dict[uuid.UUID, uui
         return {row["session_id"]: row["id"] for row in await cur.fetchall()}
 
 
+async def fold_all(url: str) -> int:
+    """Fold the rollups as the sweeper does each minute (the turns measured here added rows of
+    their backends'), until nothing is left to fold; returns the groups folded."""
+    folded = 0
+    async with await psycopg.AsyncConnection.connect(
+        url, autocommit=True, row_factory=dict_row
+    ) as conn:
+        while (done := await rollups.fold_rollups(conn)) > 0:
+            folded += done
+    return folded
+
+
 async def read_routes(
     h: Harness, db: str, layout: Layout, samples: int, budget: float
 ) -> list[str]:
@@ -638,7 +732,8 @@ async def read_routes(
                 out.append(line(name, await requests(client, calls, budget)))
         if layout.long:
             out += await long_session(h, db, layout, chat, n, budget)
-        out.append(" dashboards:")
+        folded = await fold_all(h.url)
+        out.append(f" dashboards (after the sweeper's fold: {folded} groups folded first):")
         operator_id = user_uuid(db, -1)
         async with await psycopg.AsyncConnection.connect(h.url) as conn:
             await conn.execute(
@@ -861,15 +956,26 @@ async def report(url: str, db: str, layout: Layout, args: argparse.Namespace) ->
     )
     if "own" in args.only:
         figures = await own_times(url, args.rounds, args.own_turns)
-        print(" Parley's own time per turn (p50, ms; median of rounds):")
-        print(f"  {'kind':<8} {'grown':>8} {'empty':>8} {'ratio':>6}")
+        print(" Parley's own time per turn (p50, ms, median of rounds; ratio: the median of the")
+        print(" rounds' ratios), and the write-ahead log a turn writes in the 10 turns after a")
+        print(" checkpoint (KB):")
+        print(
+            f"  {'kind':<8} {'grown':>8} {'empty':>8} {'ratio':>6}   {'WAL grown':>9} {'empty':>7}"
+        )
         for kind in KINDS:
             grown, empty = figures["grown"][kind], figures["empty"][kind]
-            print(f"  {kind:<8} {grown:8.1f} {empty:8.1f} {grown / empty:6.2f}")
+            wal = figures["grown"][f"wal:{kind}"] / 1024, figures["empty"][f"wal:{kind}"] / 1024
+            print(
+                f"  {kind:<8} {grown:8.1f} {empty:8.1f} {figures['ratio'][kind]:6.2f}   "
+                f"{wal[0]:9.1f} {wal[1]:7.1f}"
+            )
     if "reads" in args.only:
         with harness(database_url=url) as h:
             for out in await read_routes(h, db, layout, args.samples, args.budget):
                 print(out)
+    if "reads" in args.only:
+        for out in await same_as_detail(url):
+            print(out)
     if "sweeper" in args.only:
         for out in await sweeper_queries(url, args.samples, args.budget):
             print(out)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from psycopg.types.json import Jsonb
 from pydantic import JsonValue
@@ -52,6 +52,7 @@ from shared.db.records import (
 )
 from shared.events.emitter import SEND, Outbox, str_or_none
 from shared.events.models import Event, EventType
+from shared.ids import new_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +136,7 @@ class Transition:
         reasoning_content: str | None = None,
     ) -> tuple[UUID, int]:
         """Append a `chat_messages` row of the plan; returns its id and number."""
-        row_id, slot, usage = uuid4(), self.number(), usage or Usage()
+        row_id, slot, usage = new_id(), self.number(), usage or Usage()
         self._chat.append({
             "id": str(row_id), "slot": slot, "role": role, "content": content, "model": model,
             **usage.json(), "tool_calls": tool_calls, "tool_call_id": tool_call_id,
@@ -160,7 +161,7 @@ class Transition:
     ) -> tuple[UUID, int]:
         """Append an `agent_chat_messages` row (no thread: a denial in the planner's loop).
         The call that wrote it is accounted on its execution (`account`), not on the row."""
-        row_id, slot = uuid4(), self.number()
+        row_id, slot = new_id(), self.number()
         self._dialogue.append(
             {
                 "id": str(row_id),
@@ -269,7 +270,7 @@ class Transition:
 
     def add_steps(self, steps: Sequence[NewStep]) -> list[UUID]:
         """Store the plan's steps (validated already); returns their ids, in order."""
-        ids = [uuid4() for _ in steps]
+        ids = [new_id() for _ in steps]
         self._steps = [
             {"id": str(step_id), "step_number": s.step_number, "description": s.description,
              "executor_required": s.executor_required, "depends_on": list(s.depends_on),
@@ -290,7 +291,7 @@ class Transition:
         system_prompt: str,
     ) -> UUID:
         """An executor's `agents` row (`read_only`: the row decides what it may do)."""
-        agent_id = uuid4()
+        agent_id = new_id()
         self._new["agent"] = {
             "new_agent": agent_id, "agent_session": chat_session_id, "agent_name": name,
             "agent_model": model, "agent_budget": token_budget,
@@ -312,7 +313,7 @@ class Transition:
     ) -> UUID:
         """A step attempt's `agent_executions` row, `running` (unique on step and attempt),
         with the trace of the invocation opening it."""
-        execution_id = uuid4()
+        execution_id = new_id()
         self._new["execution"] = {
             "new_execution": execution_id, "execution_agent": agent_id,
             "execution_role": agent_role, "execution_model": model, "execution_step": step_id,
@@ -325,7 +326,7 @@ class Transition:
         self, *, step_id: UUID, parent_agent_id: UUID, child_agent_id: UUID, max_turns: int
     ) -> UUID:
         """A planner↔agent thread for a step."""
-        thread_id = uuid4()
+        thread_id = new_id()
         self._new["thread"] = {
             "new_thread": thread_id, "thread_step": step_id, "thread_parent": parent_agent_id,
             "thread_child": child_agent_id, "thread_max_turns": max_turns,

@@ -11,15 +11,14 @@ average steps are equal, p50/p95 durations within 1/32 (a histogram bucket's hal
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import threading
 from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bench.scale import detail_queries
 from local.deepseek import FakeModelServer, RecordedRequest, Reply, error, reply, tool_call
 from shared.agents import InProcessInvoker, request_cancel, run_turn, start_turn
 from shared.db import Database
@@ -33,28 +32,7 @@ from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user
 from tests.tools.builders import make_task
 
-VERSIONS = Path(__file__).resolve().parents[2] / "migrations" / "versions"
 PERCENTILES = {"p50_duration_ms", "p95_duration_ms"}
-
-
-def _revision() -> Any:
-    (path,) = VERSIONS.glob("*-5a0c1e2b0701_*.py")
-    spec = importlib.util.spec_from_file_location("rollups_revision", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def detail_queries() -> dict[str, str]:
-    """The two views' queries over the detail rows, as they were before the rollups."""
-    text = _revision().DETAIL_VIEWS
-    queries = {}
-    for view in ("execution_stats_daily", "plan_outcomes_daily"):
-        start = text.index(f"VIEW public.{view} WITH (security_invoker = true) AS")
-        body = text[start:].split(" AS\n", 1)[1].split(";", 1)[0]
-        queries[view] = body
-    return queries
 
 
 @pytest.fixture(scope="module")

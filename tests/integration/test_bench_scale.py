@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -19,16 +18,18 @@ from tests import databases
 
 
 @pytest.fixture
-def grown(server_url: str, template_name: str) -> Iterator[str]:
+def grown(server_url: str, template_name: str) -> Iterator[tuple[str, str]]:
     name = f"parley_test_{os.getpid()}_scale"
     layout = scale.Layout(100, heavy_sessions=10, long_session=10)
     url = scale.prepare(server_url, name, layout, regrow=True, batch=20)
-    yield url
+    yield url, name
     databases.drop_database(server_url, url)
 
 
-def test_a_grown_database_holds_its_copied_turns_together(grown: str, server_url: str) -> None:
-    url = grown
+def test_a_grown_database_holds_its_copied_turns_together(
+    grown: tuple[str, str], server_url: str
+) -> None:
+    url, name = grown
     with psycopg.connect(url) as conn:
         plans = conn.execute(
             "SELECT strategy, status, count(*) FROM agent_plans GROUP BY 1, 2 ORDER BY 1"
@@ -51,7 +52,6 @@ def test_a_grown_database_holds_its_copied_turns_together(grown: str, server_url
     assert (sessions, users) == (16 + 10 + 1 + 3, 4 + 1 + 1 + 1)
     assert planners == (sessions,)  # one planner a session, whatever its turns
     assert runs == executions and days is not None and days[0] > 10  # spread over months
-    name = urlsplit(url).path.lstrip("/")  # (a socket's URL ends with its directory, not this)
     assert scale.orphans(scale.admin_url(server_url, name)) == {}
     turns, report = scale.sizes(url)
     assert turns == 103 and "agent_executions" in "\n".join(report)

@@ -184,7 +184,11 @@ def test_the_private_schema_serves_only_the_user_helpers_and_the_rollups(catalog
     # authenticated: the search helpers and what retention deleted; service_role: the rollups
     # the dashboard views read (the views run as their caller). No PUBLIC, no anon.
     assert sorted(row["role"] for row in usage) == ["authenticated", "service_role"]
-    assert _executable(catalog, "authenticated", [PRIVATE]) == USER_HELPERS
+    # ... and the ids' default: a user creating a session through the Data API makes its id.
+    assert _executable(catalog, "authenticated", [PRIVATE]) == {
+        *USER_HELPERS,
+        "parley_private.new_id()",
+    }
     assert _executable(catalog, "anon", [PRIVATE]) == set()
     assert _reach(catalog, "authenticated", [PRIVATE]) == {}
     assert _reach(catalog, "anon", [PRIVATE]) == {}
