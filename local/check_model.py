@@ -126,9 +126,22 @@ def describe(done: Completion) -> str:
 def planner_agent(settings: Settings) -> Agent:
     """The planner's row as Parley makes it (in memory: only its permissions are read)."""
     now = datetime.now(UTC)
-    return Agent(uuid4(), uuid4(), uuid4(), None, "planner", "planner",
-                 settings.llm_planner_model, "read_write", None, settings.planner_token_budget,
-                 None, "active", now, now, None)  # fmt: skip
+    return Agent(
+        id=uuid4(),
+        user_id=uuid4(),
+        chat_session_id=uuid4(),
+        parent_agent_id=None,
+        role="planner",
+        name="planner",
+        model=settings.llm_planner_model,
+        permissions="read_write",
+        allowed_tools=None,
+        token_budget=settings.planner_token_budget,
+        prompt_id=None,
+        status="active",
+        created_at=now,
+        completed_at=None,
+    )
 
 
 async def check_all(checker: Checker) -> None:

@@ -1,7 +1,8 @@
 """Plans as their user sees them: steps, threads, executions, approvals (read under the user's RLS).
 
-One plan or a whole session's take the same five reads in one transaction: the plans, then each
-kind of row for all of them at once (`plan_id = ANY(...)`), grouped here.
+One plan or a whole session's take the same six reads in one transaction: the plans, then each
+kind of row for all of them at once (`plan_id = ANY(...)`), grouped here — and what retention
+deleted of them (`shared.retention`), so a view of an old turn says so instead of showing less.
 """
 
 from collections import defaultdict
@@ -14,12 +15,18 @@ from pydantic import BaseModel
 from shared.auth import User
 from shared.db import Connection, Database, chats, plans
 from shared.db._rows import fetch_all
-from shared.db.records import AgentThread, Approval, Execution, PlanStep, columns
+from shared.db.records import AgentThread, Approval, Execution, PlanStep, Retained, columns
 from shared.errors import NotFound
+from shared.models.sessions import RemovedDetail
 from shared.models.turns import ApprovalOut, ExecutionOut, PlanDetail, StepOut, ThreadOut
+from shared.retention import removed_details
 
 PARTS = ("steps", "threads", "executions", "approvals")
-PLAN_FIELDS = tuple(name for name in PlanDetail.model_fields if name not in PARTS)
+PLAN_FIELDS = tuple(
+    name for name in PlanDetail.model_fields if name not in PARTS and name != "removed"
+)
+SHOWN_REMOVED: tuple[Retained, ...] = ("dialogue", "tool_rounds", "executions")
+"""What a plan view says retention deleted (its threads and executions were among those)."""
 SESSION_PLANS = f"""
     SELECT {", ".join(f"p.{name}" for name in PLAN_FIELDS)}, m.seq AS message_seq
       FROM agent_plans p JOIN chat_messages m ON m.id = p.user_message_id
@@ -97,11 +104,13 @@ async def _details(conn: Connection, found: Sequence[Mapping[str, Any]]) -> list
              WHERE plan_id = ANY(%s) ORDER BY created_at, id""",
         (ids,),
     )  # fmt: skip
+    removed = await removed_details(conn, ids, SHOWN_REMOVED)
     parts: dict[str, Mapping[UUID, Sequence[BaseModel]]] = {
         "steps": _by_plan(steps, StepOut),
-        "threads": _by_plan(threads, ThreadOut),
+        "threads": _threads(threads, steps),
         "executions": _by_plan(runs, ExecutionOut),
         "approvals": _by_plan(asked, ApprovalOut),
+        "removed": _by_plan(removed, RemovedDetail),
     }
     return [
         PlanDetail.model_validate(
@@ -110,6 +119,26 @@ async def _details(conn: Connection, found: Sequence[Mapping[str, Any]]) -> list
         )
         for row in found
     ]
+
+
+def _threads(
+    threads: Iterable[AgentThread], steps: Iterable[PlanStep]
+) -> dict[UUID, list[ThreadOut]]:
+    """The threads as shown, by plan; each that ended its step with its step's result (the
+    result is stored once, on the step)."""
+    results = {step.id: step.result for step in steps}
+    grouped: defaultdict[UUID, list[ThreadOut]] = defaultdict(list)
+    for thread in threads:
+        ended = thread.step_id is not None and thread.status in ENDED_WITH_RESULT
+        result = results.get(thread.step_id) if ended and thread.step_id else None
+        grouped[thread.plan_id].append(
+            ThreadOut.model_validate({**thread._asdict(), "result": result})
+        )
+    return grouped
+
+
+ENDED_WITH_RESULT = ("completed", "timeout")
+"""A thread that ended with a result (a timed-out step keeps its partial one)."""
 
 
 def _by_plan(rows: Iterable[_PlanPart], out: type[Out]) -> dict[UUID, list[Out]]:

@@ -18,6 +18,8 @@ from shared.db import Database, chats
 from shared.db._rows import fetch_all
 from shared.db.records import ChatMessage, ChatSession, SessionStatus
 from shared.errors import Conflict, NotFound
+from shared.models.sessions import RemovedDetail
+from shared.retention import removed_details
 
 if TYPE_CHECKING:
     from shared.services import Services
@@ -41,9 +43,11 @@ class TimelineEntry(NamedTuple):
     content: str
     tool_name: str | None
     model: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: Decimal
+    prompt_tokens: int | None
+    """A chat message's model call's tokens; None for an agent message (its call is accounted
+    on its run's execution)."""
+    completion_tokens: int | None
+    cost_usd: Decimal | None
     user_id: UUID
     created_at: datetime
 
@@ -177,6 +181,14 @@ async def fork_session(
     return copied
 
 
+class Messages(NamedTuple):
+    """A page of a session's messages, and what retention deleted of their turns' rows."""
+
+    messages: list[ChatMessage]
+    removed: list[RemovedDetail]
+    """With `internal`: the planner's tool rounds deleted (none is among `messages`)."""
+
+
 async def list_messages(
     db: Database,
     user: User,
@@ -185,23 +197,37 @@ async def list_messages(
     after_seq: int = 0,
     limit: int = 200,
     internal: bool = False,
-) -> list[ChatMessage]:
+) -> Messages:
     """The session's messages after `after_seq`, in order (catch-up for realtime clients);
-    the planner's tool rounds and results only if `internal`."""
+    the planner's tool rounds and results only if `internal`, with what retention deleted of
+    them."""
     await get_session(db, user, session_id)
     async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
-        return await chats.list_messages(
+        found = await chats.list_messages(
             conn, session_id=session_id, after_seq=after_seq, limit=limit, internal=internal
         )
+        removed = []
+        if internal:
+            removed = await removed_details(conn, (m.plan_id for m in found), ("tool_rounds",))
+    return Messages(found, removed)
+
+
+class TimelinePage(NamedTuple):
+    """A page of a session's timeline, and what retention deleted of its turns."""
+
+    entries: list[TimelineEntry]
+    removed: list[RemovedDetail]
+    """The agents' dialogue and the planner's tool rounds deleted (none is among `entries`)."""
 
 
 async def timeline(
     db: Database, user: User, session_id: UUID, *, after_seq: int = 0, limit: int = 500
-) -> list[TimelineEntry]:
-    """Human and agent messages of the session in one `seq` order."""
+) -> TimelinePage:
+    """Human and agent messages of the session in one `seq` order, and what retention deleted
+    of the turns they belong to."""
     await get_session(db, user, session_id)
     async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
-        return await fetch_all(
+        entries = await fetch_all(
             conn,
             TimelineEntry,
             """SELECT session_id, seq, source, message_id, kind, sender_role, agent_id,
@@ -211,3 +237,7 @@ async def timeline(
                 WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s""",
             (session_id, after_seq, limit),
         )
+        removed = await removed_details(
+            conn, (e.plan_id for e in entries), ("dialogue", "tool_rounds")
+        )
+    return TimelinePage(entries, removed)

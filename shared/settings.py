@@ -210,6 +210,23 @@ class Settings(BaseSettings):
     is failed by the sweeper (one waiting for the user's approval is left waiting)."""
     sweep_interval_seconds: float = Field(default=60.0, gt=0)
     """How often the local stack runs the sweeper (on AWS: the EventBridge schedule)."""
+    retention_dialogue_days: int = Field(default=30, ge=0)
+    """Days the agents' dialogue of a turn (`agent_chat_messages`, its threads and executor
+    agents) is kept after the turn ended; then the sweeper deletes it. 0: kept until the
+    session is. What the user sees (sessions, their messages, the answers, plans and steps)
+    is kept until they delete the session whatever these say (docs/storage.md)."""
+    retention_tool_rounds_days: int = Field(default=30, ge=0)
+    """Days the planner's internal tool rounds of a turn (its `chat_messages` calling tools,
+    and their results) are kept after the turn ended. 0: kept until the session is."""
+    retention_executions_days: int = Field(default=90, ge=0)
+    """Days the runs' detail of a turn (`agent_executions`) is kept after the turn ended; the
+    dashboards' daily rollups keep their history. 0: kept until the session is."""
+    retention_receipts_days: int = Field(default=7, ge=0)
+    """Days the write receipts of a turn (`parley_private.tool_call_receipts`: a resumed turn's
+    write is not done twice) are kept after the turn ended. 0: kept until the session is."""
+    retention_batch_plans: int = Field(default=200, ge=1, le=5000)
+    """Turns whose detail one retention statement deletes (each a short transaction of its
+    own; a sweep runs batches until it is done or its time is up)."""
     cors_allowed_origins: str = Field(default="*", min_length=1)
     """Origins whose pages may call the local stack's functions (CORS), comma-separated, or
     `*` for any: what infra/serverless.yml's `consoleOrigin` is to the function URLs. Tokens

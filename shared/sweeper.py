@@ -13,7 +13,10 @@ inside `python3 dev.py run` (`SWEEP_INTERVAL_SECONDS`). One sweep:
    fails the plans and steps of the messages in the dead-letter queues
    (`shared.queues.dead_letters`);
 4. folds the dashboards' daily rollups: the rows each backend added since the last sweep
-   become the day's own (`shared.db.rollups`), so a dashboard reads a handful of rows a day.
+   become the day's own (`shared.db.rollups`), so a dashboard reads a handful of rows a day;
+5. deletes the detail of turns that ended longer ago than the `RETENTION_*_DAYS` settings
+   keep it, in short batches, for at most 20 seconds (`shared.retention`; the rollups counted
+   every row as it was written, so they keep the dashboards' history).
 
 Marking a row re-driven and queueing its message happen in one transaction: a send that fails
 leaves the row unmarked for the next sweep. What a sweep does to a plan is logged with the
@@ -32,6 +35,7 @@ from shared import logs
 from shared.agents.abandoning import fail_plan
 from shared.agents.plan_runner import ATTEMPT
 from shared.db import plans, rollups
+from shared.retention import apply_retention
 from shared.runs import open_publisher, start_plan
 
 if TYPE_CHECKING:
@@ -49,9 +53,16 @@ class SweepReport:
     plans_too_old: list[UUID] = field(default_factory=list)
     dead_plans: list[UUID] = field(default_factory=list)
     dead_steps: list[UUID] = field(default_factory=list)
+    deleted: dict[str, int] = field(default_factory=dict)
+    """Rows retention deleted, per kind of detail (`shared.retention`)."""
 
     def json(self) -> dict[str, Any]:
-        return {name: [str(i) for i in ids] for name, ids in asdict(self).items()}
+        found: dict[str, Any] = {
+            name: [str(i) for i in ids]
+            for name, ids in asdict(self).items()
+            if isinstance(ids, list)
+        }
+        return found | {"deleted": dict(self.deleted)}
 
     @property
     def anything(self) -> bool:
@@ -77,6 +88,7 @@ async def sweep(services: Services) -> SweepReport:
             await _sweep_queues(services, publisher, report)
         async with services.db.autocommit() as conn:
             await rollups.fold_rollups(conn)
+        report.deleted = await apply_retention(services)
     finally:
         await publisher.aclose()
     if report.anything:

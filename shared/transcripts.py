@@ -16,6 +16,8 @@ from shared.db._rows import fetch_all
 from shared.db.database import Connection
 from shared.db.records import Agent, AgentMessage, AgentThread, ChatMessage, Plan, PlanStep, columns
 from shared.errors import NotFound
+from shared.plan_views import SHOWN_REMOVED
+from shared.retention import removed_details
 
 PREVIEW = 2000
 
@@ -29,10 +31,15 @@ async def plan_transcript(db: Database, user: User, plan_id: UUID) -> str:
             raise NotFound(f"Plan {plan_id} not found")
         steps = await plans.list_steps(conn, plan_id=plan_id)
         threads = await dialogue.list_threads(conn, plan_id=plan_id)
-        said = {t.id: await dialogue.list_thread_messages(conn, thread_id=t.id) for t in threads}
+        said: dict[UUID, list[AgentMessage]] = {t.id: [] for t in threads}
+        for message in await dialogue.list_plan_dialogue(conn, plan_id=plan_id):
+            if message.agent_session_id in said:
+                said[message.agent_session_id].append(message)
         agents = await _agents(conn, plan)
         messages = await _plan_messages(conn, plan)
-    return "\n".join(_render(plan, steps, threads, said, agents, messages)) + "\n"
+        removed = await removed_details(conn, [plan.id], SHOWN_REMOVED)
+    lines = _render(plan, steps, threads, said, agents, messages, [r.note for r in removed])
+    return "\n".join(lines) + "\n"
 
 
 async def _agents(conn: Connection, plan: Plan) -> dict[UUID, Agent]:
@@ -61,6 +68,7 @@ def _render(
     said: dict[UUID, list[AgentMessage]],
     agents: dict[UUID, Agent],
     messages: list[ChatMessage],
+    removed: list[str],
 ) -> Iterable[str]:
     yield f"# Plan: {plan.goal or 'untitled'}"
     yield ""
@@ -71,6 +79,8 @@ def _render(
     )
     if plan.error:
         yield f"- Error: {plan.error}"
+    for note in removed:  # what is not below, and why
+        yield f"- Removed: {note}"
     for message in messages:
         heading = "Request" if message.role == "user" else f"{message.role.title()} message"
         yield from ("", f"## {heading}", "", _quote(message.content))
@@ -114,8 +124,8 @@ def _tool_part(message: AgentMessage) -> str:
         return ""
     args = f" `{json.dumps(message.tool_args, ensure_ascii=False)}`" if message.tool_args else ""
     result = ""
-    if message.tool_result is not None:
-        result = f" → `{_one_line(json.dumps(message.tool_result, ensure_ascii=False))}`"
+    if message.message_type == "tool_result" and message.content:
+        result = f" → `{_one_line(message.content)}`"
     return f" `{message.tool_name}`{args}{result}"
 
 

@@ -50,7 +50,7 @@ async def make_world(db: Database, user_id: UUID) -> dict[str, UUID]:
             conn, thread=thread, message_type="delegation", content="go"
         )
         execution, _ = await executions.start_execution(
-            conn, user_id=user_id, session_id=session.id, plan_id=plan.id, agent_id=planner.id,
+            conn, user_id=user_id, plan_id=plan.id, agent_id=planner.id,
             agent_role="planner", model="deepseek-chat", step_id=step.id,
         )  # fmt: skip
         approval, _ = await approvals.request_approval(

@@ -121,13 +121,22 @@ async def list_messages(
 ) -> MessageList:
     """The conversation in order — the user's messages and the answers; `after_seq` catches a
     realtime client up after a gap. `include=internal` adds the planner's own rows: its tool
-    rounds (assistant messages with `tool_calls`) and their results (`tool`)."""
+    rounds (assistant messages with `tool_calls`) and their results (`tool`) — and, in
+    `removed`, those that retention deleted (`RETENTION_TOOL_ROUNDS_DAYS`)."""
     found = await sessions.list_messages(
-        services.db, user, session_id, after_seq=after_seq, limit=limit,
+        services.db,
+        user,
+        session_id,
+        after_seq=after_seq,
+        limit=limit,
         internal=include == "internal",
-    )  # fmt: skip
-    last = found[-1].seq if found else after_seq
-    return MessageList(messages=[MessageOut.model_validate(m) for m in found], last_seq=last)
+    )
+    last = found.messages[-1].seq if found.messages else after_seq
+    return MessageList(
+        messages=[MessageOut.model_validate(m) for m in found.messages],
+        last_seq=last,
+        removed=found.removed,
+    )
 
 
 @router.get("/sessions/{session_id}/timeline", responses=NOT_FOUND)
@@ -138,10 +147,15 @@ async def get_timeline(
     after_seq: AfterSeq = 0,
     limit: Limit = 500,
 ) -> Timeline:
-    """Human and agent messages together, in the session's single `seq` order."""
+    """Human and agent messages together, in the session's single `seq` order; `removed`
+    names the turns whose agents' dialogue or tool rounds retention deleted."""
     found = await sessions.timeline(services.db, user, session_id, after_seq=after_seq, limit=limit)
-    last = found[-1].seq if found else after_seq
-    return Timeline(entries=[TimelineEntryOut.model_validate(e) for e in found], last_seq=last)
+    last = found.entries[-1].seq if found.entries else after_seq
+    return Timeline(
+        entries=[TimelineEntryOut.model_validate(e) for e in found.entries],
+        last_seq=last,
+        removed=found.removed,
+    )
 
 
 @router.get("/sessions/{session_id}/plans", responses=NOT_FOUND)

@@ -13,7 +13,8 @@ from uuid import UUID
 
 from pydantic import JsonValue
 
-from shared.db.records import AgentMessageType, Approval, PlanStep, Usage
+from shared.agents.history import without_text
+from shared.db.records import AgentMessageType, Approval, PlanStep
 from shared.events.emitter import EventEmitter, Outbox
 
 if TYPE_CHECKING:
@@ -91,19 +92,22 @@ def add_dialogue(
     tool_name: str | None = None,
     tool_call_id: str | None = None,
     tool_args: dict[str, Any] | None = None,
-    tool_result: Any = None,
     model: str | None = None,
-    usage: Usage | None = None,
     reasoning_content: str | None = None,
     announce: bool = True,
 ) -> UUID:
     """Add a dialogue row to `transition` and (unless not `announce`) its `agent_message`
-    event, sent as `event_agent_id`; the row's id."""
+    event, sent as `event_agent_id`; the row's id. A control call's `tool_args` are not stored
+    when they are just the text the row's `content` holds (`history.without_text`); the event
+    carries them."""
+    stored = tool_args
+    if tool_args is not None and tool_name is not None:
+        stored = without_text(message_type, tool_name, tool_args, content)
     row_id, slot = transition.agent_message(
         thread_id=thread_id, message_type=message_type, content=content,
         sender_agent_id=sender_agent_id, receiver_agent_id=receiver_agent_id,
-        tool_name=tool_name, tool_call_id=tool_call_id, tool_args=tool_args,
-        tool_result=tool_result, model=model, usage=usage, reasoning_content=reasoning_content,
+        tool_name=tool_name, tool_call_id=tool_call_id, tool_args=stored, model=model,
+        reasoning_content=reasoning_content,
     )  # fmt: skip
     if announce:
         data = dialogue_data(

@@ -24,7 +24,7 @@ from typing import Any
 from uuid import UUID
 
 from shared.agents.budget import Segment
-from shared.agents.prompts import TEXT_ONLY_REMINDER
+from shared.agents.prompts import PLAN_RESULTS, TEXT_ONLY_REMINDER
 from shared.db.records import AgentMessage, AgentMessageType, ChatMessage
 from shared.llm import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 
@@ -34,6 +34,13 @@ CALL_TYPES: frozenset[AgentMessageType] = frozenset(
 RESULT_TYPES: frozenset[AgentMessageType] = frozenset({"tool_result", "answer"})
 UNPARSED = "_unparsed"
 """Key under which arguments that were not a JSON object are stored verbatim."""
+TEXT_ARGUMENT: dict[str, str] = {
+    "complete": "result",
+    "fail": "reason",
+    "escalate": "reason",
+    "ask_planner": "question",
+}
+"""The argument of each control call that its row's `content` holds (the call's text)."""
 
 
 @dataclass(slots=True)
@@ -66,6 +73,17 @@ def stored_arguments(call: ToolCall) -> dict[str, Any]:
     return dict(call.arguments) if call.valid else {UNPARSED: call.arguments_json}
 
 
+def without_text(
+    message_type: AgentMessageType, tool_name: str, arguments: dict[str, Any], content: str
+) -> dict[str, Any] | None:
+    """What a call row stores of `arguments`: None for a control call whose arguments are just
+    its text, which the row's `content` holds already (`_call_from_row` puts it back)."""
+    key = TEXT_ARGUMENT.get(tool_name)
+    if message_type in CALL_TYPES and key is not None and arguments == {key: content}:
+        return None
+    return arguments
+
+
 def wire_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
     """`chat_messages.tool_calls`: the wire form, arguments exactly as the model wrote them."""
     return [
@@ -85,7 +103,8 @@ def _call_from_wire(raw: dict[str, Any]) -> ToolCall:
 
 
 def _call_from_row(row: AgentMessage) -> ToolCall:
-    args = row.tool_args or {}
+    key = TEXT_ARGUMENT.get(row.tool_name or "")
+    args = row.tool_args if row.tool_args is not None else {key: row.content} if key else {}
     text = args[UNPARSED] if UNPARSED in args else json.dumps(args, ensure_ascii=False)
     return ToolCall.parse(id=str(row.tool_call_id), name=row.tool_name or "", arguments_json=text)
 
@@ -121,11 +140,21 @@ def planner_turn(rows: Sequence[ChatMessage]) -> PlannerTurn:
             kinds = {call.id: "tool" for call in calls}
             turns.append(Turn(row.content or None, row.reasoning_content, calls, kinds))
         elif row.role == "tool" and turns and row.tool_call_id is not None:
-            turns[-1].results[row.tool_call_id] = row.content
-            turns[-1].kinds[row.tool_call_id] = str(row.metadata.get("kind", "tool_result"))
+            kind = str(row.metadata.get("kind", "tool_result"))
+            turns[-1].results[row.tool_call_id] = _as_sent(kind, row.content)
+            turns[-1].kinds[row.tool_call_id] = kind
         elif row.role == "assistant" and row.metadata.get("kind") == "answer":
             answer = row
     return PlannerTurn(turns, answer)
+
+
+def _as_sent(kind: str, content: str) -> str:
+    """A planner tool row's content as the model is given it: a plan's results come after the
+    instruction to answer from them (`prompts.PLAN_RESULTS`), which is not stored with each
+    (rows stored before it was not have it already)."""
+    if kind != "plan_results" or content.startswith(PLAN_RESULTS):
+        return content
+    return f"{PLAN_RESULTS}\n\n{content}"
 
 
 def conversation_segments(rows: Sequence[ChatMessage]) -> list[Segment]:

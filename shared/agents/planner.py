@@ -511,7 +511,10 @@ class PlannerRun:
         await self._write(transition)
 
     def _plan_results(self, steps: Sequence[PlanStep]) -> str:
-        lines = [prompts.PLAN_RESULTS, ""]
+        """The steps' outcomes, as stored; the model gets `prompts.PLAN_RESULTS` before them
+        (`history.planner_turn`: the instruction is the code's, like a system prompt, not a
+        copy in every complex turn)."""
+        lines = []
         for step in steps:  # each step's description is in the plan above: not repeated
             lines.append(f"Step {step.step_number}: {step.status}")
             if step.result:

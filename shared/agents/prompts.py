@@ -1,8 +1,8 @@
 """What the agents are told. Short on purpose: every token here is paid on every call.
 
-The stored system prompt (`agents.system_prompt`) is the text sent, so a transcript shows what
-each agent was asked to be. The date is added at call time, at day granularity, so prompts
-stay cacheable within a day.
+The stored system prompt (`parley_private.agent_prompts`, stored once and named by each agent's
+`prompt_id`) is the text sent, so the database shows what each agent was asked to be. The date
+is added at call time, at day granularity, so prompts stay cacheable within a day.
 """
 
 from __future__ import annotations

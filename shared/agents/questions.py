@@ -49,8 +49,7 @@ async def answer_question(
         transition, thread_id=thread.id, step_id=step.id, event_agent_id=view.planner.id,
         message_type="answer", content=answer, sender_agent_id=view.planner.id,
         receiver_agent_id=asking.agent.id, tool_name=call.name, tool_call_id=call.id,
-        model=completion.model, usage=completion.usage,
-        reasoning_content=completion.message.reasoning_content,
+        model=completion.model, reasoning_content=completion.message.reasoning_content,
     )  # fmt: skip
     account_call(transition, execution_id=view.execution.id, completion=completion,
                  agent_id=view.planner.id)  # fmt: skip

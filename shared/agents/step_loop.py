@@ -51,7 +51,6 @@ from shared.db.records import (
     PlanStep,
     StepStatus,
     ThreadStatus,
-    Usage,
 )
 from shared.db.transitions import Control, Transition, Written
 from shared.llm import Completion, ToolCall, ToolSchema
@@ -167,7 +166,7 @@ class StepWorker:
         thread_status, step_status, run_status = _CLOSING[ending.kind]
         result = ending.text if ending.kind in ("complete", "timeout") else None
         error = ending.detail if ending.kind == "timeout" else (None if result else ending.text)
-        transition.set_thread(thread.id, status=thread_status, result=result, error=error)
+        transition.set_thread(thread.id, status=thread_status, error=error)
         transition.set_step(step.id, status=step_status, result=result, error=error)
         transition.account(self.run.execution.id, close=run_status, error=error)
         if agent.role == "executor":
@@ -272,7 +271,6 @@ class StepWorker:
                 receiver=self.thread.parent_agent_id, call=call,
                 tool_args=stored_arguments(call) if call is not None else None,
                 model=completion.model if first else None,
-                usage=completion.usage if first else None,
                 reasoning=completion.message.reasoning_content if first else None,
             )  # fmt: skip
         transition.set_thread(self.thread.id, turns=1)
@@ -296,9 +294,7 @@ class StepWorker:
         receiver: UUID | None,
         call: ToolCall | None,
         tool_args: dict[str, Any] | None = None,
-        tool_result: Any = None,
         model: str | None = None,
-        usage: Usage | None = None,
         reasoning: str | None = None,
     ) -> None:
         """A row of the thread and its `agent_message` event."""
@@ -307,8 +303,7 @@ class StepWorker:
             transition, thread_id=self.thread.id, step_id=self.step.id, event_agent_id=sender,
             message_type=message_type, content=content, sender_agent_id=sender,
             receiver_agent_id=receiver, tool_name=name, tool_call_id=call_id,
-            tool_args=tool_args, tool_result=tool_result, model=model, usage=usage,
-            reasoning_content=reasoning,
+            tool_args=tool_args, model=model, reasoning_content=reasoning,
         )  # fmt: skip
 
     def _kind(self, call: ToolCall, single_ending: bool) -> AgentMessageType:
@@ -328,7 +323,7 @@ class StepWorker:
             elif kind == "question":
                 await self._question(call)
             elif call.name in control.ENDINGS:
-                await self._store_result(call, ALONE.format(name=call.name), None)
+                await self._store_result(call, ALONE.format(name=call.name))
             else:
                 outcome = await run_tool(self.run, call, turn=self.cache,
                                          state=self._take_state(), thread=self.thread,
@@ -339,7 +334,7 @@ class StepWorker:
     async def _ending(self, call: ToolCall, kind: str) -> Ending | None:
         parsed = control.parse_control(call.name, call.arguments)
         if isinstance(parsed, str):
-            await self._store_result(call, parsed, None)
+            await self._store_result(call, parsed)
             return None
         # Kept for plans in flight across a deploy: a valid lone complete/fail now closes as stored.
         if kind == "completion":
@@ -360,7 +355,7 @@ class StepWorker:
     async def _question(self, call: ToolCall) -> None:
         parsed = control.parse_control(call.name, call.arguments)
         if isinstance(parsed, str):
-            await self._store_result(call, parsed, None)
+            await self._store_result(call, parsed)
             return
         await self.write(await answer_question(
             self.run, step=self.step, thread=self.thread, call=call, question=parsed.text
@@ -370,20 +365,23 @@ class StepWorker:
         transition = self.transition()
         result = record_result(transition, self.run, call, outcome, thread=self.thread,
                                step_id=self.step.id)  # fmt: skip
-        self._result_row(transition, call, result.content(), result.payload)
+        self._result_row(transition, call, result.content())
         await self.write(transition)
 
-    async def _store_result(self, call: ToolCall, content: str, result: ToolResult | None) -> None:
+    async def _store_result(self, call: ToolCall, content: str) -> None:
         transition = self.transition()
-        payload = result.payload if result is not None else {"note": content}
-        self._result_row(transition, call, content, payload)
+        self._result_row(transition, call, content)
         await self.write(transition)
 
-    def _result_row(
-        self, transition: Transition, call: ToolCall, content: str, payload: Any
-    ) -> None:
-        self._agent_row(transition, message_type="tool_result", content=content, sender=None,
-                        receiver=self.run.agent.id, call=call, tool_result=payload)  # fmt: skip
+    def _result_row(self, transition: Transition, call: ToolCall, content: str) -> None:
+        self._agent_row(
+            transition,
+            message_type="tool_result",
+            content=content,
+            sender=None,
+            receiver=self.run.agent.id,
+            call=call,
+        )
         transition.read_agent(self.run.agent.id)
 
     async def _store_answer(self, call: ToolCall, content: str) -> None:

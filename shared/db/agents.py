@@ -7,6 +7,7 @@ from uuid import UUID
 
 from shared.db._rows import fetch_one, fetch_optional
 from shared.db.database import Connection
+from shared.db.prompts import STORE_PROMPT, prompt_params
 from shared.db.records import Agent, AgentPermissions, AgentRole, AgentStatus, columns
 
 AGENT = columns(Agent)
@@ -26,19 +27,30 @@ async def create_agent(
     parent_agent_id: UUID | None = None,
     system_prompt: str | None = None,
 ) -> Agent:
-    """Create an agent row: the row, not the caller, decides later what the agent may do."""
+    """Create an agent row: the row, not the caller, decides later what the agent may do.
+    Its system prompt is stored once (`shared.db.prompts`), in the same statement."""
     return await fetch_one(
         conn,
         Agent,
-        f"""INSERT INTO agents (user_id, chat_session_id, role, name, model, permissions,
-                                token_budget, allowed_tools, parent_agent_id, system_prompt)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING {AGENT}""",
-        (
-            user_id, chat_session_id, role, name, model, permissions, token_budget,
-            list(allowed_tools) if allowed_tools is not None else None, parent_agent_id,
-            system_prompt,
-        ),
-    )  # fmt: skip
+        f"""WITH {STORE_PROMPT}
+            INSERT INTO agents (user_id, chat_session_id, role, name, model, permissions,
+                                token_budget, allowed_tools, parent_agent_id, prompt_id)
+            VALUES (%(user)s, %(session)s, %(role)s, %(name)s, %(model)s, %(permissions)s,
+                    %(budget)s, %(tools)s, %(parent)s, %(prompt_id)s)
+            RETURNING {AGENT}""",
+        {
+            "user": user_id,
+            "session": chat_session_id,
+            "role": role,
+            "name": name,
+            "model": model,
+            "permissions": permissions,
+            "budget": token_budget,
+            "tools": list(allowed_tools) if allowed_tools is not None else None,
+            "parent": parent_agent_id,
+            **prompt_params(system_prompt),
+        },
+    )
 
 
 async def get_agent(conn: Connection, *, agent_id: UUID) -> Agent | None:

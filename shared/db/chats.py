@@ -12,6 +12,7 @@ from psycopg.types.json import Jsonb
 from shared.db._rows import fetch_all, fetch_one, fetch_optional, record_from_json
 from shared.db.database import Connection
 from shared.db.plans import RUNNING_PLAN
+from shared.db.prompts import STORE_PROMPT, prompt_params
 from shared.db.records import (
     ChatMessage,
     ChatSession,
@@ -216,7 +217,8 @@ async def add_user_message(
         ChatMessage,
         f"""INSERT INTO chat_messages (session_id, user_id, role, content, client_message_id)
             VALUES (%s, %s, 'user', %s, %s)
-            ON CONFLICT (session_id, client_message_id) DO NOTHING
+            ON CONFLICT (session_id, client_message_id) WHERE client_message_id IS NOT NULL
+                DO NOTHING
             RETURNING {MESSAGE}""",
         (session_id, user_id, content, client_message_id),
     )
@@ -318,11 +320,12 @@ message AS (
     SELECT %(session)s, %(user)s, 'user', %(content)s, %(cmid)s
     WHERE NOT EXISTS (SELECT 1 FROM earlier) AND NOT EXISTS (SELECT 1 FROM running)
     RETURNING *),
+{STORE_PROMPT},
 new_planner AS (
     INSERT INTO agents (user_id, chat_session_id, role, name, model, permissions, token_budget,
-                        system_prompt)
+                        prompt_id)
     SELECT %(user)s, %(session)s, 'planner', 'planner', %(model)s, 'read_write', %(budget)s,
-           %(prompt)s
+           %(prompt_id)s
     WHERE EXISTS (SELECT 1 FROM message)
     ON CONFLICT (chat_session_id) WHERE role = 'planner' DO NOTHING
     RETURNING id),
@@ -370,7 +373,7 @@ async def store_turn(
         STORE_TURN,
         {"session": session_id, "user": user_id, "content": content, "cmid": client_message_id,
          "fresh": fresh_seconds, "model": planner_model, "budget": planner_budget,
-         "prompt": planner_prompt, "trace": trace_id},
+         "trace": trace_id, **prompt_params(planner_prompt)},
     )  # fmt: skip
     row = await cur.fetchone()
     assert row is not None

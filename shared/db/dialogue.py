@@ -9,13 +9,7 @@ from psycopg.types.json import Jsonb
 
 from shared.db._rows import fetch_all, fetch_one
 from shared.db.database import Connection
-from shared.db.records import (
-    AgentMessage,
-    AgentMessageType,
-    AgentThread,
-    Usage,
-    columns,
-)
+from shared.db.records import AgentMessage, AgentMessageType, AgentThread, columns
 
 THREAD = columns(AgentThread)
 MESSAGE = columns(AgentMessage)
@@ -64,31 +58,36 @@ async def add_agent_message(
     tool_name: str | None = None,
     tool_call_id: str | None = None,
     tool_args: dict[str, Any] | None = None,
-    tool_result: Any = None,
     model: str | None = None,
-    usage: Usage | None = None,
     reasoning_content: str | None = None,
 ) -> AgentMessage:
-    """Append a dialogue message to `thread`; `seq` comes from the chat session's counter."""
-    usage = usage or Usage()
+    """Append a dialogue message to `thread`; `seq` comes from the chat session's counter.
+    (A call's usage is accounted on its execution, not here.)"""
     return await fetch_one(
         conn,
         AgentMessage,
         f"""INSERT INTO agent_chat_messages
               (agent_session_id, plan_id, session_id, user_id, sender_agent_id, receiver_agent_id,
-               message_type, content, tool_name, tool_call_id, tool_args, tool_result, model,
-               prompt_tokens, completion_tokens, cache_hit_tokens, cost_usd, reasoning_content)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+               message_type, content, tool_name, tool_call_id, tool_args, model,
+               reasoning_content)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
             RETURNING {MESSAGE}""",
         (
-            thread.id, thread.plan_id, thread.session_id, thread.user_id, sender_agent_id,
-            receiver_agent_id, message_type, content, tool_name, tool_call_id,
+            thread.id,
+            thread.plan_id,
+            thread.session_id,
+            thread.user_id,
+            sender_agent_id,
+            receiver_agent_id,
+            message_type,
+            content,
+            tool_name,
+            tool_call_id,
             Jsonb(tool_args) if tool_args is not None else None,
-            Jsonb(tool_result) if tool_result is not None else None, model,
-            usage.prompt_tokens, usage.completion_tokens, usage.cache_hit_tokens, usage.cost_usd,
+            model,
             reasoning_content,
         ),
-    )  # fmt: skip
+    )
 
 
 async def add_planner_denial(
@@ -116,12 +115,25 @@ async def add_planner_denial(
 
 
 async def list_thread_messages(conn: Connection, *, thread_id: UUID) -> list[AgentMessage]:
-    """A thread's messages in order."""
+    """A thread's messages in order (found through its plan's: the index the dialogue has)."""
     return await fetch_all(
         conn,
         AgentMessage,
-        f"SELECT {MESSAGE} FROM agent_chat_messages WHERE agent_session_id = %s ORDER BY seq",
-        (thread_id,),
+        f"""SELECT {MESSAGE} FROM agent_chat_messages
+            WHERE plan_id = (SELECT plan_id FROM agent_chat_sessions WHERE id = %(thread)s)
+              AND agent_session_id = %(thread)s
+            ORDER BY seq""",
+        {"thread": thread_id},
+    )
+
+
+async def list_plan_dialogue(conn: Connection, *, plan_id: UUID) -> list[AgentMessage]:
+    """A plan's dialogue (every thread's messages, and the planner's denials) in order."""
+    return await fetch_all(
+        conn,
+        AgentMessage,
+        f"SELECT {MESSAGE} FROM agent_chat_messages WHERE plan_id = %s ORDER BY seq",
+        (plan_id,),
     )
 
 

@@ -15,7 +15,6 @@ async def start_execution(
     conn: Connection,
     *,
     user_id: UUID,
-    session_id: UUID,
     plan_id: UUID,
     agent_id: UUID,
     agent_role: AgentRole,
@@ -24,26 +23,27 @@ async def start_execution(
     agent_session_id: UUID | None = None,
     attempt: int = 1,
 ) -> tuple[Execution, bool]:
-    """Record a run as `running`: (execution, True if new). Idempotent on (step, attempt)."""
+    """Record a run as `running`: (execution, True if new). Idempotent on (plan, step,
+    attempt): a plan-level run has no step."""
     created = await fetch_optional(
         conn,
         Execution,
         f"""INSERT INTO agent_executions
-              (user_id, session_id, plan_id, step_id, agent_id, agent_session_id, agent_role,
-               model, attempt, status, started_at)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 'running', now())
-            ON CONFLICT ON CONSTRAINT agent_executions_step_attempt DO NOTHING
+              (user_id, plan_id, step_id, agent_id, agent_session_id, agent_role, model,
+               attempt, status, started_at)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 'running', now())
+            ON CONFLICT ON CONSTRAINT agent_executions_attempt DO NOTHING
             RETURNING {EXECUTION}""",
-        (user_id, session_id, plan_id, step_id, agent_id, agent_session_id, agent_role, model,
-         attempt),
-    )  # fmt: skip
+        (user_id, plan_id, step_id, agent_id, agent_session_id, agent_role, model, attempt),
+    )
     if created is not None:
         return created, True
     existing = await fetch_one(
         conn,
         Execution,
-        f"SELECT {EXECUTION} FROM agent_executions WHERE step_id = %s AND attempt = %s",
-        (step_id, attempt),
+        f"""SELECT {EXECUTION} FROM agent_executions
+            WHERE plan_id = %s AND step_id IS NOT DISTINCT FROM %s AND attempt = %s""",
+        (plan_id, step_id, attempt),
     )
     return existing, False
 

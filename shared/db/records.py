@@ -43,6 +43,8 @@ AgentMessageType = Literal[
 ExecutionStatus = Literal["pending", "running", "completed", "failed", "timeout", "cancelled"]
 ApprovalKind = Literal["tool_call", "escalation"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "answered", "cancelled"]
+Retained = Literal["dialogue", "tool_rounds", "receipts", "executions"]
+"""The kinds of a turn's detail that retention deletes (`shared.retention`)."""
 
 
 def columns(record: type[Any]) -> str:
@@ -118,7 +120,6 @@ class ChatMessage(NamedTuple):
     reasoning_content: str | None
     """A thinking model's reasoning for this assistant turn (sent back on tool-call turns)."""
     created_at: datetime
-    updated_at: datetime
 
 
 class Agent(NamedTuple):
@@ -132,10 +133,10 @@ class Agent(NamedTuple):
     permissions: AgentPermissions
     allowed_tools: list[str] | None
     token_budget: int
-    system_prompt: str | None
+    prompt_id: UUID | None
+    """The system prompt it was given (`parley_private.agent_prompts`, stored once)."""
     status: AgentStatus
     created_at: datetime
-    updated_at: datetime
     completed_at: datetime | None
 
 
@@ -156,7 +157,6 @@ class Plan(NamedTuple):
     cancel_requested_at: datetime | None
     """Set when a cancel was requested; agents stop at their next check."""
     created_at: datetime
-    updated_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
     lease_owner: str | None
@@ -182,7 +182,6 @@ class PlanStep(NamedTuple):
     result: str | None
     error: str | None
     created_at: datetime
-    updated_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
     lease_owner: str | None
@@ -205,10 +204,8 @@ class AgentThread(NamedTuple):
     status: ThreadStatus
     turn_count: int
     max_turns: int
-    result: str | None
     error: str | None
     created_at: datetime
-    updated_at: datetime
     completed_at: datetime | None
 
 
@@ -229,12 +226,11 @@ class AgentMessage(NamedTuple):
     tool_name: str | None
     tool_call_id: str | None
     tool_args: dict[str, Any] | None
-    tool_result: Any
+    """A call's arguments (None for a control call whose only argument is `content`:
+    `shared.agents.history`)."""
     model: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    cache_hit_tokens: int
-    cost_usd: Decimal
+    """The model whose call wrote the row: set on the first row of a call's turn (the call's
+    tokens and cost are on its execution)."""
     reasoning_content: str | None
     """A thinking model's reasoning for the assistant turn this row starts."""
     created_at: datetime
@@ -245,7 +241,6 @@ class Execution(NamedTuple):
 
     id: UUID
     user_id: UUID
-    session_id: UUID
     plan_id: UUID
     step_id: UUID | None
     agent_id: UUID
@@ -266,7 +261,6 @@ class Execution(NamedTuple):
     duration_ms: int | None
     error: str | None
     created_at: datetime
-    updated_at: datetime
     trace_id: str | None = None
     """The OpenTelemetry trace of the invocation that opened the run (None: tracing off)."""
 

@@ -36,6 +36,7 @@ from shared.db._rows import record_from_json, records_from_json
 from shared.db.database import Connection
 from shared.db.leases import FREE, PARKED
 from shared.db.plans import ENDED_STEP, SETTLED_STEP, TERMINAL_PLAN, NewStep
+from shared.db.prompts import STORE_PROMPT, prompt_params
 from shared.db.records import (
     Agent,
     AgentMessage,
@@ -155,21 +156,28 @@ class Transition:
         tool_name: str | None = None,
         tool_call_id: str | None = None,
         tool_args: dict[str, Any] | None = None,
-        tool_result: Any = None,
         model: str | None = None,
-        usage: Usage | None = None,
         reasoning_content: str | None = None,
     ) -> tuple[UUID, int]:
-        """Append an `agent_chat_messages` row (no thread: a denial in the planner's loop)."""
-        row_id, slot, usage = new_id(), self.number(), usage or Usage()
-        self._dialogue.append({
-            "id": str(row_id), "slot": slot, "agent_session_id": str_or_none(thread_id),
-            "sender_agent_id": str_or_none(sender_agent_id),
-            "receiver_agent_id": str_or_none(receiver_agent_id), "message_type": message_type,
-            "content": content, "tool_name": tool_name, "tool_call_id": tool_call_id,
-            "tool_args": tool_args, "tool_result": tool_result, "model": model, **usage.json(),
-            "reasoning_content": reasoning_content,
-        })  # fmt: skip
+        """Append an `agent_chat_messages` row (no thread: a denial in the planner's loop).
+        The call that wrote it is accounted on its execution (`account`), not on the row."""
+        row_id, slot = new_id(), self.number()
+        self._dialogue.append(
+            {
+                "id": str(row_id),
+                "slot": slot,
+                "agent_session_id": str_or_none(thread_id),
+                "sender_agent_id": str_or_none(sender_agent_id),
+                "receiver_agent_id": str_or_none(receiver_agent_id),
+                "message_type": message_type,
+                "content": content,
+                "tool_name": tool_name,
+                "tool_call_id": tool_call_id,
+                "tool_args": tool_args,
+                "model": model,
+                "reasoning_content": reasoning_content,
+            }
+        )
         return row_id, slot
 
     def event(
@@ -246,12 +254,16 @@ class Transition:
         *,
         turns: int = 0,
         status: str | None = None,
-        result: str | None = None,
         error: str | None = None,
     ) -> None:
-        """Count turns on a thread and/or close it."""
-        self._thread = {"thread": thread_id, "turns": turns, "thread_status": status,
-                        "thread_result": result, "thread_error": error}  # fmt: skip
+        """Count turns on a thread and/or close it (a completed thread's result is its
+        step's)."""
+        self._thread = {
+            "thread": thread_id,
+            "turns": turns,
+            "thread_status": status,
+            "thread_error": error,
+        }
 
     def set_agent_status(self, agent_id: UUID, status: AgentStatus) -> None:
         self._agent_status = (agent_id, status)
@@ -284,7 +296,7 @@ class Transition:
             "new_agent": agent_id, "agent_session": chat_session_id, "agent_name": name,
             "agent_model": model, "agent_budget": token_budget,
             "agent_tools": list(allowed_tools) if allowed_tools is not None else None,
-            "agent_parent": parent_agent_id, "agent_prompt": system_prompt,
+            "agent_parent": parent_agent_id, **prompt_params(system_prompt),
         }  # fmt: skip
         return agent_id
 
@@ -373,7 +385,7 @@ class Transition:
                               "step_error": None, "step_agent": None}),
             **{k: v for new in self._new.values() for k, v in new.items()},
             **(self._thread or {"thread": None, "turns": 0, "thread_status": None,
-                                "thread_result": None, "thread_error": None}),
+                                "thread_error": None}),
             "agent_status_id": self._agent_status[0] if self._agent_status else None,
             "agent_status": self._agent_status[1] if self._agent_status else None,
             "read_agent": self._read_agent,
@@ -397,6 +409,8 @@ class Transition:
             ctes.append(STEP_ROWS)
         if self._cancel_approvals:
             ctes.append(APPROVALS_CANCELLED)
+        if "agent" in self._new:
+            ctes.append(STORE_PROMPT)
         ctes += [NEW_ROWS[kind] for kind in ("agent", "thread", "execution") if kind in self._new]
         ctes.append(SENT if self.outbox else "sent AS (SELECT NULL::bigint[] AS seqs)")
         chat = "(SELECT jsonb_agg(to_jsonb(m) ORDER BY m.seq) FROM chat_rows m)"
@@ -473,17 +487,13 @@ CHAT_ROWS = """chat_rows AS (
 DIALOGUE_ROWS = """dialogue_rows AS (
     INSERT INTO agent_chat_messages (id, agent_session_id, plan_id, session_id, user_id, seq,
         sender_agent_id, receiver_agent_id, message_type, content, tool_name, tool_call_id,
-        tool_args, tool_result, model, prompt_tokens, completion_tokens, cache_hit_tokens,
-        cost_usd, reasoning_content)
+        tool_args, model, reasoning_content)
     SELECT r.id, r.agent_session_id, %(plan)s, %(session)s, %(user)s, sess.base + r.slot,
         r.sender_agent_id, r.receiver_agent_id, r.message_type, r.content, r.tool_name,
-        r.tool_call_id, r.tool_args, r.tool_result, r.model, r.prompt_tokens,
-        r.completion_tokens, r.cache_hit_tokens, r.cost_usd, r.reasoning_content
+        r.tool_call_id, r.tool_args, r.model, r.reasoning_content
     FROM sess, jsonb_to_recordset(%(dialogue)s) AS r(id uuid, slot int, agent_session_id uuid,
         sender_agent_id uuid, receiver_agent_id uuid, message_type text, content text,
-        tool_name text, tool_call_id text, tool_args jsonb, tool_result jsonb, model text,
-        prompt_tokens int, completion_tokens int, cache_hit_tokens int, cost_usd numeric,
-        reasoning_content text)
+        tool_name text, tool_call_id text, tool_args jsonb, model text, reasoning_content text)
     RETURNING *)"""
 
 EXECUTIONS = """executions_row AS (
@@ -527,7 +537,6 @@ THREAD_UPDATE = """thread_row AS (
     UPDATE agent_chat_sessions SET
         turn_count = turn_count + %(turns)s,
         status = coalesce(%(thread_status)s, status),
-        result = CASE WHEN %(thread_status)s IS NULL THEN result ELSE %(thread_result)s END,
         error = CASE WHEN %(thread_status)s IS NULL THEN error ELSE %(thread_error)s END,
         completed_at = CASE WHEN %(thread_status)s IS NULL THEN completed_at ELSE now() END
     WHERE id = %(thread)s
@@ -551,10 +560,10 @@ STEP_ROWS = """step_rows AS (
 NEW_ROWS = {
     "agent": """new_agent AS (
         INSERT INTO agents (id, user_id, chat_session_id, role, name, model, permissions,
-                            token_budget, allowed_tools, parent_agent_id, system_prompt)
+                            token_budget, allowed_tools, parent_agent_id, prompt_id)
         VALUES (%(new_agent)s, %(user)s, %(agent_session)s, 'executor', %(agent_name)s,
                 %(agent_model)s, 'read_only', %(agent_budget)s, %(agent_tools)s,
-                %(agent_parent)s, %(agent_prompt)s)
+                %(agent_parent)s, %(prompt_id)s)
         RETURNING *)""",
     "thread": """new_thread AS (
         INSERT INTO agent_chat_sessions (id, session_id, user_id, plan_id, step_id,
@@ -563,9 +572,9 @@ NEW_ROWS = {
                 %(thread_parent)s, %(thread_child)s, %(thread_max_turns)s)
         RETURNING *)""",
     "execution": """new_execution AS (
-        INSERT INTO agent_executions (id, user_id, session_id, plan_id, step_id, agent_id,
+        INSERT INTO agent_executions (id, user_id, plan_id, step_id, agent_id,
             agent_session_id, agent_role, model, attempt, status, started_at, trace_id)
-        VALUES (%(new_execution)s, %(user)s, %(session)s, %(plan)s, %(execution_step)s,
+        VALUES (%(new_execution)s, %(user)s, %(plan)s, %(execution_step)s,
                 %(execution_agent)s, %(execution_thread)s, %(execution_role)s,
                 %(execution_model)s, %(execution_attempt)s, 'running', now(),
                 %(execution_trace)s)
@@ -590,13 +599,12 @@ def _planner_execution(plans: str, *, when: str = "true") -> str:
     plan the CTE `plans` holds (made on first use, in the plan's trace), when the SQL condition
     `when` holds."""
     return f"""new_execution AS (
-    INSERT INTO agent_executions (user_id, session_id, plan_id, agent_id, agent_role, model,
-                                  attempt, status, started_at, trace_id)
-    SELECT p.user_id, p.session_id, p.id, a.id, 'planner', a.model, 1, 'running', now(),
-           p.trace_id
+    INSERT INTO agent_executions (user_id, plan_id, agent_id, agent_role, model, attempt,
+                                  status, started_at, trace_id)
+    SELECT p.user_id, p.id, a.id, 'planner', a.model, 1, 'running', now(), p.trace_id
     FROM {plans} p JOIN agents a ON a.id = p.planner_agent_id
     WHERE {when}
-    ON CONFLICT (plan_id, attempt) WHERE step_id IS NULL AND agent_role = 'planner' DO NOTHING
+    ON CONFLICT ON CONSTRAINT agent_executions_attempt DO NOTHING
     RETURNING *),
 execution AS (
     SELECT * FROM new_execution
@@ -763,7 +771,8 @@ leased AS (
       AND (s.lease_owner IS NULL OR s.lease_expires_at <= now() OR s.lease_owner = %(owner)s)
     RETURNING s.*),
 attempt AS (
-    SELECT * FROM agent_executions WHERE step_id = %(step)s AND attempt = %(attempt)s)
+    SELECT e.* FROM agent_executions e, step
+    WHERE e.plan_id = step.plan_id AND e.step_id = step.id AND e.attempt = %(attempt)s)
 SELECT coalesce((SELECT to_jsonb(l) FROM leased l), to_jsonb(step)) AS step,
     EXISTS (SELECT 1 FROM leased) AS leased,
     to_jsonb(p) AS plan,
@@ -772,7 +781,7 @@ SELECT coalesce((SELECT to_jsonb(l) FROM leased l), to_jsonb(step)) AS step,
     (SELECT to_jsonb(t) FROM agent_chat_sessions t, attempt e
      WHERE t.id = e.agent_session_id) AS thread,
     (SELECT jsonb_agg(to_jsonb(m) ORDER BY m.seq) FROM agent_chat_messages m, attempt e
-     WHERE m.agent_session_id = e.agent_session_id) AS messages,
+     WHERE m.plan_id = e.plan_id AND m.agent_session_id = e.agent_session_id) AS messages,
     (SELECT max(decided_at) FROM agent_approvals
      WHERE step_id = step.id AND status IN ('approved', 'rejected', 'answered')) AS decided_at,
     (SELECT jsonb_agg(to_jsonb(d) ORDER BY d.step_number) FROM agent_plan_steps d

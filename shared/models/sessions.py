@@ -7,7 +7,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.db.records import AgentMessageType, AgentRole, MessageRole
+from shared.db.records import AgentMessageType, AgentRole, MessageRole, Retained
 from shared.models.text import StoredText
 
 
@@ -89,9 +89,28 @@ class MessageOut(_Out):
     created_at: datetime
 
 
+class RemovedDetail(BaseModel):
+    """Detail of a turn that retention deleted (docs/storage.md): what it was, and a note
+    saying so, to show where it was."""
+
+    plan_id: UUID
+    what: Retained = Field(
+        description="`dialogue`: the agents' messages and threads; `tool_rounds`: the "
+        "planner's tool calls and their results; `executions`: the runs' detail; "
+        "`receipts`: the write receipts."
+    )
+    kept_days: int | None = Field(description="Days it was kept after the turn ended.")
+    note: str
+
+
 class MessageList(BaseModel):
     messages: list[MessageOut]
     last_seq: int = Field(description="The highest `seq` returned (or `after_seq` if none).")
+    removed: list[RemovedDetail] = Field(
+        default=[],
+        description="With `include=internal`: the planner's tool rounds that retention deleted "
+        "of the turns these messages belong to (none of them is among the messages).",
+    )
 
 
 class TimelineEntryOut(_Out):
@@ -114,12 +133,20 @@ class TimelineEntryOut(_Out):
     content: str
     tool_name: str | None
     model: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: Decimal
+    prompt_tokens: int | None = Field(
+        description="A chat message's tokens in; null for an agent message, whose model call is "
+        "accounted on its run (`GET /plans/{id}`'s `executions`)."
+    )
+    completion_tokens: int | None = Field(description="Tokens out; null as `prompt_tokens`.")
+    cost_usd: Decimal | None = Field(description="Cost; null as `prompt_tokens`.")
     created_at: datetime
 
 
 class Timeline(BaseModel):
     entries: list[TimelineEntryOut]
     last_seq: int
+    removed: list[RemovedDetail] = Field(
+        default=[],
+        description="What retention deleted of the turns these entries belong to (their "
+        "agents' dialogue, the planner's tool rounds): none of it is among the entries.",
+    )

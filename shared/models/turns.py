@@ -18,7 +18,7 @@ from shared.db.records import (
     StepStatus,
     ThreadStatus,
 )
-from shared.models.sessions import _Out
+from shared.models.sessions import RemovedDetail, _Out
 from shared.models.text import NOT_BLANK, NotBlank, StoredText
 
 STREAM_WITHOUT_WAITING: dict[str, JsonValue] = {
@@ -219,6 +219,12 @@ class PlanDetail(_Out):
     threads: list[ThreadOut]
     executions: list[ExecutionOut]
     approvals: list[ApprovalOut]
+    removed: list[RemovedDetail] = Field(
+        default=[],
+        description="What retention deleted of this turn, with a note to show in its place: "
+        "`dialogue` (its `threads` are gone with the agents' messages), `executions` (its "
+        "`executions`: the plan keeps the totals), `tool_rounds` (the planner's tool calls).",
+    )
 
 
 class PlanList(BaseModel):

@@ -52,9 +52,7 @@ async def test_a_cancel_mid_plan_stops_every_agent_before_its_next_model_call(
     assert rows.thread_of(1).status == "abandoned"
     assert {e.status for e in rows.executions} == {"cancelled"}
     assert rows.types_of(1) == ["delegation", "tool_call"]  # partial output kept, tool not run
-    spent = sum(m.cost_usd for m in rows.messages) + sum(
-        m.cost_usd for said in rows.dialogue.values() for m in said
-    )
+    spent = sum(e.cost_usd for e in rows.executions)
     assert rows.plan.cost_usd == spent > 0  # usage of both calls made is kept
     assert [e.type for e in memory.events].count("done") == 1
     assert memory.events[-1].type == "done" and memory.events[-1].data["status"] == "cancelled"

@@ -97,11 +97,7 @@ async def test_the_dashboard_views_add_up_to_what_the_runs_did(
     assert by_role["executor"]["permission_denials"] == 1
     assert sum(r["tool_calls"] for r in stats) == 1 + 3 + 1  # tool turn, week, the denied call
     cost = sum(r["cost_usd"] for r in stats)
-    on_rows = await total(
-        db,
-        "SELECT (SELECT sum(cost_usd) FROM chat_messages) + "
-        "(SELECT sum(cost_usd) FROM agent_chat_messages)",
-    )
+    on_rows = await total(db, "SELECT sum(cost_usd) FROM agent_executions")  # each call once
     assert cost == on_rows == await total(db, "SELECT sum(cost_usd) FROM agent_plans")
     assert cost == await total(db, "SELECT sum(cost_usd) FROM chat_sessions") > Decimal(0)
     tokens = sum(r["prompt_tokens"] + r["completion_tokens"] for r in stats)

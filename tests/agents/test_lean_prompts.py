@@ -9,6 +9,7 @@ import json
 from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import prompts, run_turn
 from shared.db import Database
+from shared.events import Event
 from shared.services import Services
 from shared.tools import builtin_registry
 from tests.agents.builders import stored
@@ -105,14 +106,28 @@ async def test_cache_hits_are_reported_and_recorded_per_call(
     script.planner(plan_call(ONE_STEP), synthesis)
     script.step(LOOKUP, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
 
-    turn = await run_turn(services, user_id=user, session_id=None, message="tasks?",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    memory = InMemoryPublisher()
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="tasks?", publisher=memory
+    )
 
     rows = await stored(db, turn.started.plan_id)
-    thread = rows.dialogue[rows.thread_of(1).id]
-    first, second = [m for m in thread if m.model is not None]  # one row per model call
-    assert first.cache_hit_tokens == 0  # a cold cache
-    assert second.cache_hit_tokens > 0  # it re-sent the first call's prompt and output
-    assert second.cache_hit_tokens == fake.exchanges[-2].usage.cache_hit_tokens  # type: ignore[union-attr]
     executor = next(e for e in rows.executions if e.agent_role == "executor")
-    assert executor.cache_hit_tokens == first.cache_hit_tokens + second.cache_hit_tokens
+    first, second = [  # one `usage` event per model call, with the call's own figures
+        _cache_hits(e)
+        for e in memory.events
+        if e.type == "usage" and e.agent_id == executor.agent_id
+    ]
+    assert first == 0  # a cold cache
+    assert second > 0  # it re-sent the first call's prompt and output
+    assert second == fake.exchanges[-2].usage.cache_hit_tokens  # type: ignore[union-attr]
+    # The calls are recorded on the executor's run (the dialogue rows do not repeat them).
+    assert executor.cache_hit_tokens == first + second
+
+
+def _cache_hits(event: Event) -> int:
+    call = event.data["call"]
+    assert isinstance(call, dict)
+    hits = call["cache_hit_tokens"]
+    assert isinstance(hits, int)
+    return hits

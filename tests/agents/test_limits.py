@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -61,7 +62,7 @@ async def test_an_executor_calling_a_write_tool_is_denied_and_the_plan_still_com
     executor = next(a for a in rows.agents if a.role == "executor")
     assert (denial.tool_name, denial.sender_agent_id) == ("create_task", executor.id)
     assert "may only read" in denial.content
-    assert result.tool_result["error"] == "permission_denied"
+    assert json.loads(result.content)["error"] == "permission_denied"
     seen = requests_of(fake, "executor", LOOKUP)[1].messages[-1]
     assert seen["role"] == "tool" and "permission_denied" in seen["content"]  # the model saw it
     run = next(e for e in rows.executions if e.agent_role == "executor")

@@ -7,6 +7,7 @@ events, so no resume pays for the same model calls to fail the same way.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -174,8 +175,8 @@ async def test_nul_in_an_external_tools_result_is_replaced_and_the_step_complete
     assert (rows.steps[0].status, rows.steps[0].result) == ("completed", "ok")
     (result,) = [m for m in rows.dialogue[rows.thread_of(1).id] if m.tool_name == "ext_read"
                  and m.message_type == "tool_result"]  # fmt: skip
-    assert result.tool_result["text"] == f"from the server{MARK}!{MARK}"
-    assert result.tool_result["replaced"] == REPLACED_NOTE
+    assert json.loads(result.content)["text"] == f"from the server{MARK}!{MARK}"
+    assert json.loads(result.content)["replaced"] == REPLACED_NOTE
 
 
 @pytest.mark.parametrize(

@@ -91,7 +91,7 @@ async def test_a_placeholder_outside_a_plans_answer_is_left_as_written(
 def test_a_step_without_a_result_stands_as_what_happened_to_it() -> None:
     now = datetime.now(UTC)
     failed = PlanStep(uuid4(), uuid4(), uuid4(), 1, "Look it up", True, [], [], None, "failed",
-                      None, "timed out", now, now, None, None, None, None, None)  # fmt: skip
+                      None, "timed out", now, None, None, None, None, None)  # fmt: skip
     done = failed._replace(step_number=2, status="completed", result="Found it.", error=None)
 
     assert Quotes.of([failed, done]).expand("{{step 1}}\n{{step 2}}") == (

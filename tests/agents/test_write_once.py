@@ -7,6 +7,7 @@ the idempotency key recorded with the write, not by writing a second time.
 
 from __future__ import annotations
 
+import json
 from uuid import UUID
 
 import psycopg
@@ -59,7 +60,7 @@ async def test_a_step_killed_after_its_write_committed_does_not_write_again(
     assert after.types_of(2) == ["delegation", "tool_call", "tool_result", "completion"]
     (result,) = [m for m in after.dialogue[after.thread_of(2).id]
                  if m.message_type == "tool_result" and m.tool_name == "create_task"]  # fmt: skip
-    assert result.tool_result is not None and result.tool_result["title"] == "Buy seeds"
+    assert json.loads(result.content)["title"] == "Buy seeds"
     assert len(requests_of(fake, "planner_step", WRITE)) == 2  # no model call was repeated
     assert len(requests_of(fake, "executor", FIND)) == 2
 

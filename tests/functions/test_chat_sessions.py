@@ -70,7 +70,7 @@ async def test_messages_timeline_fork_and_transcript(
         (1, "user", "hi")
     ]
     assert (await http.get(f"{url}/sessions/{sid}/messages?after_seq=1", headers=user)).json() == {
-        "messages": [], "last_seq": 1}  # fmt: skip
+        "messages": [], "last_seq": 1, "removed": []}  # fmt: skip
 
     timeline = (await http.get(f"{url}/sessions/{sid}/timeline", headers=user)).json()
     assert [(e["seq"], e["source"], e["kind"]) for e in timeline["entries"]] == [

@@ -47,7 +47,7 @@ async def one_execution_today(db: Database, cost: str) -> None:
             planner_agent_id=planner.id, strategy="direct",
         )  # fmt: skip
         run, _ = await executions.start_execution(
-            conn, user_id=user, session_id=session.id, plan_id=plan.id, agent_id=planner.id,
+            conn, user_id=user, plan_id=plan.id, agent_id=planner.id,
             agent_role="planner", model="deepseek-v4-pro",
         )  # fmt: skip
         await executions.add_execution_usage(

@@ -61,9 +61,9 @@ async def _fixture(db: Database) -> UUID:
                     conn, user_id=user, chat_session_id=session.id, role="executor",
                     name=f"e{n}", model=model, permissions="read_only", token_budget=1500,
                 )  # fmt: skip
-            run, _ = await executions.start_execution(
-                conn, user_id=user, session_id=session.id, plan_id=first_plan.id,
-                agent_id=agent.id, agent_role=cast(AgentRole, role), model=model,
+            run, _ = await executions.start_execution(  # a run per attempt: none has a step
+                conn, user_id=user, plan_id=first_plan.id,
+                agent_id=agent.id, agent_role=cast(AgentRole, role), model=model, attempt=n + 1,
             )  # fmt: skip
             await executions.add_execution_usage(
                 conn, execution_id=run.id, usage=Usage(p, c, h, Decimal(cost)), llm_calls=1,

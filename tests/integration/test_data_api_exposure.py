@@ -46,6 +46,9 @@ VIEWS = ("execution_stats_daily", "plan_outcomes_daily", "permission_denials_dai
          "session_timeline")  # fmt: skip
 SEARCH_HELPERS = {f"parley_private.{table}_matching(text)"
                   for table in ("projects", "tasks", "notes", "brain_dumps")}  # fmt: skip
+USER_HELPERS = SEARCH_HELPERS | {"parley_private.retention_removed()"}
+"""What a user's unit of work may call in the private schema: the trigram lookups, and what
+retention deleted (per kind of detail, through which plan end: no user data)."""
 
 RELATIONS = """
 SELECT c.relname AS name, c.relkind AS kind, c.relrowsecurity AS rls,
@@ -169,7 +172,7 @@ def test_no_function_in_an_exposed_schema_is_executable(catalog, role: str) -> N
     assert _executable(catalog, role, _schemas(catalog, EXPOSED)) == set()
 
 
-def test_the_private_schema_serves_only_the_search_helpers_and_the_rollups(catalog) -> None:
+def test_the_private_schema_serves_only_the_user_helpers_and_the_rollups(catalog) -> None:
     usage = catalog.execute(
         """SELECT a.grantee::regrole::text AS role FROM pg_namespace n, aclexplode(n.nspacl) a
             WHERE n.nspname = %s AND a.privilege_type = 'USAGE' AND a.grantee <> n.nspowner""",
@@ -178,12 +181,12 @@ def test_the_private_schema_serves_only_the_search_helpers_and_the_rollups(catal
     version_table = catalog.execute(
         "SELECT table_schema FROM information_schema.tables WHERE table_name = 'alembic_version'"
     ).fetchall()
-    # authenticated: the search helpers; service_role: the rollups the dashboard views read
-    # (the views run as their caller). No PUBLIC, no anon.
+    # authenticated: the search helpers and what retention deleted; service_role: the rollups
+    # the dashboard views read (the views run as their caller). No PUBLIC, no anon.
     assert sorted(row["role"] for row in usage) == ["authenticated", "service_role"]
     # ... and the ids' default: a user creating a session through the Data API makes its id.
     assert _executable(catalog, "authenticated", [PRIVATE]) == {
-        *SEARCH_HELPERS,
+        *USER_HELPERS,
         "parley_private.new_id()",
     }
     assert _executable(catalog, "anon", [PRIVATE]) == set()

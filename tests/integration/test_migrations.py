@@ -36,6 +36,8 @@ USER_TABLES = {
 PRIVATE_TABLES = {
     "alembic_version",
     "tool_call_receipts",
+    "agent_prompts",
+    "retention_marks",
     "execution_rollup",
     "plan_rollup",
     "plan_rollup_steps",
@@ -83,8 +85,9 @@ def test_schema_at_head(database_url: str) -> None:
             "AND relkind = 'r'",
         )
         receipts_rls = conn.execute(
-            "SELECT relrowsecurity FROM pg_class "
-            "WHERE oid = 'parley_private.tool_call_receipts'::regclass"
+            "SELECT bool_and(relrowsecurity) FROM pg_class WHERE oid = ANY(ARRAY["
+            "'parley_private.tool_call_receipts', 'parley_private.agent_prompts', "
+            "'parley_private.retention_marks']::regclass[])"
         ).fetchone()
     assert tables == USER_TABLES  # the version table is in parley_private
     assert rls == USER_TABLES

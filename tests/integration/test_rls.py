@@ -18,8 +18,7 @@ TABLES = [
 ]  # fmt: skip
 DOMAIN = ["projects", "tasks", "notes", "brain_dumps", "calendar_events"]
 # A column every table has that a policy-abiding UPDATE could touch.
-TOUCH = {"chat_sessions": "title"} | {t: "updated_at" for t in TABLES if t != "chat_sessions"}
-TOUCH["agent_chat_messages"] = "content"
+TOUCH = {"chat_sessions": "title"} | {t: "created_at" for t in TABLES if t != "chat_sessions"}
 REFUSED = (psycopg.errors.InsufficientPrivilege,)
 
 

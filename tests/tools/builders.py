@@ -154,7 +154,6 @@ async def make_crew(
         execution, _ = await executions.start_execution(
             conn,
             user_id=user,
-            session_id=session.id,
             plan_id=plan.id,
             agent_id=executor.id,
             agent_role="executor",

@@ -27,10 +27,9 @@ def agent(**changes: Any) -> Agent:
         permissions="read_only",
         allowed_tools=None,
         token_budget=1000,
-        system_prompt=None,
+        prompt_id=None,
         status="active",
         created_at=NOW,
-        updated_at=NOW,
         completed_at=None,
     )
     return row._replace(**changes)

@@ -236,6 +236,12 @@ export interface components {
              */
             handed_off: boolean;
         };
+        /**
+         * RemovedDetail
+         * @description Detail of a turn that retention deleted (docs/storage.md): what it was, and a note
+         *     saying so, to show where it was.
+         */
+        RemovedDetail: Shared.components["schemas"]["RemovedDetail"];
         /** StepOut */
         StepOut: Shared.components["schemas"]["StepOut"];
         /**

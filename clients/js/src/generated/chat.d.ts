@@ -138,7 +138,8 @@ export interface paths {
          * List Messages
          * @description The conversation in order — the user's messages and the answers; `after_seq` catches a
          *     realtime client up after a gap. `include=internal` adds the planner's own rows: its tool
-         *     rounds (assistant messages with `tool_calls`) and their results (`tool`).
+         *     rounds (assistant messages with `tool_calls`) and their results (`tool`) — and, in
+         *     `removed`, those that retention deleted (`RETENTION_TOOL_ROUNDS_DAYS`).
          */
         get: operations["list_messages_sessions__session_id__messages_get"];
         put?: never;
@@ -158,7 +159,8 @@ export interface paths {
         };
         /**
          * Get Timeline
-         * @description Human and agent messages together, in the session's single `seq` order.
+         * @description Human and agent messages together, in the session's single `seq` order; `removed`
+         *     names the turns whose agents' dialogue or tool rounds retention deleted.
          */
         get: operations["get_timeline_sessions__session_id__timeline_get"];
         put?: never;
@@ -463,6 +465,12 @@ export interface components {
              * @description The highest `seq` returned (or `after_seq` if none).
              */
             last_seq: number;
+            /**
+             * Removed
+             * @description With `include=internal`: the planner's tool rounds that retention deleted of the turns these messages belong to (none of them is among the messages).
+             * @default []
+             */
+            removed: components["schemas"]["RemovedDetail"][];
         };
         /**
          * MessageOut
@@ -574,6 +582,12 @@ export interface components {
             last_seq: number;
         };
         /**
+         * RemovedDetail
+         * @description Detail of a turn that retention deleted (docs/storage.md): what it was, and a note
+         *     saying so, to show where it was.
+         */
+        RemovedDetail: Shared.components["schemas"]["RemovedDetail"];
+        /**
          * SessionCreate
          * @description Start a chat session.
          */
@@ -661,6 +675,12 @@ export interface components {
             entries: components["schemas"]["TimelineEntryOut"][];
             /** Last Seq */
             last_seq: number;
+            /**
+             * Removed
+             * @description What retention deleted of the turns these entries belong to (their agents' dialogue, the planner's tool rounds): none of it is among the entries.
+             * @default []
+             */
+            removed: components["schemas"]["RemovedDetail"][];
         };
         /**
          * TimelineEntryOut
@@ -704,12 +724,21 @@ export interface components {
             tool_name: string | null;
             /** Model */
             model: string | null;
-            /** Prompt Tokens */
-            prompt_tokens: number;
-            /** Completion Tokens */
-            completion_tokens: number;
-            /** Cost Usd */
-            cost_usd: string;
+            /**
+             * Prompt Tokens
+             * @description A chat message's tokens in; null for an agent message, whose model call is accounted on its run (`GET /plans/{id}`'s `executions`).
+             */
+            prompt_tokens: number | null;
+            /**
+             * Completion Tokens
+             * @description Tokens out; null as `prompt_tokens`.
+             */
+            completion_tokens: number | null;
+            /**
+             * Cost Usd
+             * @description Cost; null as `prompt_tokens`.
+             */
+            cost_usd: string | null;
             /**
              * Created At
              * Format: date-time

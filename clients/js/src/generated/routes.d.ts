@@ -77,13 +77,15 @@ export interface ChatCalls {
    *
    * The conversation in order — the user's messages and the answers; `after_seq` catches a
    * realtime client up after a gap. `include=internal` adds the planner's own rows: its tool
-   * rounds (assistant messages with `tool_calls`) and their results (`tool`).
+   * rounds (assistant messages with `tool_calls`) and their results (`tool`) — and, in
+   * `removed`, those that retention deleted (`RETENTION_TOOL_ROUNDS_DAYS`).
    */
   listMessages(session_id: string, query?: NonNullable<Chat.operations["list_messages_sessions__session_id__messages_get"]['parameters']['query']>, init?: CallInit): Promise<Chat.components['schemas']["MessageList"]>;
   /**
    * GET /sessions/{session_id}/timeline — Get Timeline
    *
-   * Human and agent messages together, in the session's single `seq` order.
+   * Human and agent messages together, in the session's single `seq` order; `removed`
+   * names the turns whose agents' dialogue or tool rounds retention deleted.
    */
   getTimeline(session_id: string, query?: NonNullable<Chat.operations["get_timeline_sessions__session_id__timeline_get"]['parameters']['query']>, init?: CallInit): Promise<Chat.components['schemas']["Timeline"]>;
   /**

@@ -182,6 +182,37 @@ export interface components {
             executions: components["schemas"]["ExecutionOut"][];
             /** Approvals */
             approvals: components["schemas"]["ApprovalOut"][];
+            /**
+             * Removed
+             * @description What retention deleted of this turn, with a note to show in its place: `dialogue` (its `threads` are gone with the agents' messages), `executions` (its `executions`: the plan keeps the totals), `tool_rounds` (the planner's tool calls).
+             * @default []
+             */
+            removed: components["schemas"]["RemovedDetail"][];
+        };
+        /**
+         * RemovedDetail
+         * @description Detail of a turn that retention deleted (docs/storage.md): what it was, and a note
+         *     saying so, to show where it was.
+         */
+        RemovedDetail: {
+            /**
+             * Plan Id
+             * Format: uuid
+             */
+            plan_id: string;
+            /**
+             * What
+             * @description `dialogue`: the agents' messages and threads; `tool_rounds`: the planner's tool calls and their results; `executions`: the runs' detail; `receipts`: the write receipts.
+             * @enum {string}
+             */
+            what: "dialogue" | "tool_rounds" | "receipts" | "executions";
+            /**
+             * Kept Days
+             * @description Days it was kept after the turn ended.
+             */
+            kept_days: number | null;
+            /** Note */
+            note: string;
         };
         /** StepOut */
         StepOut: {
