@@ -33,7 +33,7 @@ USER_TABLES = {
     "agent_chat_sessions", "agent_chat_messages", "agent_executions", "agent_approvals",
     "projects", "tasks", "notes", "brain_dumps", "calendar_events",
 }  # fmt: skip
-PRIVATE_TABLES = {"alembic_version", "tool_call_receipts"}
+PRIVATE_TABLES = {"alembic_version", "realtime_streams", "tool_call_receipts"}
 """In `parley_private`: the service's only (RLS on where it holds user data, no grants)."""
 VIEWS = {"execution_stats_daily", "plan_outcomes_daily", "permission_denials_daily",
          "session_timeline"}  # fmt: skip
