@@ -403,6 +403,7 @@ def report(
     completed = [t for t in turns if t.status == "completed"]
     live = [t for u in users for t in u.turns if t.plan_id and u.seen.get(t.plan_id, Seen()).done]
     rates = stack.rates or [0.0]
+    print("messages/s at each of the twin's ticks: " + " ".join(f"{r:.0f}" for r in rates))
     print(
         f"messages/s (the twin's 1-minute average, {len(rates)} ticks): mean "
         f"{statistics.fmean(rates):.1f}, max {max(rates):.1f} (quota {stack.limit:g})"

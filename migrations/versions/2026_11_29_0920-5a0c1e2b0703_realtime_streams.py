@@ -18,8 +18,10 @@ statements a turn runs anyway:
   plan's stream for `seconds` and returns the load as jsonb: `streams` (live, this one
   included), `ended` (streams ended within the last `window` seconds) and `durable` (events
   sent from the database in that window: `realtime.messages` broadcasts on private channels,
-  counted on Realtime's own replay index, at most `cap`; null when `private` is not true —
-  public channels' rows have no index to count them by). `plan` null: read only.
+  the newest `cap` at most, counted on Realtime's own replay index; null when `private` is not
+  true — public channels' rows have no index to count them by), each with the age in seconds
+  of the oldest it counted (`ended_age`, `durable_age`), so a burst reads as the rate it is.
+  `plan` null: read only.
 
 Both live in `parley_private` (no grant to any API role); the service calls them as the owner.
 
@@ -54,7 +56,9 @@ RETURNS jsonb LANGUAGE plpgsql SET search_path = '' AS $$
 DECLARE
     live integer;
     ended integer;
+    ended_age double precision;
     durable integer;
+    durable_age double precision;
 BEGIN
     IF p_plan IS NOT NULL THEN
         INSERT INTO parley_private.realtime_streams (plan_id, expires_at)
@@ -67,19 +71,24 @@ BEGIN
             FOR UPDATE SKIP LOCKED);
     END IF;
     SELECT count(*) FILTER (WHERE ended_at IS NULL AND expires_at > now()),
-           count(*) FILTER (WHERE ended_at > now() - make_interval(secs => p_window))
-      INTO live, ended
+           count(*) FILTER (WHERE ended_at > now() - make_interval(secs => p_window)),
+           extract(epoch FROM now() - min(ended_at)
+                   FILTER (WHERE ended_at > now() - make_interval(secs => p_window)))
+      INTO live, ended, ended_age
       FROM parley_private.realtime_streams;
     IF p_private THEN
-        -- Realtime's own rows, by its replay index (inserted_at DESC, topic) WHERE extension =
-        -- 'broadcast' AND private; inserted_at is UTC (hosted's default, timezone('utc', now())).
-        SELECT count(*) INTO durable FROM (
-            SELECT 1 FROM realtime.messages
-            WHERE inserted_at > timezone('utc', now()) - make_interval(secs => p_window)
-              AND extension = 'broadcast' AND private IS TRUE
-            LIMIT p_cap) recent;
+        -- Realtime's own rows, newest first by its replay index (inserted_at DESC, topic) WHERE
+        -- extension = 'broadcast' AND private; inserted_at is UTC (hosted's default,
+        -- timezone('utc', now())).
+        SELECT count(*), extract(epoch FROM timezone('utc', now()) - min(inserted_at))
+          INTO durable, durable_age
+          FROM (SELECT inserted_at FROM realtime.messages
+                WHERE inserted_at > timezone('utc', now()) - make_interval(secs => p_window)
+                  AND extension = 'broadcast' AND private IS TRUE
+                ORDER BY inserted_at DESC LIMIT p_cap) recent;
     END IF;
-    RETURN jsonb_build_object('streams', live, 'ended', ended, 'durable', durable,
+    RETURN jsonb_build_object('streams', live, 'ended', ended, 'ended_age', ended_age,
+                              'durable', durable, 'durable_age', durable_age,
                               'window', p_window);
 END
 $$;

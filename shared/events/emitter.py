@@ -242,7 +242,7 @@ class EventEmitter:
         (and `load`: the project's Realtime load, as the reserving statement read it)."""
         self._token_seqs = list(range(last - count + 1, last + 1))
         if self._pacer is not None:
-            self._pacer.update(load)
+            self._pacer.update(load, registered=True)
 
     async def token(self, text: str, *, plan_id: UUID | None, agent_id: UUID | None) -> None:
         """Buffer a streamed text delta; it goes out with its batch."""
@@ -316,5 +316,6 @@ class EventEmitter:
             cur = await conn.execute(sql, params)
             row = await cur.fetchone()
         assert row is not None
-        load = Load.of(row["load"]) if query is not None else None
-        self.reserve_tokens(int(row["last"]), TOKEN_BLOCK, load)
+        self._token_seqs = list(range(int(row["last"]) - TOKEN_BLOCK + 1, int(row["last"]) + 1))
+        if query is not None and self._pacer is not None:
+            self._pacer.update(Load.of(row["load"]))

@@ -11,13 +11,18 @@ quota (`RealtimeBudget`):
   by `parley_private.realtime_load` — and gives token batches what is left.
 * Each streamed call sends one last batch as it ends (before its `done` or its tool calls);
   those are counted too, from the streams that ended lately.
+* Both are rates over the time since the oldest one counted (at least `MIN_SPAN_SECONDS`), not
+  over the whole window: turns that start together end together, and a burst read over ten
+  seconds would look like a trickle.
 * The rest is shared by the answers streaming now (`streams`, a row per streaming plan in
   `parley_private.realtime_streams`): each stream sends a batch every `interval` seconds,
   no more often than the emitter's own 0.1 s, and with no budget left only its last one.
 
 The load is read by the statement that reserves a streamed call's token numbers (no statement
-of its own), again every `REFRESH_SECONDS` while tokens flow, and when a stream outruns its
-numbers; a stream not renewed for `STREAM_SECONDS` (its process died) stops counting. The
+of its own), again `FIRST_REFRESH_SECONDS` after that (answers that start together — a crowd
+arriving at once — do not see each other yet when they register) and then every
+`REFRESH_SECONDS` while tokens flow, and when a stream outruns its numbers; a stream not
+renewed for `STREAM_SECONDS` (its process died) stops counting. The
 arithmetic is pure (`RealtimeBudget.interval`), so tests hold it with counts, not timings.
 """
 
@@ -33,8 +38,12 @@ WINDOW_SECONDS = 10.0
 """How far back the durable events and the streams' last batches are counted."""
 STREAM_SECONDS = 10.0
 """A stream counts this long after it was last registered or renewed."""
+FIRST_REFRESH_SECONDS = 0.5
+"""When a stream reads the load again after the reading its registration brought."""
 REFRESH_SECONDS = 2.0
-"""How often a stream reads the load again while its tokens flow."""
+"""How often a stream reads the load again after that, while its tokens flow."""
+MIN_SPAN_SECONDS = 2.0
+"""The shortest time a count of recent sends is spread over (one send just now: 0.5 a second)."""
 UNMEASURED_DURABLE_PER_STREAM = 1.0
 """Durable events a second assumed per stream when they cannot be counted (public channels)."""
 
@@ -56,15 +65,40 @@ class Load:
     durable: int | None = 0
     """Events sent from the database within the window (None: not counted)."""
     window: float = WINDOW_SECONDS
+    ended_age: float | None = None
+    """Seconds since the oldest of `ended` (None: the whole window)."""
+    durable_age: float | None = None
+    """Seconds since the oldest of `durable` (None: the whole window)."""
 
     @classmethod
     def of(cls, value: Mapping[str, Any] | None) -> Load | None:
         """From `parley_private.realtime_load`'s jsonb (None stays None)."""
         if value is None:
             return None
-        durable = value.get("durable")
-        counted = None if durable is None else int(durable)
-        return cls(int(value["streams"]), int(value["ended"]), counted, float(value["window"]))
+        durable, ended_age, durable_age = (
+            value.get(key) for key in ("durable", "ended_age", "durable_age")
+        )
+        return cls(
+            int(value["streams"]),
+            int(value["ended"]),
+            None if durable is None else int(durable),
+            float(value["window"]),
+            None if ended_age is None else float(ended_age),
+            None if durable_age is None else float(durable_age),
+        )
+
+    def per_second(self, count: int, age: float | None) -> float:
+        """`count` sends of the window as a rate: over the time since the oldest of them."""
+        span = self.window if age is None else min(self.window, max(MIN_SPAN_SECONDS, age))
+        return count / span
+
+    @property
+    def durable_per_second(self) -> float | None:
+        return None if self.durable is None else self.per_second(self.durable, self.durable_age)
+
+    @property
+    def last_batches_per_second(self) -> float:
+        return self.per_second(self.ended, self.ended_age)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,13 +121,10 @@ class RealtimeBudget:
 
     def token_broadcasts(self, load: Load) -> float:
         """Broadcasts a second left for token batches sent on a timer, given `load`."""
-        durable = (
-            load.streams * UNMEASURED_DURABLE_PER_STREAM
-            if load.durable is None
-            else load.durable / load.window
-        )
-        last_batches = load.ended / load.window
-        return max(0.0, self.broadcasts - durable - last_batches)
+        durable = load.durable_per_second
+        if durable is None:
+            durable = load.streams * UNMEASURED_DURABLE_PER_STREAM
+        return max(0.0, self.broadcasts - durable - load.last_batches_per_second)
 
     def interval(self, load: Load | None) -> float:
         """Seconds between two batches of one stream (`math.inf`: only its last one)."""
@@ -138,20 +169,24 @@ class Pacer:
         self._clock = clock
         self.load: Load | None = None
         self._read_at = -math.inf
+        self._registered = False
 
     def query(self, plan_id: UUID | None) -> LoadQuery:
         """What a statement needs to register `plan_id`'s stream and read the load."""
         return LoadQuery(plan_id, self.budget, self.private)
 
-    def update(self, load: Load | None) -> None:
-        """The load a statement read (None: it read none; the last one stands)."""
+    def update(self, load: Load | None, *, registered: bool = False) -> None:
+        """The load a statement read (None: it read none; the last one stands);
+        `registered`: the statement registered a new stream (read again soon)."""
         if load is not None:
-            self.load, self._read_at = load, self._clock()
+            self.load, self._read_at, self._registered = load, self._clock(), registered
 
     @property
     def stale(self) -> bool:
-        """Read more than `REFRESH_SECONDS` ago (or never)."""
-        return self._clock() - self._read_at >= REFRESH_SECONDS
+        """Time to read the load again: `FIRST_REFRESH_SECONDS` after a stream's registration,
+        `REFRESH_SECONDS` after any other reading (or never read)."""
+        wait = FIRST_REFRESH_SECONDS if self._registered else REFRESH_SECONDS
+        return self._clock() - self._read_at >= wait
 
     @property
     def interval(self) -> float:

@@ -10,7 +10,13 @@ import pytest
 
 from shared.db import Database
 from shared.events import EventEmitter
-from shared.events.pacing import REFRESH_SECONDS, Load, Pacer, RealtimeBudget
+from shared.events.pacing import (
+    FIRST_REFRESH_SECONDS,
+    REFRESH_SECONDS,
+    Load,
+    Pacer,
+    RealtimeBudget,
+)
 from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_session, make_user
 
@@ -55,6 +61,17 @@ def test_the_interval_grows_with_the_answers_streaming_at_once() -> None:
     assert RealtimeBudget(500).interval(load) == 30 / (200 - 20)  # Pro: 6 s of margin to spare
 
 
+def test_a_burst_reads_as_the_rate_it_is_not_spread_over_the_window() -> None:
+    # 40 turns that started together ended together a second ago: 40 last batches, 80 events.
+    burst = Load(streams=40, ended=40, durable=80, ended_age=1.0, durable_age=1.0)
+    assert burst.last_batches_per_second == 40 / 2  # over at least 2 s, not over 10
+    assert burst.durable_per_second == 80 / 2
+    assert math.isinf(FREE.interval(burst))  # nothing left for timed batches now
+    spread = Load(streams=40, ended=40, durable=80, ended_age=9.5, durable_age=9.9)
+    assert spread.durable_per_second == 80 / 9.9 and FREE.interval(spread) > FREE.floor
+    assert Load(streams=1, durable=5, durable_age=30.0).durable_per_second == 5 / 10  # window
+
+
 def test_more_clients_per_session_cost_more_per_batch() -> None:
     two = RealtimeBudget(100, subscribers=2)
     assert two.broadcasts == 80 / 3
@@ -77,8 +94,8 @@ def test_the_count_of_durable_events_stops_where_nothing_would_be_left() -> None
 
 
 def test_load_as_the_database_returns_it() -> None:
-    got = Load.of({"streams": 3, "ended": 2, "durable": None, "window": 10})
-    assert got == Load(3, 2, None, 10.0)
+    got = Load.of({"streams": 3, "ended": 2, "durable": None, "window": 10, "ended_age": 4})
+    assert got == Load(3, 2, None, 10.0, ended_age=4.0)
     assert Load.of(None) is None
 
 
@@ -131,19 +148,27 @@ async def test_with_no_budget_left_the_answer_goes_in_one_batch(db: Database) ->
     assert [e.data["text"] for e in memory.events] == ["x" * 360]
 
 
-async def test_a_stream_reads_the_load_again_every_few_seconds(db: Database) -> None:
-    _, emitter, clock = await paced(db, Load(streams=300, durable=0))  # 7.5 s apart
-    plan = uuid4()
-    await emitter.token("a", plan_id=plan, agent_id=None)  # fresh reading: not read again
-    assert emitter.pacer is not None and emitter.pacer.load == Load(streams=300, durable=0)
-    clock.now = REFRESH_SECONDS
-    await emitter.token("b", plan_id=plan, agent_id=None)  # stale: read (and registered)
-    assert emitter.pacer.load is not None and emitter.pacer.load.streams >= 1
-    assert emitter.pacer.load != Load(streams=300, durable=0)
+async def test_a_stream_reads_the_load_again_soon_after_it_starts_then_every_few_seconds(
+    db: Database,
+) -> None:
+    _, emitter, clock = await paced(db, Load(streams=300, durable=0))  # registered at 0
+    pacer, plan = emitter.pacer, uuid4()
+    assert pacer is not None
+
+    async def read_at(now: float) -> bool:
+        """Whether a token at `now` made the stream read the load (renewing its row)."""
+        clock.now, before = now, pacer.load
+        await emitter.token("x", plan_id=plan, agent_id=None)
+        return pacer.load is not before
+
+    assert not await read_at(FIRST_REFRESH_SECONDS - 0.1)
+    assert await read_at(FIRST_REFRESH_SECONDS)  # soon: a crowd starting at once sees itself
+    assert not await read_at(FIRST_REFRESH_SECONDS + REFRESH_SECONDS - 0.1)
+    assert await read_at(FIRST_REFRESH_SECONDS + REFRESH_SECONDS)  # then every 2 s
     async with db.service() as conn:
         cur = await conn.execute(
             "SELECT ended_at IS NULL AND expires_at > now() AS live "
             "FROM parley_private.realtime_streams WHERE plan_id = %s",
             (plan,),
         )
-        assert await cur.fetchone() == {"live": True}
+        assert await cur.fetchone() == {"live": True}  # each reading renewed the stream's row

@@ -62,7 +62,9 @@ async def test_an_ended_stream_counts_among_the_last_batches_then_is_forgotten(
     async with db.service() as conn:
         await load(conn, plan)
         await conn.execute(f"WITH {STREAM_ENDED} SELECT count(*) FROM stream_ended", {"plan": plan})
-        assert await load(conn, None) == Load(streams=0, ended=1, durable=0)
+        ended = await load(conn, None)
+        assert (ended.streams, ended.ended, ended.durable) == (0, 1, 0)
+        assert ended.ended_age is not None and 0 <= ended.ended_age < 10  # read as a rate
         assert (await load(conn, plan)).streams == 1  # its next call streams: live again
         await conn.execute(
             "UPDATE parley_private.realtime_streams SET expires_at = now() - interval '2 minutes', "
@@ -86,7 +88,9 @@ async def test_durable_events_are_the_recent_broadcasts_on_private_channels(db: 
                 "SELECT realtime.send(%s, 'probe', 'room:x', %s)", (Jsonb({"n": 1}), private)
             )
     async with db.service() as conn:
-        assert (await load(conn, None)).durable == 3  # the public one has no index to count by
+        recent = await load(conn, None)
+        assert recent.durable == 3  # the public one has no index to count it by
+        assert recent.durable_age is not None and 0 <= recent.durable_age < 10
         assert (await load(conn, None, load_cap=2)).durable == 2  # no need to count past it
         assert (await load(conn, None, load_private=False)).durable is None
         assert (await load(conn, None, load_window=0.0)).durable == 0
