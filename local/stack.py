@@ -216,6 +216,7 @@ async def running_stack(
                 "invoker_transport": "in_process", "db_pool_max_size": _pool_size(settings),
                 "planner_function_url": (f"http://127.0.0.1:{port}/agent_planner"
                                          if port else None),
+                "realtime_quota_per_second": _realtime_quota(settings, realtime),
                 **model,
             })  # fmt: skip
             services = Services(local)
@@ -256,6 +257,14 @@ async def password_session(
     response.raise_for_status()
     session: dict[str, object] = response.json()
     return session
+
+
+def _realtime_quota(settings: Settings, realtime: RealtimeServer) -> float:
+    """The quota Parley paces to: the local Realtime's own limit (its plan's, or
+    `REALTIME_MAX_EVENTS_PER_SECOND`), unless `REALTIME_QUOTA_PER_SECOND` says otherwise."""
+    if "realtime_quota_per_second" in settings.model_fields_set:
+        return settings.realtime_quota_per_second
+    return realtime.config.max_events_per_second
 
 
 def _pool_size(settings: Settings) -> int:
