@@ -266,20 +266,37 @@ class EventEmitter:
         return chars >= PACED_BATCH_CHARS or age >= pacer.interval
 
     async def _refresh(self, plan_id: UUID | None) -> None:
-        """Read the load again (renewing the plan's stream) when the last reading is stale."""
+        """Read the load again (renewing the plan's stream) when the last reading is stale —
+        with the stream's next block of numbers when it is running short, so a long stream's
+        refreshes are the statements that number its batches too."""
         pacer = self._pacer
         if pacer is None or plan_id is None or not pacer.stale:
             return
         try:
-            async with self._db.autocommit() as conn:
-                cur = await conn.execute(
-                    f"SELECT {LOAD_SQL} AS load", pacer.query(plan_id).params()
-                )
-                row = await cur.fetchone()
+            await self._read(plan_id, block=len(self._token_seqs) < TOKEN_BLOCK // 2)
         except Exception:  # pacing is best effort: the last reading stands
             log.warning("could not read the Realtime load; batches keep their pace", exc_info=True)
-            return
-        pacer.update(Load.of(row["load"]) if row else None)
+
+    async def _read(self, plan_id: UUID | None, *, block: bool) -> None:
+        """One statement: `TOKEN_BLOCK` more numbers for the stream (`block`) and, paced, the
+        project's Realtime load (renewing `plan_id`'s stream)."""
+        query = self.load_query(plan_id) if plan_id is not None else None
+        parts, params = [], {}
+        if block:
+            parts.append("parley_private.allocate_session_seq(%(session)s, %(count)s) AS last")
+            params = {"session": self.session_id, "count": TOKEN_BLOCK}
+        if query is not None:
+            parts.append(f"{LOAD_SQL} AS load")
+            params |= query.params()
+        async with self._db.autocommit() as conn:
+            cur = await conn.execute(f"SELECT {', '.join(parts)}", params)
+            row = await cur.fetchone()
+        assert row is not None
+        if block:
+            last = int(row["last"])
+            self._token_seqs += range(last - TOKEN_BLOCK + 1, last + 1)
+        if query is not None and self._pacer is not None:
+            self._pacer.update(Load.of(row["load"]))
 
     async def flush_tokens(self) -> None:
         """Send buffered tokens now, as one `token` event (to this process's publishers and
@@ -307,15 +324,4 @@ class EventEmitter:
 
     async def _reserve_token_block(self) -> None:
         """Another block for a stream that outran its own (and, paced, the load again)."""
-        sql = "SELECT parley_private.allocate_session_seq(%(session)s, %(count)s) AS last"
-        params: dict[str, Any] = {"session": self.session_id, "count": TOKEN_BLOCK}
-        query = self.load_query(plan) if (plan := self._token_owner[0]) is not None else None
-        if query is not None:
-            sql, params = f"{sql}, {LOAD_SQL} AS load", {**params, **query.params()}
-        async with self._db.autocommit() as conn:
-            cur = await conn.execute(sql, params)
-            row = await cur.fetchone()
-        assert row is not None
-        self._token_seqs = list(range(int(row["last"]) - TOKEN_BLOCK + 1, int(row["last"]) + 1))
-        if query is not None and self._pacer is not None:
-            self._pacer.update(Load.of(row["load"]))
+        await self._read(self._token_owner[0], block=True)
