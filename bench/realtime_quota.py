@@ -15,8 +15,9 @@ more settings to the stack.
 
 Printed: the twin's messages a second (its own one-minute average, sampled at each of its
 5-second ticks, as hosted computes it: every message sent counts, and every delivery), the
-channels it shut down ("Too many messages per second"), the turns completed, the `done` events
-that reached their user live, the token batches each answer arrived in, and the token latency —
+channels it shut down ("Too many messages per second") and the broadcasts it refused or dropped
+over its limit, the turns completed, the `done` events that reached their user live (and how
+many carried the whole answer), the token batches each answer arrived in, and the token latency —
 from the moment the model sent a token to the moment its user's client got it (in a batch, or
 in `done` when no batch carried it), p50 and p95. Uses a fresh database (the tests' template on
 DATABASE_URL's server or the embedded one), dropped afterwards.
@@ -28,6 +29,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import statistics
 import sys
@@ -126,17 +128,10 @@ async def serve_model(args: argparse.Namespace) -> None:
 
 
 async def serve_stack(args: argparse.Namespace) -> None:
-    from local.realtime.channel import Channel
     from local.stack import running_stack
     from shared.settings import load_settings
 
-    original = Channel.shutdown
-
-    def shutdown(channel: Channel, message: str) -> None:
-        print(json.dumps({"shutdown": message, "topic": channel.topic}), flush=True)
-        original(channel, message)
-
-    Channel.shutdown = shutdown  # type: ignore[method-assign,assignment]  # counted for the report
+    count_refusals()
     settings = load_settings()
     assert settings.database_url is not None
     async with running_stack(settings, settings.database_url, port=0, realtime_port=0) as stack:
@@ -158,17 +153,45 @@ async def serve_stack(args: argparse.Namespace) -> None:
             print(json.dumps({"rate": events.avg, "limit": events.limit}), flush=True)
 
 
+def count_refusals() -> None:
+    """Report each channel the twin shuts down and each broadcast it refuses or drops over its
+    limit (a REST 429, a database broadcast dropped while the limit is tripped)."""
+    from local.realtime import rest
+    from local.realtime.channel import Channel
+
+    def report(**what: str) -> None:
+        print(json.dumps(what), flush=True)
+
+    shutdown, too_many = Channel.shutdown, rest._too_many
+
+    def shut(channel: Channel, message: str) -> None:
+        report(shutdown=message)
+        shutdown(channel, message)
+
+    def refused(message: str) -> JSONResponse:
+        report(refused=message)
+        return too_many(message)
+
+    class Dropped(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "too_many_requests" in record.getMessage():
+                report(refused="database broadcast dropped")
+
+    Channel.shutdown = shut  # type: ignore[method-assign,assignment]
+    rest._too_many = refused
+    logging.getLogger("local.realtime.messages.delivery").addHandler(Dropped())
+
+
 # --- the users ------------------------------------------------------------------------------
 
 
 @dataclass
 class Turn:
     message: str
-    started: float
     plan_id: str | None = None
     status: str | None = None
     answer: str = ""
-    ended: float = 0.0
+    """The answer as `POST /chat` returned it."""
 
 
 @dataclass
@@ -204,6 +227,7 @@ class Stack:
     rates: list[float] = field(default_factory=list)
     limit: float = 0.0
     shutdowns: Counter[str] = field(default_factory=Counter)
+    refused: Counter[str] = field(default_factory=Counter)
     running: bool = True
 
 
@@ -255,7 +279,7 @@ async def follow(client: AsyncRealtimeClient, user: User, session_id: str) -> No
 
 
 async def one_turn(http: httpx.AsyncClient, user: User, session_id: str) -> None:
-    turn = Turn(message=f"turn {uuid4()}", started=time.perf_counter())
+    turn = Turn(message=f"turn {uuid4()}")
     user.turns.append(turn)
     body = {
         "session_id": session_id,
@@ -268,7 +292,6 @@ async def one_turn(http: httpx.AsyncClient, user: User, session_id: str) -> None
     except httpx.HTTPError as exc:
         user.errors[type(exc).__name__] += 1
         return
-    turn.ended = time.perf_counter()
     if response.status_code != 200:
         user.errors[f"HTTP {response.status_code}"] += 1
         return
@@ -310,6 +333,8 @@ async def watch(process: Any, stack: Stack) -> None:
             stack.limit = report["limit"]
         elif "shutdown" in report:
             stack.shutdowns[report["shutdown"]] += 1
+        elif "refused" in report:
+            stack.refused[report["refused"]] += 1
 
 
 @contextlib.asynccontextmanager
@@ -413,12 +438,26 @@ def report(
         f"({dict(stack.shutdowns) or 'none'}); clients that saw their channel close: "
         f"{sum(u.closed for u in users)}"
     )
+    over = sum(r >= stack.limit for r in rates)
+    print(
+        f"ticks at or over the quota: {over} of {len(rates)}; broadcasts the twin refused or "
+        f"dropped over it: {sum(stack.refused.values())} ({dict(stack.refused) or 'none'})"
+    )
     print(
         f"turns completed: {len(completed)} of {len(turns)} sent "
         f"({len(completed) / args.seconds:.2f}/s); errors: "
         f"{sum((u.errors for u in users), Counter()) or 'none'}"
     )
-    print(f"`done` delivered live: {len(live)} of {len(completed)} completed turns")
+    whole = [
+        t
+        for u in users
+        for t in u.turns
+        if t.plan_id in u.seen and t.answer and u.seen[t.plan_id].done_answer == t.answer
+    ]
+    print(
+        f"`done` delivered live: {len(live)} of {len(completed)} completed turns "
+        f"({len(whole)} with the whole answer)"
+    )
     batches = [
         len(u.seen[t.plan_id].batches)
         for u in users
