@@ -409,7 +409,8 @@ class PlannerRun:
         return [*conversation_segments(self.past), Segment(current, pinned=True)], earlier
 
     async def _store_answer(self, completion: Completion, fitted: FittedPrompt) -> PlanOutcome:
-        """The answer, the plan completed with it and its lease given back, `usage`, `done`.
+        """The answer, the plan completed with it and its lease given back, and `done` (which
+        carries the answer's call: it has no `usage` event), its stream ended.
 
         What its prompt left out to fit the budget is recorded with it (`metadata.left_out`);
         when that includes results of this turn, the answer also says so, to the user too."""

@@ -94,10 +94,12 @@ class Load:
 
     @property
     def durable_per_second(self) -> float | None:
+        """The project's durable events a second lately (None: not counted)."""
         return None if self.durable is None else self.per_second(self.durable, self.durable_age)
 
     @property
     def last_batches_per_second(self) -> float:
+        """Streams' last batches a second lately (one per stream that ended)."""
         return self.per_second(self.ended, self.ended_age)
 
 
@@ -149,6 +151,7 @@ class LoadQuery:
     private: bool
 
     def params(self) -> dict[str, Any]:
+        """`LOAD_SQL`'s parameters."""
         return {
             "load_plan": self.plan_id,
             "load_seconds": STREAM_SECONDS,
@@ -190,6 +193,7 @@ class Pacer:
 
     @property
     def interval(self) -> float:
+        """Seconds between two batches of this stream, by the load last read."""
         return self.budget.interval(self.load)
 
     @property
