@@ -39,7 +39,7 @@ from local.auth import ApiKeys, Auth, AuthConfig
 from local.auth import create_app as auth_app
 from local.console import ConsoleSettings, console_routes
 from local.cors import cors
-from local.deepseek import DEMO_MODEL, FakeModelServer
+from local.deepseek import DEEPSEEK_TOKENS_PER_SECOND, DEMO_MODEL, FakeModelServer, Pace
 from local.postgres import start_embedded, with_database
 from local.realtime import RealtimeConfig, RealtimeServer
 from local.seed import DEMO_EMAIL, DEMO_PASSWORD, DEMO_USER_ID, SeedSummary, seed_demo
@@ -131,6 +131,8 @@ class RunningStack:
     """Seconds between two runs of the sweeper."""
     model_latency: float
     """Seconds the offline demo model takes before each reply (0: at once)."""
+    model_tokens_per_second: float = 0.0
+    """How fast the offline demo model streams (0: at once)."""
     signing: str = "ES256"
     """How Auth signs sessions (`AUTH_SIGNING_ALGORITHM`)."""
 
@@ -166,11 +168,13 @@ async def running_stack(
     realtime_port: int = 4000,
     demo_message: str = CONSOLE_DEMO_MESSAGE,
     model_latency: float = 0.0,
+    model_tokens_per_second: float = 0.0,
     refresh_token_reuse_interval: int = REFRESH_TOKEN_REUSE_INTERVAL,
 ) -> AsyncIterator[RunningStack]:
     """Auth, Realtime, the functions and the console on `database_url` (migrated and seeded).
 
-    `model_latency`: seconds the offline demo model takes before each reply (when it answers).
+    `model_latency`: seconds the offline demo model takes before each reply (when it answers);
+    `model_tokens_per_second`: how fast it streams then (0: at once).
     `refresh_token_reuse_interval`: Auth's (hosted: 10 s; a test may want reuse refused at once).
     """
     secret = (
@@ -189,7 +193,7 @@ async def running_stack(
         try:
             await auth.ensure_user(user_id=DEMO_USER_ID, email=DEMO_EMAIL, password=DEMO_PASSWORD,
                                    app_metadata={OPERATOR_CLAIM: OPERATOR})  # fmt: skip
-            model = _model_settings(settings, stack, model_latency)
+            model = _model_settings(settings, stack, model_latency, Pace(model_tokens_per_second))
             realtime = RealtimeServer(RealtimeConfig.from_settings(
                 settings, database_url=database_url, jwt_secret=secret, port=realtime_port,
                 jwks_url=JWKS_PATH, api_keys=keys.opaque(),
@@ -212,6 +216,7 @@ async def running_stack(
                 "invoker_transport": "in_process", "db_pool_max_size": _pool_size(settings),
                 "planner_function_url": (f"http://127.0.0.1:{port}/agent_planner"
                                          if port else None),
+                "realtime_quota_per_second": _realtime_quota(settings, realtime),
                 **model,
             })  # fmt: skip
             services = Services(local)
@@ -229,6 +234,8 @@ async def running_stack(
                 yield RunningStack(server.url, realtime, keys, secret, demo_model=bool(model),
                                    sweep_every=local.sweep_interval_seconds,
                                    model_latency=model_latency if model else 0.0,
+                                   model_tokens_per_second=(model_tokens_per_second
+                                                            if model else 0.0),
                                    signing=auth.signing.algorithm)  # fmt: skip
             finally:
                 sweeper.cancel()
@@ -250,6 +257,14 @@ async def password_session(
     response.raise_for_status()
     session: dict[str, object] = response.json()
     return session
+
+
+def _realtime_quota(settings: Settings, realtime: RealtimeServer) -> float:
+    """The quota Parley paces to: the local Realtime's own limit (its plan's, or
+    `REALTIME_MAX_EVENTS_PER_SECOND`), unless `REALTIME_QUOTA_PER_SECOND` says otherwise."""
+    if "realtime_quota_per_second" in settings.model_fields_set:
+        return settings.realtime_quota_per_second
+    return realtime.config.max_events_per_second
 
 
 def _pool_size(settings: Settings) -> int:
@@ -276,7 +291,7 @@ async def _sweep_forever(settings: Settings) -> None:
 async def serve(settings: Settings, database: LocalDatabase, args: argparse.Namespace) -> None:
     async with running_stack(
         settings, database.url, port=args.port, realtime_port=args.realtime_port,
-        model_latency=_model_latency(args),
+        model_latency=_model_latency(args), model_tokens_per_second=_model_pace(args),
     ) as running:  # fmt: skip
         banner(running)
         session_id = await _demo(running, args.message)
@@ -300,8 +315,16 @@ def _model_latency(args: argparse.Namespace) -> float:
     return 0.0 if args.once else DEMO_MODEL_LATENCY
 
 
+def _model_pace(args: argparse.Namespace) -> float:
+    """DeepSeek's own speed when serving, so the console and Realtime see a real model's
+    token batches; at once for a scripted `--once`."""
+    if args.model_tokens_per_second is not None:
+        return float(args.model_tokens_per_second)
+    return 0.0 if args.once else DEEPSEEK_TOKENS_PER_SECOND
+
+
 def _model_settings(
-    settings: Settings, stack: contextlib.ExitStack, latency: float
+    settings: Settings, stack: contextlib.ExitStack, latency: float, pace: Pace
 ) -> dict[str, object]:
     """The configured model, or the offline demo model served from this process."""
     if (
@@ -309,7 +332,7 @@ def _model_settings(
         or settings.llm_base_url != Settings.model_fields["llm_base_url"].default
     ):
         return {}
-    fake = stack.enter_context(FakeModelServer(latency=latency))
+    fake = stack.enter_context(FakeModelServer(latency=latency, pace=pace))
     return {
         "llm_base_url": fake.base_url,
         "llm_planner_model": DEMO_MODEL,
@@ -323,6 +346,8 @@ def banner(running: RunningStack) -> None:
         label = f"{DEMO_MODEL} — Parley's OFFLINE DEMO MODEL, canned replies (set DEEPSEEK_API_KEY)"
         if running.model_latency:
             label += f", {running.model_latency:g} s each"
+        if running.model_tokens_per_second:
+            label += f", streaming {running.model_tokens_per_second:g} tokens/s"
         label += ";\n              served by DeepSeek's local twin, held to DeepSeek's API rules "
         label += "(python3 dev.py check-model checks a real key)"
     else:
@@ -385,6 +410,14 @@ def main(argv: list[str] | None = None) -> int:
         "so a turn can be watched in the console "
         f"(default {DEMO_MODEL_LATENCY:g}; 0 with --once)",
     )  # fmt: skip
+    parser.add_argument(
+        "--model-tokens-per-second",
+        type=float,
+        metavar="N",
+        help="how fast the offline demo model streams its replies, one token a chunk, as a "
+        f"real model does (default DeepSeek's {DEEPSEEK_TOKENS_PER_SECOND:g}; 0 with --once: "
+        "at once)",
+    )
     args = parser.parse_args(argv)
     try:
         return _run(args)

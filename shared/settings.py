@@ -178,6 +178,17 @@ class Settings(BaseSettings):
     realtime_private_channels: bool = True
     """Broadcast on private Realtime channels, readable only by the session's owner (the
     migrations' policy on `realtime.messages`); false: public channels named by the UUID."""
+    realtime_quota_per_second: float = Field(default=100, ge=0)
+    """The project's Realtime message quota, its plan's: messages a second, averaged over a
+    minute (Free 100, Pro 500, Pro without spend cap and Team 2,500; Enterprise as agreed).
+    Parley paces its token batches so that all it sends stays under `REALTIME_QUOTA_SHARE` of
+    it (docs/events.md); 0: no pacing."""
+    realtime_quota_share: float = Field(default=0.8, gt=0, le=1)
+    """The fraction of the quota Parley plans to use; the rest is headroom for traffic it does
+    not count (other apps on the project, presence, `postgres_changes`)."""
+    realtime_subscribers_per_session: int = Field(default=1, ge=1)
+    """Clients that watch one session's channel at once (a user's tabs, the console): Realtime
+    counts every delivery of a message, so each one costs 1 + this many messages."""
     invoker_transport: Literal["in_process", "http", "sqs"] = "in_process"
     """How chat reaches the planner and the planner its executors: in this process, over HTTP
     to the other functions' URLs, or through SQS queues (AWS: no function waits on another)."""

@@ -14,6 +14,7 @@ is first checked as DeepSeek checks it: what DeepSeek refuses gets DeepSeek's st
                                                    # disk-cache hits as DeepSeek counts them)
         fake.exchanges[0].refused                  # DeepSeek's refusal, if the request broke a rule
         fake.reset()                               # between tests
+    FakeModelServer(pace=Pace(DEEPSEEK_TOKENS_PER_SECOND))  # streams at DeepSeek's speed
 
 Routes: `POST /v1/chat/completions` (and `/chat/completions`, DeepSeek-style), `GET /v1/models`.
 Run it alone with `python -m local.deepseek --port 8081`.
@@ -22,6 +23,7 @@ Run it alone with `python -m local.deepseek --port 8081`.
 from local.deepseek.app import DEEPSEEK_MODELS, Exchange, FakeModel
 from local.deepseek.contract import DEEPSEEK, PLAIN, RULES, ModelProfile
 from local.deepseek.demo import DEMO_MODEL, DEMO_MODELS, NOTICE, demo_reply
+from local.deepseek.pace import AT_ONCE, DEEPSEEK_TOKENS_PER_SECOND, Pace
 from local.deepseek.runner import FakeModelServer
 from local.deepseek.script import (
     Cut,
@@ -42,8 +44,10 @@ from local.deepseek.script import (
 )
 
 __all__ = [
+    "AT_ONCE",
     "DEEPSEEK",
     "DEEPSEEK_MODELS",
+    "DEEPSEEK_TOKENS_PER_SECOND",
     "DEMO_MODEL",
     "DEMO_MODELS",
     "NOTICE",
@@ -55,6 +59,7 @@ __all__ = [
     "FakeModel",
     "FakeModelServer",
     "ModelProfile",
+    "Pace",
     "RecordedRequest",
     "Reply",
     "ScriptItem",

@@ -18,6 +18,7 @@ from local.deepseek import contract, wire
 from local.deepseek.cache import PrefixCache
 from local.deepseek.contract import DEEPSEEK, ModelProfile
 from local.deepseek.demo import DEMO_MODELS, demo_reply
+from local.deepseek.pace import AT_ONCE, Pace
 from local.deepseek.script import (
     Cut,
     ErrorReply,
@@ -58,7 +59,9 @@ class FakeModel:
     `models` — behaves as a DeepSeek V4 model (thinking unless told not to; a `models` mapping
     may give a name another `ModelProfile`): a thinking reply carries `reasoning_content`. Its
     `usage` counts tokens with DeepSeek's tokenizer and reports disk-cache hits as DeepSeek does
-    (`cache`). With `api_key` set it answers any other key with DeepSeek's 401.
+    (`cache`). With `api_key` set it answers any other key with DeepSeek's 401. With a `pace`
+    it streams as a real model does, one token a chunk at the model's speed (`local.deepseek.
+    pace`; the local stack uses DeepSeek's own figure); without one, at once.
     Scripting is thread-safe: a test may script a server running in another thread.
     """
 
@@ -69,6 +72,7 @@ class FakeModel:
         tokenizer: DeepSeekTokenizer | None = None,
         latency: float = 0.0,
         api_key: str | None = None,
+        pace: Pace = AT_ONCE,
     ) -> None:
         extra = dict(models) if isinstance(models, Mapping) else dict.fromkeys(models, DEEPSEEK)
         self.profiles: dict[str, ModelProfile] = {
@@ -78,6 +82,8 @@ class FakeModel:
         self.latency = latency
         """Seconds each answer waits before its first byte, as a real model's would (the local
         stack paces the demo model so a person can watch a turn unfold; tests use 0)."""
+        self.pace = pace
+        """How fast a streamed reply comes, token by token (tests: at once)."""
         self._script = Script()
         self._tokenizer = tokenizer or DeepSeekTokenizer()
         self.cache = PrefixCache(self._tokenizer)
@@ -279,8 +285,10 @@ class FakeModel:
     async def _events(
         self, item: Reply, recorded: RecordedRequest, usage: ScriptedUsage, reasoning: str | None
     ) -> AsyncIterator[bytes]:
-        cut = item.cut
-        for sent, chunk in enumerate(wire.chunks(item, recorded, usage, reasoning)):
+        cut, pace = item.cut, self.pace
+        split = self._tokenizer.pieces if pace.paced else None
+        started, tokens = pace.start(), 0
+        for sent, chunk in enumerate(wire.chunks(item, recorded, usage, reasoning, split=split)):
             if cut is not None and sent == cut.after and (sent or cut.how != "stall"):
                 if cut.how == "truncate":
                     return
@@ -288,6 +296,9 @@ class FakeModel:
                     yield wire.sse('{"id": "chatcmpl-broken", "choices": [{"delta": ')
                     return
                 await self._stall(cut)
+            if pace.paced:  # a chunk leaves once the model has had the time to write it
+                tokens += self._tokenizer.count(wire.chunk_text(chunk))
+                await pace.wait(started, tokens)
             yield wire.sse(chunk)
         yield wire.sse("[DONE]")
 

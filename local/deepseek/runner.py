@@ -7,6 +7,7 @@ from types import TracebackType
 
 from local.deepseek.app import FakeModel
 from local.deepseek.contract import ModelProfile
+from local.deepseek.pace import AT_ONCE, Pace
 from local.serving import BackgroundServer
 from shared.llm.tokens import DeepSeekTokenizer
 
@@ -26,8 +27,11 @@ class FakeModelServer(FakeModel):
         tokenizer: DeepSeekTokenizer | None = None,
         latency: float = 0.0,
         api_key: str | None = None,
+        pace: Pace = AT_ONCE,
     ) -> None:
-        super().__init__(models=models, tokenizer=tokenizer, latency=latency, api_key=api_key)
+        super().__init__(
+            models=models, tokenizer=tokenizer, latency=latency, api_key=api_key, pace=pace
+        )
         self._server = BackgroundServer(self.app, host=host, port=port, name="fake-model-server")
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Sequence
 from itertools import zip_longest
 from typing import Any
 from uuid import uuid4
@@ -95,11 +96,22 @@ def _call_json(call: ScriptedCall, call_id: str) -> dict[str, Any]:
     }
 
 
+Split = Callable[[str], Sequence[str]]
+"""Cuts a streamed text into the pieces sent one a chunk (a paced twin: its tokens)."""
+
+
 def chunks(
-    reply: Reply, request: RecordedRequest, usage: ScriptedUsage, reasoning: str | None
+    reply: Reply,
+    request: RecordedRequest,
+    usage: ScriptedUsage,
+    reasoning: str | None,
+    *,
+    split: Split | None = None,
 ) -> list[dict[str, Any]]:
     """The `chat.completion.chunk` objects of a streamed reply, in order, without `[DONE]`.
-    In thinking mode the first chunk carries an empty `reasoning_content`, as DeepSeek's do."""
+    In thinking mode the first chunk carries an empty `reasoning_content`, as DeepSeek's do.
+    Each scripted piece of reasoning or text is one chunk, or with `split` one chunk a piece
+    of what `split` cuts it into (a paced twin streams one token a chunk, as DeepSeek does)."""
     include_usage = bool((request.body.get("stream_options") or {}).get("include_usage"))
     envelope: dict[str, Any] = {
         "id": f"chatcmpl-{uuid4().hex}",
@@ -121,13 +133,30 @@ def chunks(
         first = {"role": "assistant", "content": None, field: ""}
     out = [chunk(first)]
     pieces = (reply.reasoning or (reasoning,)) if reasoning else ()
-    out += [chunk({"content": None, field: piece}) for piece in pieces]
-    out += [chunk({"content": piece}) for piece in reply.content]
+    out += [chunk({"content": None, field: p}) for piece in pieces for p in _cut(piece, split)]
+    out += [chunk({"content": p}) for piece in reply.content for p in _cut(piece, split)]
     out += [chunk({"tool_calls": [delta]}) for delta in _tool_call_deltas(reply)]
     out.append(chunk({}, finish_reason(reply)))
     if include_usage:
         out.append({**envelope, "choices": [], "usage": usage_json(usage)})
     return out
+
+
+def _cut(piece: str, split: Split | None) -> Sequence[str]:
+    if split is None:
+        return (piece,)
+    return split(piece) or (piece,)
+
+
+def chunk_text(chunk: dict[str, Any]) -> str:
+    """The text a chunk streams: its content, reasoning or tool-call arguments ("" for none)."""
+    parts: list[str] = []
+    for choice in chunk.get("choices") or ():
+        delta = choice.get("delta") or {}
+        parts += [v for k, v in delta.items() if k != "role" and isinstance(v, str)]
+        for call in delta.get("tool_calls") or ():
+            parts.append((call.get("function") or {}).get("arguments") or "")
+    return "".join(parts)
 
 
 def _tool_call_deltas(reply: Reply) -> list[dict[str, Any]]:

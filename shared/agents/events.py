@@ -3,33 +3,67 @@
 Each is sent from the database by the statement (or transaction) that stores the state it
 reports (`shared.db.transitions`, `EventEmitter.unit`). Events about one stored row carry that
 row's `seq` (`agent_message` for dialogue rows, `tool_result` for the planner's tool rows); the
-rest take their own number. Long texts are clipped in events; the tables hold them whole.
+rest take their own number. Long texts are clipped in events; the tables hold them whole —
+but for the answer in `done`, whole up to what a broadcast may carry on any plan.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from pydantic import JsonValue
 
 from shared.agents.history import without_text
-from shared.db.records import AgentMessageType, Approval, PlanStep
+from shared.db.records import AgentMessageType, Approval, PlanStep, Usage
 from shared.events.emitter import EventEmitter, Outbox
+from shared.events.pacing import LoadQuery, Pacer, RealtimeBudget
 
 if TYPE_CHECKING:
     from shared.db.transitions import Transition
     from shared.events import Publisher
     from shared.services import Services
+    from shared.settings import Settings
 
 CLIP = 4000
+ANSWER_BYTES = 200_000
+"""Most bytes the answer takes in `done`, as JSON: the event stays within a broadcast's
+payload limit on every plan (Free: 256 KB), so the whole answer arrives with it."""
 
 
 def session_emitter(services: Services, session_id: UUID, publisher: Publisher) -> EventEmitter:
     """The emitter of a session's events, sent to `publisher` in this process and on the
-    session's channel (private or not, as configured)."""
-    return EventEmitter(services.db, publisher, session_id=session_id,
-                        private=services.settings.realtime_private_channels)  # fmt: skip
+    session's channel (private or not, as configured), its token batches paced to the
+    project's Realtime budget when Realtime is configured."""
+    settings = services.settings
+    budget = realtime_budget(settings)
+    private = settings.realtime_private_channels
+    pacer = Pacer(budget, private=private, clock=time.monotonic) if budget else None
+    return EventEmitter(services.db, publisher, session_id=session_id, private=private, pacer=pacer)
+
+
+def realtime_budget(settings: Settings) -> RealtimeBudget | None:
+    """The project's Realtime budget, when Parley broadcasts (`SUPABASE_URL` and the
+    service-role key set) and a quota is given; None: token batches are not paced."""
+    broadcasts = settings.supabase_url and settings.supabase_service_role_key
+    if not broadcasts or not settings.realtime_quota_per_second:
+        return None
+    return RealtimeBudget(
+        settings.realtime_quota_per_second,
+        share=settings.realtime_quota_share,
+        subscribers=settings.realtime_subscribers_per_session,
+    )
+
+
+def load_query(services: Services, plan_id: UUID) -> LoadQuery | None:
+    """What the statement before a plan's first streamed call adds to register its stream
+    (None when batches are not paced); the emitter does the same for the calls after it."""
+    budget = realtime_budget(services.settings)
+    if budget is None:
+        return None
+    return LoadQuery(plan_id, budget, services.settings.realtime_private_channels)
 
 
 def session_outbox(services: Services, session_id: UUID) -> Outbox:
@@ -43,6 +77,24 @@ def clip(text: str | None, limit: int = CLIP) -> str | None:
     if text is None or len(text) <= limit:
         return text
     return text[: limit - 1] + "…"
+
+
+def whole(text: str | None, limit: int = ANSWER_BYTES) -> str | None:
+    """`text` as it is, unless as JSON it takes more than `limit` bytes: then its longest
+    beginning that fits, with "…" (the row has it all)."""
+    if text is None or len(text) * 6 + 2 <= limit:  # \uXXXX: 6 bytes a character at most
+        return text
+    if _json_bytes(text) <= limit:
+        return text
+    keep, over = 0, len(text)  # the longest beginning that fits: keep fits, over does not
+    while over - keep > 1:
+        middle = (keep + over) // 2
+        keep, over = (middle, over) if _json_bytes(text[:middle] + "…") <= limit else (keep, middle)
+    return text[:keep] + "…"
+
+
+def _json_bytes(text: str) -> int:
+    return len(json.dumps(text, ensure_ascii=False).encode())
 
 
 def _id(value: UUID | None) -> str | None:
@@ -154,14 +206,21 @@ def done_data(
     answer: str | None,
     message_id: UUID | None,
     error: str | None,
+    *,
+    model: str | None = None,
+    call: Usage | None = None,
 ) -> dict[str, JsonValue]:
-    """`done`, but its `usage` (the plan's totals, filled where the plan is settled)."""
+    """`done`, but its `usage` (the plan's totals, filled where the plan is settled): the
+    answer whole (`whole`), and the model call that wrote it (`model`, `call`: it has no
+    `usage` event of its own)."""
     return {
         "status": status,
         "strategy": strategy,
-        "answer": clip(answer),
+        "answer": whole(answer),
         "message_id": _id(message_id),
         "error": error,
+        "model": model,
+        "call": call.json() if call is not None else None,
     }
 
 

@@ -57,7 +57,7 @@ from shared.agents import control_tools, plan_checks, prompts
 from shared.agents.accounting import account_call
 from shared.agents.budget import FittedPrompt, Segment
 from shared.agents.errors import PlanNotWritten
-from shared.agents.events import clip, done_data, session_emitter
+from shared.agents.events import clip, done_data, load_query, session_emitter
 from shared.agents.finishing import TERMINAL, finish_plan, handed_off, outcome_of, settled_answer
 from shared.agents.history import PlannerTurn, conversation_segments, planner_turn, wire_calls
 from shared.agents.invoker import InProcessInvoker, Invoker
@@ -166,6 +166,7 @@ async def _run_leased(
             conn, plan_id=plan_id, owner=lease.owner, seconds=lease.seconds,
             announce=unconfigured is None, private=settings.realtime_private_channels,
             tokens=STREAMED_TOKENS, history=HISTORY_LOADED, trace_id=tracing.trace_id(),
+            load=load_query(services, plan_id),
         )  # fmt: skip
     if opened is None:
         return await _not_leased(services, plan_id, emitter, publisher, replay_ended)
@@ -182,7 +183,7 @@ async def _run_leased(
                            agent_id=opened.planner.id)  # fmt: skip
     await emitter.deliver(opened.events)
     if opened.tokens_last is not None:
-        emitter.reserve_tokens(opened.tokens_last, STREAMED_TOKENS)
+        emitter.reserve_tokens(opened.tokens_last, STREAMED_TOKENS, opened.load)
     ways = invoker or InProcessInvoker(services, emitter.publisher)
     runs: list[PlannerRun] = []  # made on first use: a run with no model to call makes none
 
@@ -337,7 +338,7 @@ class PlannerRun:
         if written.steps:
             self.steps = written.steps
         if written.tokens_last is not None:
-            self.run.emitter.reserve_tokens(written.tokens_last, STREAMED_TOKENS)
+            self.run.emitter.reserve_tokens(written.tokens_last, STREAMED_TOKENS, written.load)
         await self.run.emitter.deliver(written.events)
 
     def _take_control(self) -> Control | None:
@@ -408,7 +409,8 @@ class PlannerRun:
         return [*conversation_segments(self.past), Segment(current, pinned=True)], earlier
 
     async def _store_answer(self, completion: Completion, fitted: FittedPrompt) -> PlanOutcome:
-        """The answer, the plan completed with it and its lease given back, `usage`, `done`.
+        """The answer, the plan completed with it and its lease given back, and `done` (which
+        carries the answer's call: it has no `usage` event), its stream ended.
 
         What its prompt left out to fit the budget is recorded with it (`metadata.left_out`);
         when that includes results of this turn, the answer also says so, to the user too."""
@@ -432,16 +434,17 @@ class PlannerRun:
             usage=completion.usage, reasoning_content=completion.message.reasoning_content,
             metadata=metadata,
         )  # fmt: skip
-        account_call(transition, execution_id=self.run.execution.id, completion=completion,
-                     agent_id=self.run.agent.id)  # fmt: skip
-        transition.account(self.run.execution.id, close="completed", close_open=True)
+        # The answer's call is accounted here, its usage announced by `done` (no `usage` event).
+        transition.account(
+            self.run.execution.id, completion.usage, llm_calls=1, close="completed", close_open=True
+        )
         final_strategy = self.plan.strategy or "direct"
         transition.set_plan(status="completed", strategy=final_strategy, release_lease=True)
         transition.cancel_pending_approvals()
-        transition.event(
-            "done", done_data("completed", final_strategy, text, row_id, None),
-            agent_id=None, totals_at="usage",
-        )  # fmt: skip
+        self._end_stream(transition)
+        call, model = completion.usage, completion.model
+        done = done_data("completed", final_strategy, text, row_id, None, model=model, call=call)
+        transition.event("done", done, agent_id=None, totals_at="usage")
         await self.run.emitter.tokens_delivered()  # the answer's last words before its `done`
         await self._write(transition)
         self.lease.settled = True
@@ -474,8 +477,14 @@ class PlannerRun:
         account_call(transition, execution_id=self.run.execution.id, completion=completion,
                      agent_id=self.run.agent.id)  # fmt: skip
         transition.read_agent(self.run.agent.id)  # the calls' permission checks decide on it
+        self._end_stream(transition)
         await self._write(transition)
         decided.raise_if_exhausted(self.services.settings.planner_plan_attempts)
+
+    def _end_stream(self, transition: Transition) -> None:
+        """The statement storing a streamed call ends its stream (when streams are counted)."""
+        if self.run.emitter.pacer is not None:
+            transition.end_stream()
 
     def _tool_row(
         self, transition: Transition, call: ToolCall, content: str, result: ToolResult | None,
@@ -500,14 +509,16 @@ class PlannerRun:
         result = record_result(transition, self.run, call, outcome, thread=None, step_id=None)
         self._tool_row(transition, call, result.content(), result)
         transition.read_agent(self.run.agent.id)
-        if last:
-            transition.reserve_tokens(STREAMED_TOKENS)  # the next call streams
+        if last:  # the next call streams
+            transition.reserve_tokens(STREAMED_TOKENS, self.run.emitter.load_query(self.plan.id))
         await self._write(transition)
 
     async def _store_plan_results(self, call: ToolCall, steps: Sequence[PlanStep]) -> None:
         transition = self.transition()
         self._tool_row(transition, call, self._plan_results(steps), None, PLAN_RESULTS)
-        transition.reserve_tokens(STREAMED_TOKENS)  # the synthesis streams
+        transition.reserve_tokens(  # the synthesis streams
+            STREAMED_TOKENS, self.run.emitter.load_query(self.plan.id)
+        )
         await self._write(transition)
 
     def _plan_results(self, steps: Sequence[PlanStep]) -> str:

@@ -52,6 +52,7 @@ from shared.db.records import (
 )
 from shared.events.emitter import SEND, Outbox, str_or_none
 from shared.events.models import Event, EventType
+from shared.events.pacing import LOAD_SQL, Load, LoadQuery
 from shared.ids import new_id
 
 
@@ -83,6 +84,8 @@ class Written:
     steps: list[PlanStep]
     tokens_last: int | None
     """The last number reserved for the next streamed call's tokens (None: none reserved)."""
+    load: Load | None = None
+    """The project's Realtime load, read as the statement registered the call's stream."""
 
     @property
     def control(self) -> Control:
@@ -108,6 +111,8 @@ class Transition:
     _agent_status: tuple[UUID, AgentStatus] | None = None
     _read_agent: UUID | None = None
     _tokens: int = 0
+    _load: LoadQuery | None = None
+    _end_stream: bool = False
     _steps: list[dict[str, Any]] = field(default_factory=list)
     _cancel_approvals: bool = False
     _new: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -341,9 +346,16 @@ class Transition:
         """Return this agent's row as it is when the statement runs (a permission check)."""
         self._read_agent = agent_id
 
-    def reserve_tokens(self, count: int) -> None:
-        """Reserve `count` numbers, after everything else, for the next call's tokens."""
+    def reserve_tokens(self, count: int, load: LoadQuery | None = None) -> None:
+        """Reserve `count` numbers, after everything else, for the next call's tokens; with
+        `load`, register the plan's stream and read the project's Realtime load too."""
         self._tokens = count
+        self._load = load
+
+    def end_stream(self) -> None:
+        """The plan's streamed call has ended (its stream stops counting; its last batch is
+        counted among the streams ended lately)."""
+        self._end_stream = True
 
     async def run(self, conn: Connection) -> Written:
         """Write everything in one statement; `conn` must have no transaction open."""
@@ -364,6 +376,7 @@ class Transition:
             execution=record_from_json(Execution, row["execution"]) if row["execution"] else None,
             steps=records_from_json(PlanStep, row["steps"]),
             tokens_last=int(row["base"]) + self.reserved if self._tokens else None,
+            load=Load.of(row["load"]) if self._load is not None else None,
         )
 
     # --- the statement ------------------------------------------------------------------
@@ -389,6 +402,7 @@ class Transition:
             "agent_status_id": self._agent_status[0] if self._agent_status else None,
             "agent_status": self._agent_status[1] if self._agent_status else None,
             "read_agent": self._read_agent,
+            **(self._load.params() if self._load is not None else {}),
         }  # fmt: skip
 
     def _sql(self) -> str:
@@ -412,6 +426,10 @@ class Transition:
         if "agent" in self._new:
             ctes.append(STORE_PROMPT)
         ctes += [NEW_ROWS[kind] for kind in ("agent", "thread", "execution") if kind in self._new]
+        if self._end_stream:
+            ctes.append(STREAM_ENDED)
+        if self._load is not None:
+            ctes.append(STREAM_LOAD)
         ctes.append(SENT if self.outbox else "sent AS (SELECT NULL::bigint[] AS seqs)")
         chat = "(SELECT jsonb_agg(to_jsonb(m) ORDER BY m.seq) FROM chat_rows m)"
         dialogue = "(SELECT jsonb_agg(to_jsonb(d) ORDER BY d.seq) FROM dialogue_rows d)"
@@ -432,7 +450,8 @@ class Transition:
                    {thread if self._thread or "thread" in self._new else "NULL"} AS thread,
                    {execution if "execution" in self._new else "NULL"} AS execution,
                    {steps if self._steps else "NULL"} AS steps,
-                   {agent} AS agent
+                   {agent} AS agent,
+                   {"(SELECT load FROM stream_load)" if self._load else "NULL"} AS load
             FROM sess, plan_row, sent"""
 
 
@@ -587,6 +606,13 @@ APPROVALS_CANCELLED = """approvals_cancelled AS (
     WHERE plan_id = %(plan)s AND status = 'pending'
     RETURNING id)"""
 
+STREAM_ENDED = """stream_ended AS (
+    UPDATE parley_private.realtime_streams SET ended_at = now(), expires_at = now()
+    WHERE plan_id = %(plan)s AND ended_at IS NULL
+    RETURNING plan_id)"""
+
+STREAM_LOAD = f"stream_load AS (SELECT {LOAD_SQL} AS load)"
+
 SENT = f"""sent AS (
     SELECT {SEND}, (SELECT base FROM sess), (SELECT {TOTALS} FROM plan_row)) AS seqs)"""
 
@@ -633,6 +659,8 @@ class OpenedPlan:
     steps: list[PlanStep]
     events: list[Event]
     tokens_last: int | None
+    load: Load | None = None
+    """The project's Realtime load, read as the first call's stream was registered."""
 
 
 OPEN_PLAN = f"""
@@ -662,9 +690,11 @@ sent AS (
         'type', 'status_update', 'session_id', l.session_id, 'plan_id', l.id,
         'agent_id', l.planner_agent_id, 'seq', s.base + 1, 'ts', %(ts)s::text,
         'data', jsonb_build_object('status', 'thinking'))), %(private)s) AS seqs
-    FROM leased l, sess s)
+    FROM leased l, sess s),
+stream_load AS (  -- the first call streams: its stream registered, the Realtime load read
+    SELECT {LOAD_SQL} AS load FROM sess WHERE %(load_plan)s::uuid IS NOT NULL)
 SELECT to_jsonb(l) AS plan, l.was_parked, (SELECT base FROM sess) AS base,
-    (SELECT seqs FROM sent) AS seqs,
+    (SELECT seqs FROM sent) AS seqs, (SELECT load FROM stream_load) AS load,
     (SELECT to_jsonb(a) FROM agents a WHERE a.id = l.planner_agent_id) AS planner,
     (SELECT to_jsonb(e) FROM execution e LIMIT 1) AS execution,
     (SELECT to_jsonb(r) FROM chat_messages r WHERE r.id = l.user_message_id) AS request,
@@ -692,12 +722,13 @@ async def open_planner_run(
     tokens: int,
     history: int,
     trace_id: str | None = None,
+    load: LoadQuery | None = None,
 ) -> OpenedPlan | None:
     """Lease the plan to `owner` and mark it `executing` (in trace `trace_id` if it has none
     yet: made while tracing was off), and read all the planner needs — one statement. With
     `announce` (a model can be called), it also makes sure the planner has its execution
     (in the plan's trace), sends `status_update{thinking}` and reserves `tokens` numbers for
-    the first streamed call.
+    the first streamed call (with `load`: registers its stream and reads the Realtime load).
 
     None when another run holds the plan, or it has ended. A parked plan (waiting for steps
     handed to a queue) is leased as it stands: nothing is sent, nothing reserved."""
@@ -707,7 +738,7 @@ async def open_planner_run(
         OPEN_PLAN,
         {"plan": plan_id, "owner": owner, "seconds": seconds, "numbers": numbers,
          "history": history, "announce": announce, "private": private, "trace": trace_id,
-         "ts": ts.isoformat().replace("+00:00", "Z")},
+         "ts": ts.isoformat().replace("+00:00", "Z"), **_load_params(load)},
     )  # fmt: skip
     row = await cur.fetchone()
     if row is None:
@@ -731,7 +762,16 @@ async def open_planner_run(
         steps=records_from_json(PlanStep, row["steps"]),
         events=events,
         tokens_last=int(row["base"]) + numbers if row["base"] is not None and tokens else None,
+        load=Load.of(row["load"]),
     )
+
+
+def _load_params(load: LoadQuery | None) -> dict[str, Any]:
+    """`LOAD_SQL`'s parameters, all null when no stream is registered (the CTE reads none)."""
+    if load is not None:
+        return load.params()
+    keys = ("load_plan", "load_seconds", "load_window", "load_private", "load_cap")
+    return dict.fromkeys(keys)
 
 
 # --- claiming a step ---------------------------------------------------------------------

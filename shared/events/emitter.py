@@ -14,11 +14,14 @@ buffered and sent as one `token` event per batch (by size, by age, and before an
 to the publishers only, never stored. Their numbers come from a block the caller reserved in
 the statement before the streamed call (`reserve_tokens`), so streaming costs the database
 nothing; a stream that outruns its block reserves another. A reserved number no batch used is
-a gap in `seq` — in the tables and the events alike.
+a gap in `seq` — in the tables and the events alike. With a `Pacer` (Realtime configured), a
+batch waits as long as the project's Realtime budget asks (`shared.events.pacing`): the load
+comes with the reserving statement, and is read again every few seconds while tokens flow.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -30,15 +33,20 @@ from uuid import UUID
 from pydantic import JsonValue
 
 from shared.events.models import Event, EventType
+from shared.events.pacing import LOAD_SQL, Load, LoadQuery, Pacer
 from shared.events.publisher import Publisher
 
 if TYPE_CHECKING:
     from shared.db import Connection, Database
 
+log = logging.getLogger(__name__)
+
 TOKEN_BLOCK = 32
 """Numbers reserved at a time for a stream's token batches."""
 SEND = "parley_private.send_events(%(session)s, %(events)s, %(private)s"
 """How a statement sends an outbox (close it with the base and totals arguments, or `)`)."""
+PACED_BATCH_CHARS = 16_000
+"""A paced batch leaves at this size whatever its age (a payload far under every plan's limit)."""
 
 
 class Staged(NamedTuple):
@@ -151,6 +159,7 @@ class EventEmitter:
         token_batch_chars: int = 400,
         token_batch_seconds: float = 0.1,
         clock: Callable[[], float] = time.monotonic,
+        pacer: Pacer | None = None,
     ) -> None:
         self._db = db
         self._publisher = publisher
@@ -163,6 +172,17 @@ class EventEmitter:
         self._token_owner: tuple[UUID | None, UUID | None] = (None, None)
         self._token_started = 0.0
         self._token_seqs: list[int] = []
+        self._pacer = pacer
+
+    @property
+    def pacer(self) -> Pacer | None:
+        """How token batches are paced to the Realtime budget (None: they are not)."""
+        return self._pacer
+
+    def load_query(self, plan_id: UUID) -> LoadQuery | None:
+        """What the statement before a streamed call adds to register the plan's stream and
+        read the project's load (None: nothing, batches are not paced)."""
+        return self._pacer.query(plan_id) if self._pacer is not None else None
 
     @property
     def publisher(self) -> Publisher:
@@ -217,9 +237,12 @@ class EventEmitter:
         await self.deliver([event])
         return event
 
-    def reserve_tokens(self, last: int, count: int) -> None:
-        """Numbers `last - count + 1 … last` are reserved for the next streamed call's tokens."""
+    def reserve_tokens(self, last: int, count: int, load: Load | None = None) -> None:
+        """Numbers `last - count + 1 … last` are reserved for the next streamed call's tokens
+        (and `load`: the project's Realtime load, as the reserving statement read it)."""
         self._token_seqs = list(range(last - count + 1, last + 1))
+        if self._pacer is not None:
+            self._pacer.update(load, registered=True)
 
     async def token(self, text: str, *, plan_id: UUID | None, agent_id: UUID | None) -> None:
         """Buffer a streamed text delta; it goes out with its batch."""
@@ -230,9 +253,50 @@ class EventEmitter:
         if not self._tokens:
             self._token_owner, self._token_started = (plan_id, agent_id), self._clock()
         self._tokens.append(text)
-        full = sum(map(len, self._tokens)) >= self._batch_chars
-        if full or self._clock() - self._token_started >= self._batch_seconds:
+        await self._refresh(plan_id)
+        if self._due():
             await self.flush_tokens()
+
+    def _due(self) -> bool:
+        """The buffered batch should leave now: by size or age, as paced if it is."""
+        chars, age = sum(map(len, self._tokens)), self._clock() - self._token_started
+        pacer = self._pacer
+        if pacer is None or not pacer.paced:
+            return chars >= self._batch_chars or age >= self._batch_seconds
+        return chars >= PACED_BATCH_CHARS or age >= pacer.interval
+
+    async def _refresh(self, plan_id: UUID | None) -> None:
+        """Read the load again (renewing the plan's stream) when the last reading is stale —
+        with the stream's next block of numbers when it is running short, so a long stream's
+        refreshes are the statements that number its batches too."""
+        pacer = self._pacer
+        if pacer is None or plan_id is None or not pacer.stale:
+            return
+        try:
+            await self._read(plan_id, block=len(self._token_seqs) < TOKEN_BLOCK // 2)
+        except Exception:  # pacing is best effort: the last reading stands
+            log.warning("could not read the Realtime load; batches keep their pace", exc_info=True)
+
+    async def _read(self, plan_id: UUID | None, *, block: bool) -> None:
+        """One statement: `TOKEN_BLOCK` more numbers for the stream (`block`) and, paced, the
+        project's Realtime load (renewing `plan_id`'s stream)."""
+        query = self.load_query(plan_id) if plan_id is not None else None
+        parts, params = [], {}
+        if block:
+            parts.append("parley_private.allocate_session_seq(%(session)s, %(count)s) AS last")
+            params = {"session": self.session_id, "count": TOKEN_BLOCK}
+        if query is not None:
+            parts.append(f"{LOAD_SQL} AS load")
+            params |= query.params()
+        async with self._db.autocommit() as conn:
+            cur = await conn.execute(f"SELECT {', '.join(parts)}", params)
+            row = await cur.fetchone()
+        assert row is not None
+        if block:
+            last = int(row["last"])
+            self._token_seqs += range(last - TOKEN_BLOCK + 1, last + 1)
+        if query is not None and self._pacer is not None:
+            self._pacer.update(Load.of(row["load"]))
 
     async def flush_tokens(self) -> None:
         """Send buffered tokens now, as one `token` event (to this process's publishers and
@@ -259,11 +323,5 @@ class EventEmitter:
             await flush()
 
     async def _reserve_token_block(self) -> None:
-        async with self._db.autocommit() as conn:
-            cur = await conn.execute(
-                "SELECT parley_private.allocate_session_seq(%s, %s) AS last",
-                (self.session_id, TOKEN_BLOCK),
-            )
-            row = await cur.fetchone()
-        assert row is not None
-        self.reserve_tokens(int(row["last"]), TOKEN_BLOCK)
+        """Another block for a stream that outran its own (and, paced, the load again)."""
+        await self._read(self._token_owner[0], block=True)

@@ -160,7 +160,7 @@ class AgentMessageData(_Data):
 
 
 class UsageData(_Data):
-    """After every model call."""
+    """After every model call but the one that writes the answer (its usage is in `done`)."""
 
     model: str
     call: UsageTotals
@@ -191,10 +191,19 @@ class DoneData(_Data):
 
     status: PlanStatus
     strategy: PlanStrategy | None
-    answer: str | None = Field(description="The final answer (clipped to 4000 characters).")
+    answer: str | None = Field(
+        description="The final answer, whole (past 200,000 bytes of JSON, its beginning and "
+        "`…`: the stored message has it all), whatever its token batches carried."
+    )
     message_id: UUID | None = Field(description="The answer's `chat_messages` row.")
     error: str | None
     usage: UsageTotals | None = Field(description="The plan's totals.")
+    model: str | None = Field(
+        description="The model of the call that wrote the answer; null when no call did."
+    )
+    call: UsageTotals | None = Field(
+        description="That call's tokens and cost (it has no `usage` event of its own)."
+    )
 
 
 class _Event(BaseModel):

@@ -62,6 +62,14 @@ class DeepSeekTokenizer:
         """The token ids of `text` (cached per text; the fake model's prefix cache uses them)."""
         return self._ids(text) if text else ()
 
+    def pieces(self, text: str) -> list[str]:
+        """`text` cut at its token boundaries, in order (joined, they give `text` back)."""
+        if not text:
+            return []
+        offsets = self._load().encode(text, add_special_tokens=False).offsets
+        starts = sorted({start for start, _ in offsets} | {0})
+        return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
+
     def truncate(self, text: str, tokens: int) -> str:
         if tokens <= 0:
             return ""

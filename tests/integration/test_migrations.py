@@ -35,6 +35,7 @@ USER_TABLES = {
 }  # fmt: skip
 PRIVATE_TABLES = {
     "alembic_version",
+    "realtime_streams",
     "tool_call_receipts",
     "agent_prompts",
     "retention_marks",

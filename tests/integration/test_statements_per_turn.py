@@ -15,8 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from local.auth.keys import mint_token
+from local.realtime import RealtimeConfig, RealtimeServer
 from shared.auth import User
 from shared.services import Services
+from tests.functions.conftest import SECRET
 from tests.statement_log import Statements, log_size, logging_server, read_log
 from tests.turn_kinds import Harness, Kind, harness, send
 
@@ -39,13 +42,15 @@ async def warm(logged: tuple[Harness, Path]) -> AsyncIterator[tuple[Services, Us
     await services.aclose()
 
 
-async def one_turn(warm: tuple[Services, User, Path], kind: Kind) -> Statements:
+async def one_turn(
+    warm: tuple[Services, User, Path], kind: Kind, application: str = APP
+) -> Statements:
     services, user, log = warm
     await send(services, user, kind)  # first use of everything this kind needs
     start = log_size(log)
     answer = await send(services, user, kind)
     assert (answer.status, answer.strategy) == ("completed", kind)
-    return read_log(log, start, APP)
+    return read_log(log, start, application)
 
 
 async def test_a_direct_turn_is_a_few_statements(warm: tuple[Services, User, Path]) -> None:
@@ -74,3 +79,24 @@ async def test_the_statement_counts_are_the_readmes(
     """The README's figures, held exactly: a change that adds a round trip shows here, well
     before it reaches a target above (and updates the README with the new count)."""
     assert len(await one_turn(warm, kind)) == statements
+
+
+@pytest.mark.parametrize(("kind", "statements"), [("direct", 6), ("tool", 17)])
+async def test_pacing_to_the_realtime_quota_adds_no_statement(
+    logged: tuple[Harness, Path], kind: Kind, statements: int
+) -> None:
+    """With Realtime configured, the statement before a streamed call registers its stream and
+    reads the project's load, and the one after it ends the stream: no round trip of their own
+    (the fake model streams at once; a real one's stream reads the load again every 2 s)."""
+    h, log = logged
+    config = RealtimeConfig(database_url=h.url, port=0, jwt_secret=SECRET)
+    async with RealtimeServer(config) as realtime:
+        key = mint_token(SECRET, role="service_role")
+        paced = {"supabase_url": realtime.url, "supabase_service_role_key": key}
+        services = h.services(application_name=f"{APP}_paced", **paced)
+        try:
+            sent = await one_turn((services, await h.user(), log), kind, f"{APP}_paced")
+        finally:
+            await services.aclose()
+    assert len(sent) == statements, sent.sent
+    assert any("realtime_load" in sql for _, sql in sent.sent)  # folded into a statement

@@ -153,8 +153,10 @@ function newer(event, holder) {
 /** One event from the session's channel (any order; duplicates are harmless). */
 export function applyEvent(state, event) {
   if (!event.plan_id) return;
-  if (event.type === 'usage' && state.session && event.seq > state.session.last_seq) {
-    state.session = { ...state.session, ...addUsage(state.session, event.data.call) }; // live totals
+  // Live totals: every model call's usage (the answer's call has none of its own: `done` carries it).
+  const call = (event.type === 'usage' || event.type === 'done') && event.data?.call;
+  if (call && state.session && event.seq > state.session.last_seq) {
+    state.session = { ...state.session, ...addUsage(state.session, call) };
   }
   const plan = planOf(state, event.plan_id);
   plan.firstSeq = Math.min(plan.firstSeq, event.seq);

@@ -390,7 +390,7 @@ export interface components {
         ToolResultEvent: Shared.components["schemas"]["ToolResultEvent"];
         /**
          * UsageData
-         * @description After every model call.
+         * @description After every model call but the one that writes the answer (its usage is in `done`).
          */
         UsageData: Shared.components["schemas"]["UsageData"];
         /**

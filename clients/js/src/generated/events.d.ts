@@ -435,7 +435,7 @@ export interface UsageEvent {
   data: UsageData;
 }
 /**
- * After every model call.
+ * After every model call but the one that writes the answer (its usage is in `done`).
  */
 export interface UsageData {
   model: string;
@@ -489,7 +489,7 @@ export interface DoneData {
   status: 'pending' | 'executing' | 'awaiting_approval' | 'completed' | 'failed' | 'cancelled';
   strategy: ('direct' | 'tool' | 'complex') | null;
   /**
-   * The final answer (clipped to 4000 characters).
+   * The final answer, whole (past 200,000 bytes of JSON, its beginning and `…`: the stored message has it all), whatever its token batches carried.
    */
   answer: string | null;
   /**
@@ -501,6 +501,14 @@ export interface DoneData {
    * The plan's totals.
    */
   usage: UsageTotals | null;
+  /**
+   * The model of the call that wrote the answer; null when no call did.
+   */
+  model: string | null;
+  /**
+   * That call's tokens and cost (it has no `usage` event of its own).
+   */
+  call: UsageTotals | null;
 }
 /**
  * The plan failed.

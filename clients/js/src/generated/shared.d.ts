@@ -506,7 +506,7 @@ export interface components {
             strategy: ("direct" | "tool" | "complex") | null;
             /**
              * Answer
-             * @description The final answer (clipped to 4000 characters).
+             * @description The final answer, whole (past 200,000 bytes of JSON, its beginning and `…`: the stored message has it all), whatever its token batches carried.
              */
             answer: string | null;
             /**
@@ -518,6 +518,13 @@ export interface components {
             error: string | null;
             /** @description The plan's totals. */
             usage: components["schemas"]["UsageTotals"] | null;
+            /**
+             * Model
+             * @description The model of the call that wrote the answer; null when no call did.
+             */
+            model: string | null;
+            /** @description That call's tokens and cost (it has no `usage` event of its own). */
+            call: components["schemas"]["UsageTotals"] | null;
         };
         /**
          * DoneEvent
@@ -1132,7 +1139,7 @@ export interface components {
         };
         /**
          * UsageData
-         * @description After every model call.
+         * @description After every model call but the one that writes the answer (its usage is in `done`).
          */
         UsageData: {
             /** Model */
