@@ -95,7 +95,8 @@ async def test_against_the_local_stack(
         "chat": f"{stack.url}/chat", "planner": f"{stack.url}/agent_planner",
         "executor": f"{stack.url}/agent_executor", "supabaseUrl": stack.supabase_url,
         "anonKey": stack.anon_key, "users": users, "demoMessage": CONSOLE_DEMO_MESSAGE,
-        "demoEmail": DEMO_EMAIL, "demoPassword": DEMO_PASSWORD,
+        "demoEmail": DEMO_EMAIL, "demoPassword": DEMO_PASSWORD, "jwtSecret": stack.jwt_secret,
+        "maxChannels": 4,
     }  # fmt: skip
     await node(package, "node", "--test", f"--test-timeout={NODE_TEST_TIMEOUT}",
                f"test/stack/{name}", env={"PARLEY_STACK": json.dumps(settings)})  # fmt: skip

@@ -29,7 +29,8 @@ export interface ChatCalls {
    * A resend (the same `client_message_id` and message) never runs or announces again what
    * happened: a turn that ended or waits for the user is answered as it stands (JSON, or 202
    * when asked for); one still running elsewhere is answered 202 with where to watch it, also
-   * when `stream` was asked. The same id with another message is a 409.
+   * when `stream` was asked. The same id with another message is a 422
+   * (`client-message-id-reused`); a new message while a turn runs, a 409 (`turn-running`).
    */
   postChat(body: Chat.components['schemas']["ChatTurnRequest"], init?: CallInit): Promise<Chat.components['schemas']["ChatTurnReply"] | Chat.components['schemas']["ChatTurnAccepted"] | EventStream>;
   /**

@@ -4,8 +4,12 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { watchSession } from '../../src/index.js';
-import { Gate, Network, assertIncreasing, parleyFor, recorder, skip, stack, supabaseFor } from './helpers.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { RealtimeError, watchSession } from '../../src/index.js';
+import {
+  Gate, Network, anonymousSupabase, assertIncreasing, mintToken, parleyFor, recorder, skip, stack,
+  supabaseFor,
+} from './helpers.js';
 
 const demo = stack?.users.demo;
 
@@ -138,16 +142,113 @@ test('with nothing to replay, a turn that ended while the socket was down is rea
   assert.deepEqual(seen.ends.map((e) => e.status), ['awaiting_approval', 'completed']);
 });
 
-test('another user cannot watch the session: it is missing, and waiting on its turns fails', { skip }, async (t) => {
+test('another user cannot watch the session: Realtime refuses it, and waiting on its turns fails', { skip }, async (t) => {
   const session = await parleyFor(demo).chat.createSession({ title: 'not yours' });
   const other = stack.users.other;
   const supabase = supabaseFor(other);
   const seen = recorder();
   const watch = watchSession({ client: parleyFor(other), supabase, sessionId: session.id, ...seen.handlers });
-  await watch.ready;
-  assert.equal(watch.missing, true);
+  t.after(() => finish(watch, supabase));
+  await assert.rejects(watch.ready, (e) => e instanceof RealtimeError && /^Unauthorized: /.test(e.reason));
   assert.equal(watch.closed, true);
   assert.deepEqual(seen.events, []);
-  await assert.rejects(watch.turnEnd('00000000-0000-4000-8000-000000000000'), /closed/);
-  await finish(watch, supabase);
+  await assert.rejects(watch.turnEnd('00000000-0000-4000-8000-000000000000'), RealtimeError);
+  await assert.rejects(parleyFor(other).chat.getSession(session.id), (e) => e.kind === 'not-found');
+});
+
+test('token batches that arrive after the turn paused are in its texts, as the tables hold them (no streamed text lost)', { skip }, async (t) => {
+  const network = new Network();
+  network.holdTokens = true; // not one batch reaches the client before the pause's `done`
+  const { parley, seen, watch, planId, session } = await pausedDemoTurn(t, { network });
+  assert.deepEqual(seen.events.filter((e) => e.type === 'token'), []);
+  const rows = (await parley.chat.listMessages(session.id, { include: 'internal' })).messages
+    .filter((m) => m.role === 'assistant' && m.plan_id === planId);
+  const stored = rows.map((m) => m.content).filter(Boolean);
+  assert.ok(stored.length >= 1 && stored[0].startsWith('(demo)'), JSON.stringify(stored));
+  assert.deepEqual(watch.texts(planId).map((x) => x.text), stored);
+  assert.ok(network.releaseTokens() >= 1, 'the planner streamed');
+  await watch.catchUp();
+  assert.deepEqual(watch.texts(planId).map((x) => [x.text, x.final]), stored.map((text) => [text, true]));
+  assertIncreasing(assert, seen.seqs); // the late batches did not break the order of onEvent
+});
+
+// A watch fails loudly (issue 31, finding 1): whatever Realtime refuses or closes ends the
+// watch with Realtime's reason — `ready` rejects, `watch.error` holds it, waiting `turnEnd`s
+// reject with it.
+
+/** A session of the demo user with a turn in it (the demo message: it pauses for approval). */
+async function sessionWithTurn(title) {
+  const parley = parleyFor(demo);
+  const session = await parley.chat.createSession({ title });
+  const { plan_id: planId } = await parley.send({ session_id: session.id, message: stack.demoMessage });
+  return { parley, session, planId };
+}
+
+async function assertFailsWith(t, supabase, reason) {
+  const { parley, session, planId } = await sessionWithTurn('refused');
+  const seen = recorder();
+  const watch = watchSession({ client: parley, supabase, sessionId: session.id, ...seen.handlers });
+  t.after(() => finish(watch, supabase));
+  const waiting = watch.turnEnd(planId, Number.MAX_SAFE_INTEGER); // an end that never comes
+  const error = await watch.ready.then(() => assert.fail('ready resolved'), (e) => e);
+  assert.ok(error instanceof RealtimeError, String(error));
+  assert.match(error.reason, reason);
+  assert.equal(watch.error, error);
+  assert.equal(watch.connection, 'failed');
+  assert.equal(watch.closed, true);
+  assert.equal(await waiting.then(() => null, (e) => e), error);
+  await assert.rejects(watch.turnEnd(planId), (e) => e === error);
+}
+
+test('a watch without a user token fails: ready rejects with Realtime\'s reason, and so does turnEnd', { skip }, async (t) => {
+  await assertFailsWith(t, anonymousSupabase(), /^Unauthorized: You do not have permissions to read from this Channel topic: session:/);
+});
+
+test('a watch past the channel limit fails with Realtime\'s reason', { skip }, async (t) => {
+  const supabase = supabaseFor(demo);
+  for (let i = 1; i < stack.maxChannels + 1; i++) {
+    await new Promise((resolve, reject) => supabase.channel(`filler-${i}`).subscribe((status, error) => (
+      status === 'SUBSCRIBED' ? resolve() : status === 'CHANNEL_ERROR' && reject(error))));
+  }
+  await assertFailsWith(t, supabase, /^ChannelRateLimitReached: Too many channels$/);
+});
+
+test('a channel Realtime closes (its token expired, not refreshed) fails the watch and its waiting turnEnd', { skip }, async (t) => {
+  const user = { ...demo, ...mintToken(demo.id, 3) };
+  const supabase = supabaseFor(user);
+  const { parley, session, planId } = await sessionWithTurn('expiring');
+  const seen = recorder();
+  const watch = watchSession({ client: parley, supabase, sessionId: session.id, ...seen.handlers });
+  t.after(() => finish(watch, supabase));
+  await watch.ready;
+  assert.equal(watch.connection, 'live');
+  const waiting = watch.turnEnd(planId, Number.MAX_SAFE_INTEGER);
+  await seen.waitFor(() => watch.error !== null); // Realtime re-checks the token at its exp
+  assert.ok(watch.error instanceof RealtimeError, String(watch.error));
+  assert.match(watch.error.reason, /^Token has expired \d+ seconds ago$/);
+  assert.equal(watch.connection, 'failed');
+  assert.equal(await waiting.then(() => null, (e) => e), watch.error);
+});
+
+test('a token refreshed with setAuth keeps the watch live past the first token\'s expiry', { skip }, async (t) => {
+  const user = { ...demo, ...mintToken(demo.id, 3) };
+  const supabase = supabaseFor(user);
+  const parley = parleyFor(demo);
+  const session = await parley.chat.createSession({ title: 'refreshed' });
+  const seen = recorder();
+  const watch = watchSession({ client: parley, supabase, sessionId: session.id, ...seen.handlers });
+  t.after(() => finish(watch, supabase));
+  await watch.ready;
+  const expires = user.exp;
+  user.token = mintToken(demo.id, 3600).token; // what supabase-js's auth does on TOKEN_REFRESHED:
+  await supabase.realtime.setAuth(user.token); // hand Realtime the new token
+  // The first token's expiry must pass for the test to mean anything: wait for the clock (the
+  // server re-checks a channel's token when it expires), then run a turn through the channel.
+  await sleep(Math.max(0, expires * 1000 + 1000 - Date.now()));
+  const reply = await parley.send({ session_id: session.id, message: stack.demoMessage });
+  const paused = await watch.turnEnd(reply.plan_id);
+  assert.equal(paused.status, 'awaiting_approval');
+  assert.ok(paused.done, 'the turn\'s done arrived over the channel');
+  assert.equal(watch.error, null);
+  assert.equal(watch.connection, 'live');
 });
