@@ -44,5 +44,4 @@ while (end.status === 'awaiting_approval') {
 }
 console.log(`${end.status}: ${end.done?.data.answer}`);
 watch.close();
-supabase.realtime.disconnect();
-await supabase.auth.stopAutoRefresh();
+process.exit(end.status === 'completed' ? 0 : 1); // supabase-js's timers would keep Node up a while
