@@ -138,7 +138,13 @@ async def get_timeline(
     after_seq: AfterSeq = 0,
     limit: Limit = 500,
 ) -> Timeline:
-    """Human and agent messages together, in the session's single `seq` order."""
+    """Human and agent messages together, in the session's single `seq` order.
+
+    Every stored row, internal ones too: `kind: tool` entries are the planner's tool results as
+    its model sees them — `create_plan`'s starts with the model's instruction to write the
+    answer ("The plan has finished. …") — not words for the user; a chat view shows `user` and
+    `assistant` entries (`GET /sessions/{id}/messages` gives only those unless asked for
+    `include=internal`)."""
     found = await sessions.timeline(services.db, user, session_id, after_seq=after_seq, limit=limit)
     last = found[-1].seq if found else after_seq
     return Timeline(entries=[TimelineEntryOut.model_validate(e) for e in found], last_seq=last)

@@ -171,7 +171,7 @@ def test_the_typescript_example_in_the_docs_is_the_one_type_checked(doc: str) ->
     the one the tests type-check, line by line."""
     example = [line.strip() for line in (PACKAGE / "examples/send_watch_approve.ts").read_text()
                .splitlines()]  # fmt: skip
-    found = re.findall(r"```ts\n(?:// clients/js/examples/[^\n]*\n)?(import .*?)```",
+    found = re.findall(r"```ts\n(?://[^\n]*\n)*(import .*?)```",
                        (ROOT / doc).read_text(), re.DOTALL)  # fmt: skip
     blocks = [block for block in found if "watchSession" in block]
     assert blocks, f"{doc} shows no TypeScript example"

@@ -1,4 +1,5 @@
-// clients/js/examples/send_watch_approve.ts — with `python3 dev.py run` serving: npm run example
+// clients/js/examples/send_watch_approve.ts
+// With `python3 dev.py run` serving, in clients/js: npm run example (Node 20 or newer).
 import { createClient } from '@supabase/supabase-js';
 import WebSocket from 'ws'; // Node 20 has no WebSocket of its own (in a browser or Node 22+, leave it out)
 import { ParleyClient, watchSession } from '@parley/client';

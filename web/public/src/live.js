@@ -22,7 +22,7 @@ export class SessionFeed {
     });
   }
 
-  /** Joined, and the tables read once. */
+  /** Joined, and the tables read once (rejects when Realtime refuses the channel). */
   open() {
     return this.watch.ready;
   }
@@ -36,12 +36,13 @@ export class SessionFeed {
     return this.watch.catchUp(planIds);
   }
 
-  /** `live`, `connecting`, `reconnecting` or `offline`. */
+  /** `live`, `connecting`, `reconnecting`, `offline`, or `failed` (Realtime refused or closed
+   * the channel: `error` says why). */
   get connection() {
     return this.watch.connection;
   }
 
-  /** Why the last catch-up failed (shown; the next one reads again). */
+  /** Why the channel failed, or why the last catch-up failed (shown; the next one reads again). */
   get error() {
     return this.watch.error;
   }

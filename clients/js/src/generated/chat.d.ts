@@ -160,6 +160,12 @@ export interface paths {
         /**
          * Get Timeline
          * @description Human and agent messages together, in the session's single `seq` order.
+         *
+         *     Every stored row, internal ones too: `kind: tool` entries are the planner's tool results as
+         *     its model sees them — `create_plan`'s starts with the model's instruction to write the
+         *     answer ("The plan has finished. …") — not words for the user; a chat view shows `user` and
+         *     `assistant` entries (`GET /sessions/{id}/messages` gives only those unless asked for
+         *     `include=internal`).
          */
         get: operations["get_timeline_sessions__session_id__timeline_get"];
         put?: never;

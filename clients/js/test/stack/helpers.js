@@ -29,6 +29,19 @@ export function supabaseFor(user, network = new Network()) {
   });
 }
 
+/** A user signed up now through the stack's Auth (with the demo data the local stack gives a new
+ * account): `{ id, token }`, as `stack.users` has them. */
+export async function newUser() {
+  const response = await fetch(`${stack.supabaseUrl}/auth/v1/signup`, {
+    method: 'POST',
+    headers: { apikey: stack.anonKey, 'content-type': 'application/json' },
+    body: JSON.stringify({ email: `watch-${crypto.randomUUID()}@example.com`, password: 'choose-a-password' }),
+  });
+  const session = await response.json();
+  if (!response.ok) throw new Error(`sign-up: ${response.status} ${JSON.stringify(session)}`);
+  return { id: session.user.id, token: session.access_token };
+}
+
 /** A supabase-js client with no user signed in: it holds the project's anon (publishable) key. */
 export function anonymousSupabase(network = new Network()) {
   return createClient(stack.supabaseUrl, stack.anonKey, {

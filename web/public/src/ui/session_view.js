@@ -78,7 +78,7 @@ export function SessionView({ app, sessionId, onSessionsChanged }) {
       const first = outbox.get(sessionId);
       outbox.delete(sessionId);
       if (first && !opened.state.missing) send(first);
-    });
+    }, () => {}); // refused by Realtime: the header shows why (feed.error)
     return () => opened.close();
   }, [sessionId]);
 

@@ -159,11 +159,34 @@ export class SessionWatch {
     const channel = this.channel;
     this.channel = null; // first: leaving reports the channel CLOSED, which is not news now
     if (channel) this.supabase.removeChannel(channel);
-    const reason = this.failure ?? new Error(this.missing ? 'The session was not found' : 'The watch was closed');
+    const reason = this.#closedReason();
     for (const [, waiting] of this.waiters) {
       for (const waiter of waiting) waiter.reject(reason);
     }
     this.waiters.clear();
+  }
+
+  /** Why nothing more will come: the failure, the session's 404, or `close()`. */
+  #closedReason() {
+    return this.failure ?? new Error(this.missing ? 'The session was not found' : 'The watch was closed');
+  }
+
+  /** Realtime refused or closed the channel. A session never read may be missing (another
+   * user's is refused too): then the watch ends `missing`, as a read would have ended it; else
+   * with the `RealtimeError`. */
+  async #refused(error) {
+    if (!this.session) {
+      const missing = await this.client.chat.getSession(this.sessionId).then(() => false, (e) => e?.status === 404);
+      if (missing && !this.closed) {
+        this.missing = true;
+        this.joined?.resolve();
+        this.joined = null;
+        this.close();
+        this.#changed();
+        return;
+      }
+    }
+    this.#fail(error);
   }
 
   /** Realtime refused or closed the channel: the watch ends with `error`, loudly. */
@@ -210,7 +233,7 @@ export class SessionWatch {
   turnEnd(planId, after = 0) {
     const known = this.ends.get(planId);
     if (known && known.seq > after) return Promise.resolve(known);
-    if (this.closed) return Promise.reject(this.failure ?? new Error('The watch was closed'));
+    if (this.closed) return Promise.reject(this.#closedReason());
     const waiting = new Promise((resolve, reject) => {
       if (!this.waiters.has(planId)) this.waiters.set(planId, []);
       this.waiters.get(planId).push({ after, resolve, reject });
@@ -327,7 +350,7 @@ export class SessionWatch {
     const refused = typeof reply?.reason === 'string' && reply.reason !== '' && typeof reply.code !== 'number';
     if (refused || (status === 'CLOSED' && this.closing)) {
       const reason = refused ? reply.reason : this.closing;
-      this.#fail(new RealtimeError(reason, { cause: error }));
+      this.#refused(new RealtimeError(reason, { cause: error }));
       return;
     }
     this.connection = CHANNEL_STATES[status] || status.toLowerCase();
