@@ -5,6 +5,9 @@ export interface StreamedText {
   planId: string;
   /** The stored message it is (`chat_messages` id); null while it still streams. */
   messageId: string | null;
+  /** Where it stands in the session: its first batch's `seq` (its row's, with no batch) — below
+   * the events that follow it (its tool calls, its `done`). */
+  seq: number;
   /** What arrived of it, each batch in its place; the stored text once the tables were read. */
   text: string;
   /** The stored text: it will not change. */

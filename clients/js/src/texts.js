@@ -23,6 +23,8 @@
  * @typedef {object} StreamedText
  * @property {string} planId
  * @property {string | null} messageId the stored message it is (null: still streaming)
+ * @property {number} seq where it stands in the session: its first batch's `seq` (or, with no
+ *   batch, its row's): below the events that follow it (its tool calls, its `done`)
  * @property {string} text what arrived of it, in order; the stored text once read
  * @property {boolean} final the stored text (it will not change)
  */
@@ -88,9 +90,10 @@ export class StreamedTexts {
     const texts = [];
     let after = -Infinity;
     for (const bound of [...bounds, { messageId: null, seq: Infinity, stored: null }]) {
-      const streamed = batches.filter(([seq]) => seq > after && seq < bound.seq).map(([, text]) => text).join('');
-      const text = bound.stored ?? streamed;
-      if (text !== '') texts.push({ planId, messageId: bound.messageId, text, final: bound.stored !== null });
+      const mine = batches.filter(([seq]) => seq > after && seq < bound.seq);
+      const text = bound.stored ?? mine.map(([, words]) => words).join('');
+      const seq = mine[0]?.[0] ?? bound.seq;
+      if (text !== '') texts.push({ planId, messageId: bound.messageId, seq, text, final: bound.stored !== null });
       after = bound.seq;
     }
     return texts;

@@ -4,7 +4,7 @@
 // this file applies what it delivers to the view's state (session_state.js).
 
 import { watchSession } from '@parley/client';
-import { applyEvent, applyPlanDetail, applyTimeline, emptySession } from './session_state.js';
+import { applyEvent, applyPlanDetail, applyTexts, applyTimeline, emptySession } from './session_state.js';
 
 export class SessionFeed {
   constructor({ client, api, sessionId, onChange }) {
@@ -15,6 +15,7 @@ export class SessionFeed {
       sessionId,
       onEvent: (event) => applyEvent(this.state, event),
       onSnapshot: (snapshot) => this.#snapshot(snapshot),
+      onText: (planId, texts) => applyTexts(this.state, planId, texts),
       onChange: () => {
         this.state.missing = this.watch.missing;
         onChange(this);
