@@ -19,6 +19,9 @@ before(async () => {
 });
 after(() => GlobalRegistrator.unregister());
 
+/** `waitFor` with room for a loaded machine (its default gives up after 1 s). */
+const waitFor = (check) => rtl.waitFor(check, { timeout: 10_000 });
+
 /** The fake tables' client, with `send` and `decide` noting what they were asked. */
 function clientOf(tables) {
   const asked = [];
@@ -36,7 +39,7 @@ test('the hook gives the turn as it happens: events, status, the planner\'s text
   const supabase = fakeSupabase();
   const { client } = clientOf(tables);
   const { result, unmount } = rtl.renderHook(() => hook.useParleySession(SESSION, { client, supabase }));
-  await rtl.waitFor(() => assert.equal(result.current.ready, true));
+  await waitFor(() => assert.equal(result.current.ready, true));
   assert.equal(result.current.connection, 'live');
   assert.deepEqual(result.current.turns, []);
   // The first batch comes last of all (as the issue saw it); the rest in order.
@@ -46,8 +49,8 @@ test('the hook gives the turn as it happens: events, status, the planner\'s text
     tables.committed = Math.max(tables.committed, event.seq);
     rtl.act(() => supabase.deliver(event));
   }
-  await rtl.waitFor(() => assert.equal(result.current.turns[0]?.answer, stored[1]));
-  await rtl.waitFor(() => assert.ok(result.current.turns[0].texts.every((t) => t.final), 'the tables read after done'));
+  await waitFor(() => assert.equal(result.current.turns[0]?.answer, stored[1]));
+  await waitFor(() => assert.ok(result.current.turns[0].texts.every((t) => t.final), 'the tables read after done'));
   const [current] = result.current.turns;
   assert.equal(current.planId, PLAN);
   assert.equal(current.status, 'completed');
@@ -64,7 +67,7 @@ test('send and decide go to the client: the message to this session, a decision 
   const { client, asked } = clientOf(tables);
   const wrapper = ({ children }) => react.createElement(hook.ParleyProvider, { client, supabase: fakeSupabase() }, children);
   const { result, unmount } = rtl.renderHook(() => hook.useParleySession(SESSION), { wrapper });
-  await rtl.waitFor(() => assert.equal(result.current.ready, true));
+  await waitFor(() => assert.equal(result.current.ready, true));
   await result.current.send('plan my week');
   await result.current.decide(PLAN, 'a1', 'reject', 'not that one');
   await result.current.decide(PLAN, 'a2', 'approve');
@@ -80,7 +83,7 @@ test('a join Realtime refuses is the hook\'s error, with Realtime\'s reason', as
   const reason = 'Unauthorized: You do not have permissions to read from this Channel topic: session:s1';
   const { client } = clientOf(new Tables([], []));
   const { result, unmount } = rtl.renderHook(() => hook.useParleySession(SESSION, { client, supabase: fakeSupabase(reason) }));
-  await rtl.waitFor(() => assert.equal(result.current.connection, 'failed'));
+  await waitFor(() => assert.equal(result.current.connection, 'failed'));
   assert.equal(result.current.error?.name, 'RealtimeError');
   assert.equal(result.current.error.reason, reason);
   assert.equal(result.current.ready, false);

@@ -216,7 +216,7 @@ test('a watch past the channel limit fails with Realtime\'s reason', { skip }, a
 });
 
 test('a channel Realtime closes (its token expired, not refreshed) fails the watch and its waiting turnEnd', { skip }, async (t) => {
-  const user = { ...demo, ...mintToken(demo.id, 3) };
+  const user = { ...demo, ...mintToken(demo.id, 5) };
   const supabase = supabaseFor(user);
   const { parley, session, planId } = await sessionWithTurn('expiring');
   const seen = recorder();
@@ -234,7 +234,7 @@ test('a channel Realtime closes (its token expired, not refreshed) fails the wat
 
 test('a token refreshed with setAuth keeps the watch live past the first token\'s expiry', { skip }, async (t) => {
   const owner = await newUser();
-  const user = { ...owner, ...mintToken(owner.id, 3) };
+  const user = { ...owner, ...mintToken(owner.id, 5) };
   const supabase = supabaseFor(user);
   const parley = parleyFor(owner);
   const session = await parley.chat.createSession({ title: 'refreshed' });
