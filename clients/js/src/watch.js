@@ -94,6 +94,7 @@ export class SessionWatch {
     this.snapshots = 0;
     this.quiet = null; // the replay batch's flush timer
     this.closing = null; // why Realtime is closing the channel (a `system` error), if it said
+    this.failure = null; // the RealtimeError the watch ended with, if it failed
     this.streamed = new StreamedTexts({ onText: (planId, texts) => this.handlers.onText(planId, texts) });
     this.sequencer = new Sequencer({
       onEvent: (event) => this.#deliver(event),
