@@ -1,7 +1,10 @@
-"""Demo data: one user with a few projects, tasks, notes, brain dumps and calendar events.
+"""Demo data: a few projects, tasks, notes, brain dumps and calendar events — for the demo
+user, and (locally) for every user who signs up, so their first demo turn has a calendar to act
+on.
 
-Ids are derived from names (uuid5), and every insert skips rows that exist, so seeding twice
-leaves exactly the same rows. Event times are anchored to the day of the first seed.
+Ids are derived from the user and the names (uuid5), and every insert skips rows that exist, so
+seeding twice leaves exactly the same rows. Event times are anchored to the day of the first
+seed.
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ DEMO_PASSWORD = "parley-demo"
 DOMAIN_TABLES = ("projects", "tasks", "notes", "brain_dumps", "calendar_events")
 
 
-def demo_id(name: str) -> UUID:
-    """A stable id for a named demo row."""
-    return uuid5(NAMESPACE_URL, f"parley-demo:{name}")
+def demo_id(name: str, user_id: UUID = DEMO_USER_ID) -> UUID:
+    """A stable id for a named demo row of a user (the demo user's keep their first ids)."""
+    owner = "" if user_id == DEMO_USER_ID else f"{user_id}:"
+    return uuid5(NAMESPACE_URL, f"parley-demo:{owner}{name}")
 
 
 PROJECTS = [
@@ -70,69 +74,77 @@ class SeedSummary:
 
 async def seed_demo(db: Database, *, today: date | None = None) -> SeedSummary:
     """Create the demo user and their data if missing; return what is there."""
-    start = today or datetime.now(UTC).date()
     async with db.service() as conn:
         await ensure_user(conn, user_id=DEMO_USER_ID, email=DEMO_EMAIL)
-        await _insert_projects(conn)
-        await _insert_tasks(conn)
-        await _insert_notes_and_dumps(conn)
-        await _insert_events(conn, start)
-        counts = {table: await _count(conn, table) for table in DOMAIN_TABLES}
+    counts = await seed_user(db, DEMO_USER_ID, today=today)
     return SeedSummary(DEMO_USER_ID, DEMO_EMAIL, counts)
 
 
-async def _insert_projects(conn: Connection) -> None:
+async def seed_user(db: Database, user_id: UUID, *, today: date | None = None) -> dict[str, int]:
+    """Give an existing user the demo data (the local stack does, on sign-up: never a deployed
+    function); how many rows of each kind they have."""
+    start = today or datetime.now(UTC).date()
+    async with db.service() as conn:
+        await _insert_projects(conn, user_id)
+        await _insert_tasks(conn, user_id)
+        await _insert_notes_and_dumps(conn, user_id)
+        await _insert_events(conn, user_id, start)
+        return {table: await _count(conn, table, user_id) for table in DOMAIN_TABLES}
+
+
+async def _insert_projects(conn: Connection, user: UUID) -> None:
     for key, name, description, status in PROJECTS:
         await conn.execute(
             """INSERT INTO projects (id, user_id, name, description, status)
                VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING""",
-            (demo_id(f"project:{key}"), DEMO_USER_ID, name, description, status),
+            (demo_id(f"project:{key}", user), user, name, description, status),
         )
 
 
-async def _insert_tasks(conn: Connection) -> None:
+async def _insert_tasks(conn: Connection, user: UUID) -> None:
     for project, title, status, priority in TASKS:
         await conn.execute(
             """INSERT INTO tasks (id, user_id, project_id, title, status, priority, completed_at)
                VALUES (%s, %s, %s, %s, %s, %s, CASE WHEN %s = 'done' THEN now() END)
                ON CONFLICT (id) DO NOTHING""",
-            (demo_id(f"task:{title}"), DEMO_USER_ID, demo_id(f"project:{project}"), title,
+            (demo_id(f"task:{title}", user), user, demo_id(f"project:{project}", user), title,
              status, priority, status),
         )  # fmt: skip
 
 
-async def _insert_notes_and_dumps(conn: Connection) -> None:
+async def _insert_notes_and_dumps(conn: Connection, user: UUID) -> None:
     for project, title, content in NOTES:
         await conn.execute(
             """INSERT INTO notes (id, user_id, project_id, title, content)
                VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING""",
-            (demo_id(f"note:{title}"), DEMO_USER_ID, _project(project), title, content),
+            (demo_id(f"note:{title}", user), user, _project(project, user), title, content),
         )
     for project, title, content in BRAIN_DUMPS:
         await conn.execute(
             """INSERT INTO brain_dumps (id, user_id, project_id, title, content)
                VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING""",
-            (demo_id(f"dump:{title}"), DEMO_USER_ID, _project(project), title, content),
+            (demo_id(f"dump:{title}", user), user, _project(project, user), title, content),
         )
 
 
-async def _insert_events(conn: Connection, start: date) -> None:
+async def _insert_events(conn: Connection, user: UUID, start: date) -> None:
     for title, task, offset, hour, hours in EVENTS:
         begins = datetime.combine(start + timedelta(days=offset), time(hour), tzinfo=UTC)
+        task_id = demo_id(f"task:{task}", user) if task else None
         await conn.execute(
             """INSERT INTO calendar_events (id, user_id, task_id, title, start_at, end_at)
                VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING""",
-            (demo_id(f"event:{title}"), DEMO_USER_ID, demo_id(f"task:{task}") if task else None,
-             title, begins, begins + timedelta(hours=hours)),
+            (demo_id(f"event:{title}", user), user, task_id, title, begins,
+             begins + timedelta(hours=hours)),
         )  # fmt: skip
 
 
-def _project(key: str | None) -> UUID | None:
-    return demo_id(f"project:{key}") if key else None
+def _project(key: str | None, user: UUID) -> UUID | None:
+    return demo_id(f"project:{key}", user) if key else None
 
 
-async def _count(conn: Connection, table: str) -> int:
+async def _count(conn: Connection, table: str, user: UUID) -> int:
     query = sql.SQL("SELECT count(*) AS n FROM {} WHERE user_id = %s").format(sql.Identifier(table))
-    cur = await conn.execute(query, (DEMO_USER_ID,))
+    cur = await conn.execute(query, (user,))
     row = await cur.fetchone()
     return int(row["n"]) if row else 0

@@ -23,6 +23,7 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from uuid import UUID
 
 import httpx
 import psycopg
@@ -40,9 +41,9 @@ from local.auth import create_app as auth_app
 from local.console import ConsoleSettings, console_routes
 from local.cors import cors
 from local.deepseek import DEEPSEEK_TOKENS_PER_SECOND, DEMO_MODEL, FakeModelServer, Pace
-from local.postgres import start_embedded, with_database
+from local.postgres import is_new_cluster, start_embedded, with_database
 from local.realtime import RealtimeConfig, RealtimeServer
-from local.seed import DEMO_EMAIL, DEMO_PASSWORD, DEMO_USER_ID, SeedSummary, seed_demo
+from local.seed import DEMO_EMAIL, DEMO_PASSWORD, DEMO_USER_ID, SeedSummary, seed_demo, seed_user
 from local.serving import BackgroundServer
 from shared import logs, tracing
 from shared.dashboards import OPERATOR, OPERATOR_CLAIM
@@ -72,12 +73,15 @@ pace, so a turn in the console unfolds where a person can follow it."""
 class LocalDatabase:
     url: str
     embedded: bool
+    created: bool = False
+    """The embedded cluster was made now (its first start: `initdb`)."""
 
 
 def prepare_database(settings: Settings) -> LocalDatabase:
     """The configured database, or the embedded one with a `parley` database created in it."""
     if settings.database_url:
         return LocalDatabase(settings.database_url, embedded=False)
+    created = is_new_cluster(settings.parley_data_dir)
     server = start_embedded(settings.parley_data_dir)
     with psycopg.connect(server, autocommit=True) as conn:
         found = conn.execute(
@@ -85,7 +89,7 @@ def prepare_database(settings: Settings) -> LocalDatabase:
         ).fetchone()
         if not found:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(LOCAL_DATABASE)))
-    return LocalDatabase(with_database(server, LOCAL_DATABASE), embedded=True)
+    return LocalDatabase(with_database(server, LOCAL_DATABASE), embedded=True, created=created)
 
 
 async def seed(url: str) -> tuple[SeedSummary, str]:
@@ -187,6 +191,7 @@ async def running_stack(
         database_url, jwt_secret=secret, keys=keys, signing=settings.auth_signing_algorithm,
         signing_key_path=settings.parley_data_dir / "auth" / "signing-key.json",
         refresh_token_reuse_interval=refresh_token_reuse_interval,
+        on_signup=lambda user_id: _seed_new_user(database_url, user_id),
     ))  # fmt: skip
     await auth.start()
     with contextlib.ExitStack() as stack:
@@ -245,6 +250,13 @@ async def running_stack(
             await auth.stop()
 
 
+async def _seed_new_user(database_url: str, user_id: UUID) -> None:
+    """A new account on the local stack gets the demo data (`local.seed`), so the console's
+    "Try the demo" acts on a calendar event of its own, not on one that does not exist."""
+    async with Database(database_url, max_size=1) as db:
+        await seed_user(db, user_id)
+
+
 async def password_session(
     supabase_url: str, apikey: str, email: str, password: str
 ) -> dict[str, object]:
@@ -294,6 +306,12 @@ async def serve(settings: Settings, database: LocalDatabase, args: argparse.Name
         model_latency=_model_latency(args), model_tokens_per_second=_model_pace(args),
     ) as running:  # fmt: skip
         banner(running)
+        env = write_client_env(running, settings.parley_data_dir)
+        print(
+            f"  client      cd clients/js && npm run example  (@parley/client's example, with "
+            f"these values from {env})",
+            flush=True,
+        )
         session_id = await _demo(running, args.message)
         print(f"\nThis turn in the console: {running.url}/#/s/{session_id}")
         print(f"\nWatch a turn live: open {running.console_url}\n"
@@ -367,6 +385,23 @@ def banner(running: RunningStack) -> None:
           "not resumed)", flush=True)  # fmt: skip
 
 
+def write_client_env(running: RunningStack, data_dir: Path) -> Path:
+    """The stack's values for `@parley/client`'s example (`npm run example` reads the file):
+    what the banner prints, as environment variables."""
+    values = {
+        "SUPABASE_URL": running.supabase_url,
+        "SUPABASE_ANON_KEY": running.anon_key,
+        "PARLEY_CHAT_URL": f"{running.url}/chat",
+        "PARLEY_PLANNER_URL": f"{running.url}/agent_planner",
+        "PARLEY_EMAIL": DEMO_EMAIL,
+        "PARLEY_PASSWORD": DEMO_PASSWORD,
+    }
+    path = data_dir / "client.env"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{name}={value}\n" for name, value in values.items()))
+    return path
+
+
 async def _demo(running: RunningStack, message: str) -> str:
     """Play the demo turn, signed in as the demo user; the id of its session."""
     session = await password_session(
@@ -438,6 +473,8 @@ def _run(args: argparse.Namespace) -> int:
     migrate.upgrade(database.url)
     summary, schema = asyncio.run(seed(database.url))
     kind = "embedded" if database.embedded else "DATABASE_URL"
+    if database.created:
+        kind += f"; first start: initdb made its cluster in {settings.parley_data_dir / 'postgres'}"
     counts = " · ".join(f"{n} {table.replace('_', ' ')}" for table, n in summary.counts.items())
     print("Parley local stack")
     print(f"  database    {database.url}  ({kind})")

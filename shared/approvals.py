@@ -28,6 +28,22 @@ if TYPE_CHECKING:
     from shared.services import Services
 
 Decision = Literal["approve", "reject", "answer"]
+
+
+class ApprovalDecided(Conflict):
+    """The approval was decided already (HTTP 409): a decision is made once."""
+
+    title = "Approval already decided"
+    kind = "approval-decided"
+
+
+class NothingWaits(Conflict):
+    """The plan ended, or is being cancelled (HTTP 409): no decision can resume it."""
+
+    title = "Plan ended"
+    kind = "plan-ended"
+
+
 MAX_TEXT = 4000
 
 _OUTCOMES: dict[tuple[ApprovalKind, str], ApprovalStatus] = {
@@ -80,10 +96,10 @@ async def decide_approval(
         if approval is None:
             raise NotFound(f"Approval {approval_id} not found in plan {plan_id}")
         if approval.status != "pending":
-            raise Conflict(f"Approval {approval_id} was already decided: {approval.status}.")
+            raise ApprovalDecided(f"Approval {approval_id} was already decided: {approval.status}.")
         if plan.status in TERMINAL or plan.cancel_requested_at is not None:
             ended = "is being cancelled" if plan.status not in TERMINAL else f"is {plan.status}"
-            raise Conflict(f"Plan {plan_id} {ended}: nothing waits for this approval any more.")
+            raise NothingWaits(f"Plan {plan_id} {ended}: nothing waits for this approval any more.")
         status = _status(approval, decision, note)
         return await approvals.decide(conn, approval_id=approval.id, status=status, response=note)
 

@@ -27,6 +27,13 @@ if TYPE_CHECKING:
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+class MessageNotInSession(Conflict):
+    """A fork asked for at a message of another session (HTTP 409)."""
+
+    title = "Message not in session"
+    kind = "message-not-in-session"
+
+
 class TimelineEntry(NamedTuple):
     """One human or agent message of a session (a `session_timeline` row)."""
 
@@ -157,7 +164,7 @@ async def fork_session(
     async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
         message = await chats.get_message(conn, message_id=at_message_id)
     if message is None or message.session_id != session_id:
-        raise Conflict(f"Message {at_message_id} is not part of session {session_id}")
+        raise MessageNotInSession(f"Message {at_message_id} is not part of session {session_id}")
     async with db.service() as conn:
         fork = await chats.create_session(
             conn,

@@ -36,8 +36,8 @@ MANIFEST = VENDOR / "manifest.json"
 LOCK = WEB / "package-lock.json"
 CLIENT = WEB.parent / "clients" / "js"
 CLIENT_DIR = "parley-client"
-CLIENT_FILES = ("index.js", "client.js", "sse.js", "sequencer.js", "watch.js",
-                "generated/routes.js")  # fmt: skip
+CLIENT_FILES = ("index.js", "client.js", "sse.js", "sequencer.js", "texts.js", "watch.js",
+                "generated/routes.js", "generated/problems.js")  # fmt: skip
 """@parley/client's modules the browser loads (its `.d.ts` files are for editors only)."""
 
 FILES = {  # vendored name: (package, path inside the package)

@@ -148,7 +148,12 @@ async def get_timeline(
     limit: Limit = 500,
 ) -> Timeline:
     """Human and agent messages together, in the session's single `seq` order; `removed`
-    names the turns whose agents' dialogue or tool rounds retention deleted."""
+    names the turns whose agents' dialogue or tool rounds retention deleted.
+
+    Every stored row, internal ones too: `kind: tool` entries are the planner's tool results —
+    `create_plan`'s holds each step's result, for the model to answer from — not words for the
+    user; a chat view shows `user` and `assistant` entries (`GET /sessions/{id}/messages` gives
+    only those unless asked for `include=internal`)."""
     found = await sessions.timeline(services.db, user, session_id, after_seq=after_seq, limit=limit)
     last = found.entries[-1].seq if found.entries else after_seq
     return Timeline(

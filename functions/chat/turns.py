@@ -15,6 +15,7 @@ from shared.http import (
     accepted,
     accepted_response,
     function_url,
+    problem_response,
     problems,
     respond_async,
 )
@@ -43,23 +44,33 @@ ACCEPTED = accepted_response(
     "to a resend of a turn still running elsewhere, whatever was asked.",
     location="The plan: `GET /plans/{id}` on the agent_planner function (`watch.plan`).",
 )
-CONFLICTS: dict[int | str, dict[str, Any]] = {
+REFUSALS: dict[int | str, dict[str, Any]] = {
     409: {
-        "description": "A turn of the session is still running or waits for the user "
-        "(`TurnStillRunningProblem`), or the `client_message_id` was sent before with another "
-        "message (`ClientMessageIdReusedProblem`).",
-        "content": {PROBLEM_JSON: {"schema": {"oneOf": [
-            {"$ref": "#/components/schemas/TurnStillRunningProblem"},
-            {"$ref": "#/components/schemas/ClientMessageIdReusedProblem"},
-        ]}}},
-    }
-}  # fmt: skip
+        "description": "`turn-running`: a turn of the session is still running or waits for "
+        "the user (`TurnStillRunningProblem`).",
+        "content": {
+            PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/TurnStillRunningProblem"}}
+        },
+    },
+    **problem_response(
+        422,
+        "`client-message-id-reused`: the `client_message_id` was sent before with another "
+        "message (`ClientMessageIdReusedProblem`); or the request is invalid.",
+        "ClientMessageIdReusedProblem",
+    ),
+    **problem_response(
+        503,
+        "`overloaded` (`OverloadedProblem`: retry after `retry_after` seconds), or the "
+        "function or its model is not configured or rate limited.",
+        "OverloadedProblem",
+    ),
+}
 
 
 @router.post(
     "/chat",
     response_model=ChatTurnReply,
-    responses={200: ANSWERED, 202: ACCEPTED, **problems(404, 502, 503), **CONFLICTS},
+    responses={200: ANSWERED, 202: ACCEPTED, **problems(404, 502), **REFUSALS},
 )
 async def post_chat(
     body: ChatTurnRequest,
@@ -79,7 +90,8 @@ async def post_chat(
     A resend (the same `client_message_id` and message) never runs or announces again what
     happened: a turn that ended or waits for the user is answered as it stands (JSON, or 202
     when asked for); one still running elsewhere is answered 202 with where to watch it, also
-    when `stream` was asked. The same id with another message is a 409.
+    when `stream` was asked. The same id with another message is a 422
+    (`client-message-id-reused`); a new message while a turn runs, a 409 (`turn-running`).
     """
     answer = sending.how_to_answer(services, body, prefer)
     here = function_url(request)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from uuid import UUID
 
 from local.auth.keys import ApiKeys, Signing
 
@@ -32,3 +34,7 @@ class AuthConfig:
     """GoTrue's `defaultMinPasswordLength`; hosted projects may raise it."""
     signups: bool = True
     """False: `/signup` answers `signup_disabled` (Authentication → Sign In / Providers)."""
+    on_signup: Callable[[UUID], Awaitable[None]] | None = None
+    """The local stack's own step after a sign-up (given the new user's id, once the user is
+    stored): `dev.py run` seeds the demo data, so a new account's first demo turn has a calendar
+    to act on. Not Supabase Auth's: a hosted project does this in its own sign-up flow."""

@@ -109,7 +109,10 @@ class Auth:
         async with self.db.service() as conn:
             user_id = await self._create_user(conn, email, password_hash, data, role=AUD)
             await store.confirm_email(conn, user_id)
-            return await self._issue_session(conn, user_id, "password", caller)
+            session = await self._issue_session(conn, user_id, "password", caller)
+        if self.config.on_signup is not None:  # the local stack's own step (AuthConfig)
+            await self.config.on_signup(user_id)
+        return session
 
     async def token(
         self, grant_type: str, params: Mapping[str, Any], caller: Caller

@@ -27,7 +27,8 @@ NOTICE = (
     "OpenAI-compatible server (OpenAI, Ollama, vLLM, OpenRouter)."
 )
 NIL_ID = "00000000-0000-4000-8000-000000000000"
-"""The id a demo call uses when the conversation names none (the tool answers "not found")."""
+"""The id a demo read uses when the conversation names none (the tool answers "not found"); a
+demo write with no id to use is not made (`_nothing_to_act_on`)."""
 _UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _TEXT_FIELDS = ("query", "q", "text", "title", "content", "description", "goal", "name", "task")
 
@@ -45,6 +46,8 @@ def demo_reply(request: RecordedRequest) -> Reply:
     tool = _tool_to_call(request, user_text) if last.get("role") == "user" else None
     if tool is not None:
         call = _demo_call(tool, agents.step_hint(user_text), _conversation_text(messages))
+        if NIL_ID in call.arguments_json and agents.changes_rows(tool):
+            return _nothing_to_act_on(call, tools, reasoning)
         return reply(f"(demo) Calling {call.name}.", call, reasoning=reasoning)
     results = [str(m.get("content", "")) for m in messages[_last_turn_start(messages) :]
                if m.get("role") == "tool"]  # fmt: skip
@@ -56,6 +59,23 @@ def demo_reply(request: RecordedRequest) -> Reply:
         return reply(f"(demo) The tools returned: {summary}\n\n{NOTICE}", reasoning=reasoning)
     echo = f'You wrote: "{_clip(user_text, 200)}"\n\n' if user_text else ""
     return reply(f"{echo}{NOTICE}", reasoning=reasoning)
+
+
+def _nothing_to_act_on(
+    call: ScriptedCall, tools: Sequence[Mapping[str, Any]], reasoning: str
+) -> Reply:
+    """A write the conversation gives no row for (an empty account: no event to delete) is not
+    called on a made-up id: the demo says so instead (as a step's result when it plays one)."""
+    said = (
+        f"(demo) Nothing for {call.name} to act on: no earlier result names a row for it (this "
+        "account has none yet). The demo user has demo data; on the local stack a new account "
+        "gets the same when it signs up."
+    )
+    if agents.offers(tools, agents.COMPLETE):
+        return reply(
+            ScriptedCall(agents.COMPLETE, json.dumps({"result": said})), reasoning=reasoning
+        )
+    return reply(said, reasoning=reasoning)
 
 
 def _offered(request: RecordedRequest) -> list[Mapping[str, Any]]:

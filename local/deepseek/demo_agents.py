@@ -66,7 +66,7 @@ def demo_plan(
     """
     if not MULTI_STEP.search(text):
         tool = best(tools, text)
-        if tool is None or tool in direct or _writes(tool):
+        if tool is None or tool in direct or changes_rows(tool):
             return None
         return {"goal": f"(demo) {text[:200]}", "steps": [_step(1, tool, "executor", [])]}
     picked: list[Mapping[str, Any]] = []
@@ -76,9 +76,9 @@ def demo_plan(
             picked.append(tool)
     if len(picked) < 2:
         return None
-    reads = [t for t in picked if not _writes(t)]
+    reads = [t for t in picked if not changes_rows(t)]
     steps = [_step(n, t, "executor", []) for n, t in enumerate(reads, start=1)]
-    writes = [t for t in picked if _writes(t)]
+    writes = [t for t in picked if changes_rows(t)]
     after = [s["step_number"] for s in steps]
     steps += [_step(len(steps) + n, t, "planner", after) for n, t in enumerate(writes, start=1)]
     return {"goal": f"(demo) {text[:200]}", "steps": steps}
@@ -110,7 +110,8 @@ def summary(results: Sequence[str]) -> str:
     return "; ".join(parts)
 
 
-def _writes(tool: Mapping[str, Any]) -> bool:
+def changes_rows(tool: Mapping[str, Any]) -> bool:
+    """Whether a tool changes rows (by its name: create_, update_, delete_, schedule_)."""
     name = str(tool.get("name", ""))
     return name.startswith(("create_", "update_", "delete_", "schedule_"))
 

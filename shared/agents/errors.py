@@ -8,7 +8,8 @@ AppError
     ├── PlanNotWritten        the planner kept writing invalid plans
     └── AwaitingApproval      an approval gate holds a call or escalation for the user
 Conflict
-├── TurnStillRunning          a new message while the session's last turn is still running
+└── TurnStillRunning          a new message while the session's last turn is still running
+InvalidInput
 └── ClientMessageIdReused     a `client_message_id` sent again with another message
 
 StepsHandedOff (not an error) the plan's steps run elsewhere; this invocation ends here
@@ -22,7 +23,7 @@ from uuid import UUID
 
 from psycopg import OperationalError
 
-from shared.errors import AppError, Conflict, UpstreamUnavailable
+from shared.errors import AppError, Conflict, InvalidInput, UpstreamUnavailable
 
 if TYPE_CHECKING:
     from shared.db.records import Plan
@@ -118,6 +119,7 @@ class TurnStillRunning(Conflict):
     """
 
     title = "Turn still running"
+    kind = "turn-running"
 
     def __init__(self, plan: Plan) -> None:
         if plan.status == "awaiting_approval":
@@ -137,12 +139,14 @@ class TurnStillRunning(Conflict):
         return {"plan_id": str(self.plan_id), "plan_status": self.status}
 
 
-class ClientMessageIdReused(Conflict):
+class ClientMessageIdReused(InvalidInput):
     """A send whose `client_message_id` the session has already stored with another message
-    (HTTP 409: the id is taken; the request itself is valid): a resend must repeat the
-    message, a new message needs a new id."""
+    (HTTP 422, as the IETF's Idempotency-Key draft answers a key reused with another payload;
+    409 is a turn still running): a resend must repeat the message, a new message needs a
+    new id."""
 
     title = "client_message_id already used"
+    kind = "client-message-id-reused"
 
     def __init__(self, client_message_id: str, *, message_id: UUID, plan_id: UUID) -> None:
         super().__init__(

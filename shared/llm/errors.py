@@ -24,6 +24,7 @@ class LLMError(AppError):
     """A model call failed."""
 
     title = "Model call failed"
+    kind = "model-failed"
     retryable = False
     """Whether trying again (after a pause) may succeed."""
 
@@ -64,6 +65,7 @@ class LLMRateLimited(LLMError):
     """The provider kept answering 429 Too Many Requests."""
 
     title = "Model rate limited"
+    kind = "model-rate-limited"
     retryable = True
 
     def __init__(
@@ -84,6 +86,7 @@ class LLMTimeout(LLMError):
     """No answer, or no further streamed data, within the per-call timeout."""
 
     title = "Model timed out"
+    kind = "model-timeout"
     retryable = True
 
 

@@ -97,3 +97,25 @@ async def test_the_demo_model_deletes_the_event_its_calendar_step_found_once_app
     assert resumed.status == "completed"
     row = await fetch_row(db, "calendar_events", event)
     assert row["deleted_at"] is not None
+
+
+async def test_on_an_empty_calendar_the_demo_says_so_instead_of_deleting_a_made_up_event(
+    db: Database, make_services: MakeServices, fake: FakeModelServer
+) -> None:
+    """A new account with no events (issue 31): the demo turn asks no approval for an event
+    that does not exist; its step says there was nothing to delete, and the turn completes."""
+    services = make_services(**DEMO)
+    user = await make_user(db)
+
+    turn = await run_turn(
+        services,
+        user_id=user,
+        session_id=None,
+        publisher=InMemoryPublisher(),
+        message="plan my week: list my tasks and my calendar, then delete the first calendar event",
+    )
+
+    assert turn.plan.status == "completed"
+    assert await list_approvals(services, User(user, {}), turn.started.plan_id) == []
+    rows = await stored(db, turn.started.plan_id)
+    assert "Nothing for delete_calendar_event to act on" in (rows.steps[2].result or "")

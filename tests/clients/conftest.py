@@ -19,6 +19,8 @@ async def stack(database_url: str, db: Database) -> AsyncIterator[RunningStack]:
     with pytest.MonkeyPatch.context() as env:
         for name in ("DEEPSEEK_API_KEY", "LLM_API_KEY", "LLM_BASE_URL", "APPROVALS"):
             env.delenv(name, raising=False)
-        settings = load_settings(database_url=database_url)
+        # A low channel limit, so a test reaches it with a few channels (each other test's
+        # socket holds one channel, two while it rejoins).
+        settings = load_settings(database_url=database_url, realtime_max_channels_per_client=4)
     async with running_stack(settings, database_url, port=0, realtime_port=0) as running:
         yield running

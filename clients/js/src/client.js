@@ -1,11 +1,14 @@
 // Typed calls for every route of Parley's three functions. The routes come from the functions'
 // OpenAPI documents (src/generated/routes.js); their types from the same documents
 // (src/generated/*.d.ts). Every call carries the user's access token; every error is an
-// `ApiError` holding the RFC 9457 problem (its `detail` is written to be shown), or a
-// `NetworkError` when no answer came.
+// `ApiError` holding the RFC 9457 problem (its `detail` is written to be shown; its `type`
+// names its kind: `isProblem(error, 'turn-running')`), or a `NetworkError` when no answer came.
 
+import { problemTypes } from './generated/problems.js';
 import { routes } from './generated/routes.js';
 import { EventStream } from './sse.js';
+
+const KIND_OF = new Map(Object.entries(problemTypes).map(([name, { type }]) => [type, name]));
 
 /** An answer other than 2xx: the status and the problem+json body. */
 export class ApiError extends Error {
@@ -21,6 +24,26 @@ export class ApiError extends Error {
     /** @type {Record<string, any>} */
     this.problem = problem || {};
   }
+
+  /** The problem's kind (docs/problems.md): the name its `type` URI ends in, or null (none of
+   * Parley's: `about:blank`, or an answer that was not Parley's). */
+  get kind() {
+    return KIND_OF.get(this.problem.type) ?? null;
+  }
+}
+
+/**
+ * Whether `error` is an `ApiError` — of the kind `name`, when given (`turn-running`,
+ * `client-message-id-reused`, …: `problemTypes` lists them). With TypeScript it narrows
+ * `error.problem` to that kind's body.
+ * @param {unknown} error
+ * @param {string} [name]
+ */
+export function isProblem(error, name) {
+  if (!(error instanceof ApiError)) return false;
+  if (name === undefined) return true;
+  if (!Object.hasOwn(problemTypes, name)) throw new TypeError(`isProblem: no problem kind is called ${name}`);
+  return error.problem.type === problemTypes[name].type;
 }
 
 /** The request never got an answer (offline, DNS, CORS, a dropped connection). */
@@ -139,6 +162,22 @@ export class ParleyClient {
   send(body, init = {}) {
     const request = { client_message_id: crypto.randomUUID(), ...body };
     return this.chat.postChat(request, { ...init, headers: { Prefer: 'respond-async', ...init.headers } });
+  }
+
+  /**
+   * Decide an approval and get the answer at once (`Prefer: respond-async` → 202 once the
+   * decision is recorded and the plan handed on to resume): the plan's progress comes over
+   * Realtime — `watch.turnEnd(planId, pause.seq)` resolves when it ends or pauses again.
+   * `planner.decideApproval` is the route itself, which waits for the resumed plan.
+   * @param {string} planId
+   * @param {string} approvalId
+   * @param {{ decision: 'approve' | 'reject' | 'answer', text?: string | null }} body
+   * @param {{ signal?: AbortSignal, headers?: Record<string, string> }} [init]
+   */
+  decide(planId, approvalId, body, init = {}) {
+    return this.planner.decideApproval(planId, approvalId, body, {
+      ...init, headers: { Prefer: 'respond-async', ...init.headers },
+    });
   }
 
   /**

@@ -4,12 +4,16 @@ import type * as Chat from './generated/chat.js';
 import type * as Planner from './generated/agent_planner.js';
 import type * as Events from './generated/events.js';
 
-export { ApiError, NetworkError, ParleyClient } from './client.js';
-export type { CallInit, ParleyOptions } from './client.js';
+export { ApiError, NetworkError, ParleyClient, isProblem } from './client.js';
+export type { AnyProblem, CallInit, ParleyOptions } from './client.js';
+export { problemTypes } from './generated/problems.js';
+export type { ProblemName, Problems } from './generated/problems.js';
 export { EventStream, messages as sseMessages } from './sse.js';
 export { Sequencer } from './sequencer.js';
 export type { SequencerSnapshot } from './sequencer.js';
-export { SessionWatch, watchSession } from './watch.js';
+export { StreamedTexts } from './texts.js';
+export type { StreamedText } from './texts.js';
+export { RealtimeError, SessionWatch, watchSession } from './watch.js';
 export type { RealtimeHost, Snapshot, TurnEnd, WatchOptions } from './watch.js';
 export { routes } from './generated/routes.js';
 export type { ChatCalls, ExecutorCalls, PlannerCalls } from './generated/routes.js';
@@ -29,6 +33,10 @@ export type ChatTurnReply = ChatSchemas['ChatTurnReply'];
 export type ChatTurnAccepted = ChatSchemas['ChatTurnAccepted'];
 export type PlanDetail = PlannerSchemas['PlanDetail'];
 export type Approval = PlannerSchemas['ApprovalOut'];
+export type DecisionRequest = PlannerSchemas['DecisionRequest'];
+export type DecisionReply = PlannerSchemas['DecisionReply'];
+/** Any problem+json body of the functions (docs/problems.md); `Problems[kind]` is one kind's. */
+export type Problem = ChatSchemas['Problem'];
 
 /** One event of a session (docs/events.md), as its JSON Schema says: narrow it by `type`. */
 export type ParleyEvent = Events.Event;

@@ -5,8 +5,10 @@
 //                  tables, with each turn's end
 //   Sequencer      the ordering rules alone (for a transport of your own)
 
-export { ApiError, NetworkError, ParleyClient } from './client.js';
+export { ApiError, NetworkError, ParleyClient, isProblem } from './client.js';
+export { problemTypes } from './generated/problems.js';
 export { EventStream, messages as sseMessages } from './sse.js';
 export { Sequencer } from './sequencer.js';
-export { SessionWatch, watchSession } from './watch.js';
+export { StreamedTexts } from './texts.js';
+export { RealtimeError, SessionWatch, watchSession } from './watch.js';
 export { routes } from './generated/routes.js';

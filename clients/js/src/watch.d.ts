@@ -1,5 +1,6 @@
 import type { ParleyClient } from './client.js';
 import type { EventOf, ParleyEvent, PlanDetail, Session, TimelineEntry } from './index.js';
+import type { StreamedText } from './texts.js';
 
 /** The part of a supabase-js client `watchSession` uses (pass your `SupabaseClient`). */
 export interface RealtimeHost {
@@ -45,20 +46,35 @@ export interface WatchOptions {
   /** A turn ended or paused after the watch began (ends found by the first read are only
    * recorded: `turnEnd` returns them). */
   onTurnEnd?: (end: TurnEnd) => void;
+  /** A turn's planner texts changed: the words before its tool calls and its answer, as far as
+   * they streamed (every batch in its place, late ones too), each the stored text once read. */
+  onText?: (planId: string, texts: StreamedText[]) => void;
   /** Anything changed: events, a snapshot, the connection, an error. */
   onChange?: (watch: SessionWatch) => void;
   /** How long a replayed batch waits for more before it is delivered (ms; 50). */
   replayQuietMs?: number;
 }
 
+/** Realtime refused the channel (the join's error reply) or closed it saying why (a `system`
+ * error: a token that expired, …). `reason` is Realtime's words, e.g. "Unauthorized: You do
+ * not have permissions to read from this Channel topic: session:…". */
+export declare class RealtimeError extends Error {
+  constructor(reason: string, options?: { cause?: unknown });
+  readonly reason: string;
+}
+
 export declare class SessionWatch {
   constructor(options: WatchOptions);
   readonly sessionId: string;
-  /** Resolves when the channel is joined and the tables read the first time. */
+  /** Resolves when the channel is joined and the tables read the first time; rejects with a
+   * `RealtimeError` when Realtime refuses the join. */
   readonly ready: Promise<void>;
-  /** `connecting`, `live`, `reconnecting` (it rejoins by itself, with replay) or `offline`. */
-  readonly connection: 'connecting' | 'live' | 'reconnecting' | 'offline' | string;
-  /** Why the last catch-up failed (null: it did not). */
+  /** `connecting`, `live`, `reconnecting` (it rejoins by itself, with replay), `offline`, or
+   * `failed` (Realtime refused or closed the channel: see `error`; the watch is closed). */
+  readonly connection: 'connecting' | 'live' | 'reconnecting' | 'offline' | 'failed' | string;
+  /** Why the watch failed (a `RealtimeError`: it is closed, and every waiting `turnEnd`
+   * rejected with it), or why the last catch-up read failed (the next one retries); null:
+   * neither. */
   readonly error: unknown;
   /** The session answered 404: missing, deleted, or another user's. The watch is closed. */
   readonly missing: boolean;
@@ -67,9 +83,12 @@ export declare class SessionWatch {
   readonly session: Session | null;
   /** The highest `seq` delivered. */
   readonly lastSeq: number;
+  /** The planner's texts of a turn, in order (see `onText`). */
+  texts(planId: string): StreamedText[];
   /** Read the tables now (and these plans). */
   catchUp(planIds?: string[]): Promise<void>;
-  /** The turn's next end after `after` (the previous end's `seq`; 0: its first). */
+  /** The turn's next end after `after` (the previous end's `seq`; 0: its first). Rejects when
+   * the watch closes first (with its `RealtimeError` when it failed). */
   turnEnd(planId: string, after?: number): Promise<TurnEnd>;
   /** Leave the channel; pending `turnEnd`s reject. */
   close(): void;

@@ -4,7 +4,7 @@
 // this file applies what it delivers to the view's state (session_state.js).
 
 import { watchSession } from '@parley/client';
-import { applyEvent, applyPlanDetail, applyTimeline, emptySession } from './session_state.js';
+import { applyEvent, applyPlanDetail, applyTexts, applyTimeline, emptySession } from './session_state.js';
 
 export class SessionFeed {
   constructor({ client, api, sessionId, onChange }) {
@@ -15,6 +15,7 @@ export class SessionFeed {
       sessionId,
       onEvent: (event) => applyEvent(this.state, event),
       onSnapshot: (snapshot) => this.#snapshot(snapshot),
+      onText: (planId, texts) => applyTexts(this.state, planId, texts),
       onChange: () => {
         this.state.missing = this.watch.missing;
         onChange(this);
@@ -22,7 +23,7 @@ export class SessionFeed {
     });
   }
 
-  /** Joined, and the tables read once. */
+  /** Joined, and the tables read once (rejects when Realtime refuses the channel). */
   open() {
     return this.watch.ready;
   }
@@ -36,12 +37,13 @@ export class SessionFeed {
     return this.watch.catchUp(planIds);
   }
 
-  /** `live`, `connecting`, `reconnecting` or `offline`. */
+  /** `live`, `connecting`, `reconnecting`, `offline`, or `failed` (Realtime refused or closed
+   * the channel: `error` says why). */
   get connection() {
     return this.watch.connection;
   }
 
-  /** Why the last catch-up failed (shown; the next one reads again). */
+  /** Why the channel failed, or why the last catch-up failed (shown; the next one reads again). */
   get error() {
     return this.watch.error;
   }

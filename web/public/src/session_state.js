@@ -37,7 +37,7 @@ function newPlan(id) {
     approvals: new Map(), // approval id → approval
     usage: null,
     answer: null,
-    live: [], // the planner's own words and tool calls as they stream (until the rows are read)
+    live: [], // the planner's own words (its texts) and tool calls as they stream (until the rows are read)
     countedUsage: new Set(),
     executions: [],
   };
@@ -144,6 +144,17 @@ export function applyPlanDetail(state, detail, snapshotSeq) {
   if (TERMINAL.has(plan.status)) plan.live = [];
 }
 
+/**
+ * A turn's planner texts as `watchSession()` assembles them (`onText`): its words before each
+ * tool call and its answer, every token batch in its place — a batch that came after later
+ * events too — and the stored text once read. They are the turn's live words.
+ */
+export function applyTexts(state, planId, texts) {
+  const plan = planOf(state, planId);
+  const words = texts.map((t) => ({ kind: 'words', seq: t.seq, text: t.text }));
+  plan.live = [...plan.live.filter((note) => note.kind !== 'words'), ...words].sort((a, b) => a.seq - b.seq);
+}
+
 // ---- live events (Realtime) ----------------------------------------------------------------
 
 function newer(event, holder) {
@@ -177,12 +188,6 @@ const HANDLERS = {
         args: a.tool_args, reason: a.reason, status: 'pending', response: null,
       });
     }
-  },
-  token(plan, data, event) {
-    if (TERMINAL.has(plan.status) && !newer(event, plan)) return;
-    const last = plan.live.at(-1);
-    if (last?.kind === 'words') last.text += data.text;
-    else plan.live.push({ kind: 'words', seq: event.seq, text: data.text });
   },
   tool_call(plan, data, event) {
     if (!newer(event, plan)) return;

@@ -86,20 +86,33 @@ export interface components {
             running_elsewhere: boolean;
         };
         /**
+         * ProblemType
+         * @description The problem's kind (RFC 9457 `type`): one of Parley's, or `about:blank` for an HTTP-level refusal the status says all about (no such route, method not allowed). `x-status` is the HTTP status each is answered with.
+         */
+        ProblemType: Shared.components["schemas"]["ProblemType"];
+        /**
          * Problem
-         * @description An RFC 9457 problem: every error response of every function has this shape.
+         * @description An RFC 9457 problem: every error response of every function has this shape. `type`
+         *     names the kind (`ProblemType`); `detail` is written to be shown.
          */
         Problem: Shared.components["schemas"]["Problem"];
         /**
          * TurnStillRunningProblem
-         * @description 409 for a message sent while a turn of the session runs: the turn it waits for.
+         * @description 409 `turn-running`: a message sent while a turn of the session runs; the turn it waits
+         *     for.
          */
         TurnStillRunningProblem: Shared.components["schemas"]["TurnStillRunningProblem"];
         /**
          * ClientMessageIdReusedProblem
-         * @description 409 for a `client_message_id` the session already has, sent with another message.
+         * @description 422 `client-message-id-reused`: a `client_message_id` the session already has, sent
+         *     with another message.
          */
         ClientMessageIdReusedProblem: Shared.components["schemas"]["ClientMessageIdReusedProblem"];
+        /**
+         * OverloadedProblem
+         * @description 503 `overloaded`: the function runs as many turns as it may; nothing was stored.
+         */
+        OverloadedProblem: Shared.components["schemas"]["OverloadedProblem"];
         /**
          * AgentMessageData
          * @description One row of the agent dialogue (`seq` is the row's).

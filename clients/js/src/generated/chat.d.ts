@@ -42,7 +42,8 @@ export interface paths {
          *     A resend (the same `client_message_id` and message) never runs or announces again what
          *     happened: a turn that ended or waits for the user is answered as it stands (JSON, or 202
          *     when asked for); one still running elsewhere is answered 202 with where to watch it, also
-         *     when `stream` was asked. The same id with another message is a 409.
+         *     when `stream` was asked. The same id with another message is a 422
+         *     (`client-message-id-reused`); a new message while a turn runs, a 409 (`turn-running`).
          */
         post: operations["post_chat_chat_post"];
         delete?: never;
@@ -161,6 +162,11 @@ export interface paths {
          * Get Timeline
          * @description Human and agent messages together, in the session's single `seq` order; `removed`
          *     names the turns whose agents' dialogue or tool rounds retention deleted.
+         *
+         *     Every stored row, internal ones too: `kind: tool` entries are the planner's tool results —
+         *     `create_plan`'s holds each step's result, for the model to answer from — not words for the
+         *     user; a chat view shows `user` and `assistant` entries (`GET /sessions/{id}/messages` gives
+         *     only those unless asked for `include=internal`).
          */
         get: operations["get_timeline_sessions__session_id__timeline_get"];
         put?: never;
@@ -772,20 +778,33 @@ export interface components {
             messages: string;
         };
         /**
+         * ProblemType
+         * @description The problem's kind (RFC 9457 `type`): one of Parley's, or `about:blank` for an HTTP-level refusal the status says all about (no such route, method not allowed). `x-status` is the HTTP status each is answered with.
+         */
+        ProblemType: Shared.components["schemas"]["ProblemType"];
+        /**
          * Problem
-         * @description An RFC 9457 problem: every error response of every function has this shape.
+         * @description An RFC 9457 problem: every error response of every function has this shape. `type`
+         *     names the kind (`ProblemType`); `detail` is written to be shown.
          */
         Problem: Shared.components["schemas"]["Problem"];
         /**
          * TurnStillRunningProblem
-         * @description 409 for a message sent while a turn of the session runs: the turn it waits for.
+         * @description 409 `turn-running`: a message sent while a turn of the session runs; the turn it waits
+         *     for.
          */
         TurnStillRunningProblem: Shared.components["schemas"]["TurnStillRunningProblem"];
         /**
          * ClientMessageIdReusedProblem
-         * @description 409 for a `client_message_id` the session already has, sent with another message.
+         * @description 422 `client-message-id-reused`: a `client_message_id` the session already has, sent
+         *     with another message.
          */
         ClientMessageIdReusedProblem: Shared.components["schemas"]["ClientMessageIdReusedProblem"];
+        /**
+         * OverloadedProblem
+         * @description 503 `overloaded`: the function runs as many turns as it may; nothing was stored.
+         */
+        OverloadedProblem: Shared.components["schemas"]["OverloadedProblem"];
         /**
          * AgentMessageData
          * @description One row of the agent dialogue (`seq` is the row's).
@@ -1038,22 +1057,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A turn of the session is still running or waits for the user (`TurnStillRunningProblem`), or the `client_message_id` was sent before with another message (`ClientMessageIdReusedProblem`). */
+            /** @description `turn-running`: a turn of the session is still running or waits for the user (`TurnStillRunningProblem`). */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["TurnStillRunningProblem"] | components["schemas"]["ClientMessageIdReusedProblem"];
+                    "application/problem+json": components["schemas"]["TurnStillRunningProblem"];
                 };
             };
-            /** @description Unprocessable Entity */
+            /** @description `client-message-id-reused`: the `client_message_id` was sent before with another message (`ClientMessageIdReusedProblem`); or the request is invalid. */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["ClientMessageIdReusedProblem"] | components["schemas"]["Problem"];
                 };
             };
             /** @description Bad Gateway */
@@ -1065,13 +1084,13 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Service Unavailable */
+            /** @description `overloaded` (`OverloadedProblem`: retry after `retry_after` seconds), or the function or its model is not configured or rate limited. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["OverloadedProblem"] | components["schemas"]["Problem"];
                 };
             };
         };

@@ -29,7 +29,8 @@ export interface ChatCalls {
    * A resend (the same `client_message_id` and message) never runs or announces again what
    * happened: a turn that ended or waits for the user is answered as it stands (JSON, or 202
    * when asked for); one still running elsewhere is answered 202 with where to watch it, also
-   * when `stream` was asked. The same id with another message is a 409.
+   * when `stream` was asked. The same id with another message is a 422
+   * (`client-message-id-reused`); a new message while a turn runs, a 409 (`turn-running`).
    */
   postChat(body: Chat.components['schemas']["ChatTurnRequest"], init?: CallInit): Promise<Chat.components['schemas']["ChatTurnReply"] | Chat.components['schemas']["ChatTurnAccepted"] | EventStream>;
   /**
@@ -86,6 +87,11 @@ export interface ChatCalls {
    *
    * Human and agent messages together, in the session's single `seq` order; `removed`
    * names the turns whose agents' dialogue or tool rounds retention deleted.
+   *
+   * Every stored row, internal ones too: `kind: tool` entries are the planner's tool results —
+   * `create_plan`'s holds each step's result, for the model to answer from — not words for the
+   * user; a chat view shows `user` and `assistant` entries (`GET /sessions/{id}/messages` gives
+   * only those unless asked for `include=internal`).
    */
   getTimeline(session_id: string, query?: NonNullable<Chat.operations["get_timeline_sessions__session_id__timeline_get"]['parameters']['query']>, init?: CallInit): Promise<Chat.components['schemas']["Timeline"]>;
   /**

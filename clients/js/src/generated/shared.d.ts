@@ -291,15 +291,17 @@ export interface components {
             completed_at: string | null;
         };
         /**
+         * ProblemType
+         * @description The problem's kind (RFC 9457 `type`): one of Parley's, or `about:blank` for an HTTP-level refusal the status says all about (no such route, method not allowed). `x-status` is the HTTP status each is answered with.
+         */
+        ProblemType: "https://parley.invalid/problems/malformed-body" | "https://parley.invalid/problems/application-error" | "https://parley.invalid/problems/unauthenticated" | "https://parley.invalid/problems/account-gone" | "https://parley.invalid/problems/permission-denied" | "https://parley.invalid/problems/not-found" | "https://parley.invalid/problems/turn-running" | "https://parley.invalid/problems/approval-decided" | "https://parley.invalid/problems/plan-ended" | "https://parley.invalid/problems/message-not-in-session" | "https://parley.invalid/problems/conflict" | "https://parley.invalid/problems/invalid-request" | "https://parley.invalid/problems/invalid-input" | "https://parley.invalid/problems/client-message-id-reused" | "https://parley.invalid/problems/unexpected-error" | "https://parley.invalid/problems/upstream-unavailable" | "https://parley.invalid/problems/model-failed" | "https://parley.invalid/problems/not-configured" | "https://parley.invalid/problems/overloaded" | "https://parley.invalid/problems/model-rate-limited" | "https://parley.invalid/problems/model-timeout" | "about:blank";
+        /**
          * Problem
-         * @description An RFC 9457 problem: every error response of every function has this shape.
+         * @description An RFC 9457 problem: every error response of every function has this shape. `type`
+         *     names the kind (`ProblemType`); `detail` is written to be shown.
          */
         Problem: {
-            /**
-             * Type
-             * @default about:blank
-             */
-            type: string;
+            type: components["schemas"]["ProblemType"];
             /** Title */
             title: string;
             /** Status */
@@ -308,6 +310,7 @@ export interface components {
             detail: string;
             /**
              * Errors
+             * @description `invalid-request`: each field that does not match.
              * @default null
              */
             errors: {
@@ -316,14 +319,16 @@ export interface components {
         };
         /**
          * TurnStillRunningProblem
-         * @description 409 for a message sent while a turn of the session runs: the turn it waits for.
+         * @description 409 `turn-running`: a message sent while a turn of the session runs; the turn it waits
+         *     for.
          */
         TurnStillRunningProblem: {
             /**
              * Type
-             * @default about:blank
+             * @default https://parley.invalid/problems/turn-running
+             * @constant
              */
-            type: string;
+            type: "https://parley.invalid/problems/turn-running";
             /** Title */
             title: string;
             /** Status */
@@ -332,6 +337,7 @@ export interface components {
             detail: string;
             /**
              * Errors
+             * @description `invalid-request`: each field that does not match.
              * @default null
              */
             errors: {
@@ -352,14 +358,16 @@ export interface components {
         };
         /**
          * ClientMessageIdReusedProblem
-         * @description 409 for a `client_message_id` the session already has, sent with another message.
+         * @description 422 `client-message-id-reused`: a `client_message_id` the session already has, sent
+         *     with another message.
          */
         ClientMessageIdReusedProblem: {
             /**
              * Type
-             * @default about:blank
+             * @default https://parley.invalid/problems/client-message-id-reused
+             * @constant
              */
-            type: string;
+            type: "https://parley.invalid/problems/client-message-id-reused";
             /** Title */
             title: string;
             /** Status */
@@ -368,6 +376,7 @@ export interface components {
             detail: string;
             /**
              * Errors
+             * @description `invalid-request`: each field that does not match.
              * @default null
              */
             errors: {
@@ -387,6 +396,37 @@ export interface components {
              * @description Its turn.
              */
             plan_id: string;
+        };
+        /**
+         * OverloadedProblem
+         * @description 503 `overloaded`: the function runs as many turns as it may; nothing was stored.
+         */
+        OverloadedProblem: {
+            /**
+             * Type
+             * @default https://parley.invalid/problems/overloaded
+             * @constant
+             */
+            type: "https://parley.invalid/problems/overloaded";
+            /** Title */
+            title: string;
+            /** Status */
+            status: number;
+            /** Detail */
+            detail: string;
+            /**
+             * Errors
+             * @description `invalid-request`: each field that does not match.
+             * @default null
+             */
+            errors: {
+                [key: string]: unknown;
+            }[] | null;
+            /**
+             * Retry After
+             * @description Seconds to wait before sending again (`Retry-After`).
+             */
+            retry_after: number;
         };
         /**
          * AgentMessageData

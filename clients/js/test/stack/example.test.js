@@ -1,60 +1,40 @@
-// The TypeScript example of the READMEs (examples/send_watch_approve.ts), run as it is against
-// the local stack: it signs the demo user in with Supabase Auth (the stack's twin), sends, watches
-// the turn pause for approval, approves, and sees it complete.
+// The README's TypeScript example (examples/send_watch_approve.ts), run as `npm run example`
+// runs it — on Node 20, reading the local stack's values from the environment — against the
+// local stack: it signs the demo user in with Supabase Auth (the stack's twin), sends, watches
+// the turn pause for approval, decides, sees it complete, and exits.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFile, rm, writeFile } from 'node:fs/promises';
-import ts from 'typescript';
 import { parleyFor, skip, stack } from './helpers.js';
 
-const EXAMPLE = new URL('../../examples/send_watch_approve.ts', import.meta.url);
-const RUN = new URL('./.send_watch_approve.mjs', import.meta.url); // beside the package's node_modules
-
-/** The example as JavaScript, after a prelude that gives it what it declares. */
-async function runnable() {
-  const source = await readFile(EXAMPLE, 'utf8');
-  const { outputText } = ts.transpileModule(source, {
-    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-  });
-  const given = {
-    SUPABASE_URL: stack.supabaseUrl, SUPABASE_ANON_KEY: stack.anonKey, CHAT_URL: stack.chat,
-    PLANNER_URL: stack.planner, EMAIL: stack.demoEmail, PASSWORD: stack.demoPassword,
+/** `npm run example`'s command, with the values `dev.py run` writes to .parley/client.env. */
+function runExample() {
+  const env = {
+    ...process.env,
+    PARLEY_CLIENT_ENV: '/nonexistent/client.env', // this test's values, not a running stack's
+    SUPABASE_URL: stack.supabaseUrl, SUPABASE_ANON_KEY: stack.anonKey, PARLEY_CHAT_URL: stack.chat,
+    PARLEY_PLANNER_URL: stack.planner, PARLEY_EMAIL: stack.demoEmail, PARLEY_PASSWORD: stack.demoPassword,
   };
-  const prelude = [
-    "import WebSocket from 'ws';",
-    'globalThis.WebSocket ??= WebSocket; // Node 20 has none of its own',
-    `Object.assign(globalThis, ${JSON.stringify(given)});`,
-  ].join('\n');
-  return `${prelude}\n${outputText}`;
-}
-
-/** Run it until it prints its result line (supabase-js's timers would keep it alive). */
-function run(path) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const script = new URL('../../scripts/example.mjs', import.meta.url).pathname;
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [script], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const result = out.split('\n').find((line) => /^(completed|failed|cancelled): /.test(line));
-      if (result) {
-        child.kill();
-        resolve({ out, result });
-      }
-    });
+    child.stdout.on('data', (chunk) => { out += chunk; });
     child.stderr.on('data', (chunk) => { err += chunk; });
-    child.on('exit', (code) => reject(new Error(`the example exited (${code}) without its result:\n${out}\n${err}`)));
+    child.on('exit', (code) => resolve({ code, out, err }));
   });
 }
 
-test('the README\'s TypeScript example signs in, sends, watches, approves, and the turn completes', { skip }, async (t) => {
-  await writeFile(RUN, await runnable());
-  t.after(() => rm(RUN, { force: true }));
-  const { out, result } = await run(RUN.pathname);
-  assert.match(result, /^completed: \(demo\) The tools returned/);
-  assert.match(out, /\(demo\)/, 'the answer streamed as token events');
+test('the README\'s example runs as `npm run example`: signs in, sends, watches, approves, the turn completes, it exits', { skip }, async () => {
+  const { code, out, err } = await runExample();
+  assert.equal(code, 0, `${out}\n${err}`);
+  const lines = out.trim().split('\n');
+  assert.equal(lines[0], 'planner: (demo) Writing a plan.', out);
+  assert.match(out, /^approving delete_calendar_event \{"event_id":"[0-9a-f-]{36}"\}$/m);
+  assert.match(out, /^completed: \(demo\) The tools returned/m);
+  assert.match(out, /^planner: \(demo\) The tools returned/m, 'the answer, as its text');
   const parley = parleyFor(stack.users.demo);
   const [session] = (await parley.chat.listSessions({ limit: 1 })).sessions;
   assert.equal(session.title, 'My week');

@@ -2,6 +2,7 @@
 // the anon key, users with their tokens), and a network the tests control between supabase-js
 // and the local Realtime server.
 
+import { createHmac } from 'node:crypto';
 import { createClient } from '@supabase/supabase-js';
 import WebSocket from 'ws'; // Node 20 has no WebSocket of its own
 import { ParleyClient } from '../../src/index.js';
@@ -19,12 +20,45 @@ export function parleyFor(user, options = {}) {
   });
 }
 
-/** A supabase-js client holding the user's token, as a browser app would have it. */
+/** A supabase-js client holding the user's token, as a browser app would have it
+ * (`user.token` is read afresh each time supabase-js asks: change it to refresh). */
 export function supabaseFor(user, network = new Network()) {
   return createClient(stack.supabaseUrl, stack.anonKey, {
     accessToken: async () => user.token,
     realtime: { transport: network.transport, heartbeatIntervalMs: 1000, reconnectAfterMs: () => 100 },
   });
+}
+
+/** A user signed up now through the stack's Auth (with the demo data the local stack gives a new
+ * account): `{ id, token }`, as `stack.users` has them. */
+export async function newUser() {
+  const response = await fetch(`${stack.supabaseUrl}/auth/v1/signup`, {
+    method: 'POST',
+    headers: { apikey: stack.anonKey, 'content-type': 'application/json' },
+    body: JSON.stringify({ email: `watch-${crypto.randomUUID()}@example.com`, password: 'choose-a-password' }),
+  });
+  const session = await response.json();
+  if (!response.ok) throw new Error(`sign-up: ${response.status} ${JSON.stringify(session)}`);
+  return { id: session.user.id, token: session.access_token };
+}
+
+/** A supabase-js client with no user signed in: it holds the project's anon (publishable) key. */
+export function anonymousSupabase(network = new Network()) {
+  return createClient(stack.supabaseUrl, stack.anonKey, {
+    auth: { persistSession: false, autoRefreshToken: false },
+    realtime: { transport: network.transport, heartbeatIntervalMs: 1000, reconnectAfterMs: () => 100 },
+  });
+}
+
+/** A user's access token, HS256 with the stack's JWT secret, valid for `seconds`: its `exp`
+ * (epoch seconds) too. */
+export function mintToken(userId, seconds) {
+  const now = Math.floor(Date.now() / 1000);
+  const part = (value) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const claims = { iss: 'parley-local', role: 'authenticated', aud: 'authenticated', sub: userId, iat: now, exp: now + seconds };
+  const unsigned = `${part({ alg: 'HS256', typ: 'JWT' })}.${part(claims)}`;
+  const signature = createHmac('sha256', stack.jwtSecret).update(unsigned).digest('base64url');
+  return { token: `${unsigned}.${signature}`, exp: claims.exp };
 }
 
 /**
@@ -38,6 +72,9 @@ export class Network {
   shuffleReplay = false;
   /** Take replay out of every join (as when the events passed Realtime's retention). */
   noReplay = false;
+  /** Keep every `token` broadcast from the client until `releaseTokens()`. */
+  holdTokens = false;
+  heldTokens = [];
   sockets = new Set();
   /** Replayed events in the order the client was handed them. */
   replayedOrder = [];
@@ -76,6 +113,10 @@ export class Network {
       }
 
       #receive(message) {
+        if (network.holdTokens && broadcastEvent(message.data)?.type === 'token') {
+          network.heldTokens.push(() => this.#deliver?.(message));
+          return;
+        }
         const replayed = replayedEvent(message.data);
         if (replayed && network.#holdBack?.(replayed)) {
           network.#kept.set(replayed.seq, () => this.#pass(message, replayed));
@@ -110,6 +151,14 @@ export class Network {
     return kept.length;
   }
 
+  /** Hand the client the token batches kept so far; returns how many. */
+  releaseTokens() {
+    this.holdTokens = false;
+    const held = this.heldTokens.splice(0);
+    held.forEach((pass) => pass());
+    return held.length;
+  }
+
   cut() {
     this.offline = true;
     for (const socket of this.sockets) socket.terminate();
@@ -118,10 +167,21 @@ export class Network {
 
 /** The Parley event a frame carries if it is a replayed broadcast (either serializer). */
 export function replayedEvent(data) {
+  const broadcast = broadcastOf(data);
+  return broadcast?.meta?.replayed ? broadcast.event : null;
+}
+
+/** The Parley event a frame carries if it is a broadcast, replayed or live. */
+export function broadcastEvent(data) {
+  return broadcastOf(data)?.event ?? null;
+}
+
+function broadcastOf(data) {
   if (typeof data === 'string') {
     const frame = JSON.parse(data);
     const payload = Array.isArray(frame) ? frame[4] : frame.payload;
-    return payload?.meta?.replayed ? payload.payload : null;
+    const event = Array.isArray(frame) ? frame[3] : frame.event;
+    return event === 'broadcast' && payload?.payload ? { event: payload.payload, meta: payload.meta } : null;
   }
   // serializer 2.0.0's user broadcast (kind 4), which broadcasts sent from the database are:
   // u8 kind | u8 topic length | u8 event length | u8 meta length | u8 encoding, the strings,
@@ -131,7 +191,7 @@ export function replayedEvent(data) {
   const metaAt = 5 + bytes[1] + bytes[2];
   const text = (from, to) => new TextDecoder().decode(bytes.slice(from, to));
   const meta = bytes[3] ? JSON.parse(text(metaAt, metaAt + bytes[3])) : null;
-  return meta?.replayed ? JSON.parse(text(metaAt + bytes[3])) : null;
+  return { event: JSON.parse(text(metaAt + bytes[3])), meta };
 }
 
 /**

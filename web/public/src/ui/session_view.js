@@ -4,7 +4,7 @@
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { html } from '../html.js';
-import { ApiError, NetworkError } from '@parley/client';
+import { NetworkError, isProblem } from '@parley/client';
 import { SessionFeed } from '../live.js';
 import { turns } from '../session_state.js';
 import { Approvals } from './approvals.js';
@@ -78,7 +78,7 @@ export function SessionView({ app, sessionId, onSessionsChanged }) {
       const first = outbox.get(sessionId);
       outbox.delete(sessionId);
       if (first && !opened.state.missing) send(first);
-    });
+    }, () => {}); // refused by Realtime: the header shows why (feed.error)
     return () => opened.close();
   }, [sessionId]);
 
@@ -106,7 +106,7 @@ export function SessionView({ app, sessionId, onSessionsChanged }) {
       onSessionsChanged();
     } catch (error) {
       const failed = { text, clientMessageId, knownPlans, error: error.message };
-      if (error instanceof ApiError && error.status === 409) {
+      if (isProblem(error, 'turn-running')) {
         setOutgoing({ ...failed, state: 'conflict', runningPlanId: error.problem.plan_id, planStatus: error.problem.plan_status });
       } else if (error instanceof NetworkError) {
         setOutgoing({ ...failed, state: 'failed' });
@@ -136,7 +136,7 @@ export function SessionView({ app, sessionId, onSessionsChanged }) {
     window.location.hash = `#/s/${f.id}`;
   });
   const decide = async (planId, approvalId, decision, text) => {
-    const pending = api.planner.decideApproval(planId, approvalId, text ? { decision, text } : { decision });
+    const pending = api.decide(planId, approvalId, text ? { decision, text } : { decision });
     pending.finally(() => feed.catchUp([planId])).catch(() => {});
     await pending;
   };

@@ -66,8 +66,11 @@ export function SessionHeader({ session, api, onChanged, onDeleted, connection, 
         Session: ${usageText(session)}
         <span class="live" data-state=${connection} role="status">${LIVE[connection] || connection}</span>
       </p>
-      ${syncError && html`<p class="error" role="alert">Could not catch up (${syncError.message});
-        this view may miss recent messages until the next reconnect or reload.</p>`}
+      ${syncError && (connection === 'failed'
+        ? html`<p class="error" role="alert">This session's live channel was closed (${syncError.message}):
+            reload to join it again.</p>`
+        : html`<p class="error" role="alert">Could not catch up (${syncError.message});
+            this view may miss recent messages until the next reconnect or reload.</p>`)}
       ${error && html`<p class="error" role="alert">${error}</p>`}
     </header>`;
 }
@@ -77,4 +80,5 @@ const LIVE = {
   connecting: '○ Connecting…',
   reconnecting: '◌ Reconnecting — will catch up',
   offline: '○ Offline',
+  failed: '✗ Not live',
 };

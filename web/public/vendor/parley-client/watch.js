@@ -18,10 +18,36 @@
 // A turn's end is taken from the tables: after its `done` is delivered, the plan is read again,
 // and the turn ended (or paused for approval) when the detail says so. Replay order, a `done`
 // sent again, or a missed event cannot fake it.
+//
+// The planner's streamed text is kept apart (texts.js): a token batch that arrives after later
+// events cannot be delivered in seq order, but it still takes its place in its message's text
+// (`onText`, `watch.texts(planId)`), and a message whose row the tables hold has its stored
+// text — so no streamed word is lost, whatever arrived or did not.
+//
+// A watch fails loudly: when Realtime refuses the join (no permission to read the channel, a
+// limit reached) or closes the channel with a reason (a token that expired and was not
+// refreshed), the watch ends with a `RealtimeError` carrying Realtime's words — `ready`
+// rejects with it if it was still pending, `watch.error` holds it, and every `turnEnd()`
+// waiting rejects with it. A dropped socket is not a failure: the watch rejoins.
 
 import { Sequencer, TERMINAL } from './sequencer.js';
+import { StreamedTexts } from './texts.js';
 
 const REPLAY_LIMIT = 25; // hosted Realtime's most
+
+/** Realtime refused the channel, or closed it and said why (`reason`: Realtime's words). */
+export class RealtimeError extends Error {
+  /**
+   * @param {string} reason
+   * @param {{ cause?: unknown }} [options]
+   */
+  constructor(reason, options) {
+    super(`Realtime: ${reason}`, options);
+    this.name = 'RealtimeError';
+    /** Realtime's reason, as it sent it. */
+    this.reason = reason;
+  }
+}
 const ENDS = new Set([...TERMINAL, 'awaiting_approval']);
 const CHANNEL_STATES = {
   SUBSCRIBED: 'live',
@@ -42,14 +68,14 @@ export function watchSession(options) {
 export class SessionWatch {
   constructor({
     client, supabase, sessionId, onEvent = () => {}, onSnapshot = () => {}, onTurnEnd = () => {},
-    onChange = () => {}, replayQuietMs = 50,
+    onText = () => {}, onChange = () => {}, replayQuietMs = 50,
   }) {
     if (!client || !supabase || !sessionId) throw new TypeError('watchSession: client, supabase and sessionId are needed');
     Object.assign(this, { client, supabase, sessionId, replayQuietMs });
-    this.handlers = { onEvent, onSnapshot, onTurnEnd, onChange };
-    /** @type {'connecting' | 'live' | 'reconnecting' | 'offline' | string} */
+    this.handlers = { onEvent, onSnapshot, onTurnEnd, onText, onChange };
+    /** @type {'connecting' | 'live' | 'reconnecting' | 'offline' | 'failed' | string} */
     this.connection = 'connecting';
-    /** Why the last catch-up failed (null: it did not). */
+    /** Why the watch failed (a `RealtimeError`), or why the last catch-up failed (null: none). */
     this.error = null;
     /** The session answered 404: it does not exist, was deleted, or is not the user's. */
     this.missing = false;
@@ -67,12 +93,16 @@ export class SessionWatch {
     this.wanted = new Set(); // plans to read at the next catch-up
     this.snapshots = 0;
     this.quiet = null; // the replay batch's flush timer
+    this.closing = null; // why Realtime is closing the channel (a `system` error), if it said
+    this.failure = null; // the RealtimeError the watch ended with, if it failed
+    this.streamed = new StreamedTexts({ onText: (planId, texts) => this.handlers.onText(planId, texts) });
     this.sequencer = new Sequencer({
       onEvent: (event) => this.#deliver(event),
       onSnapshot: (snapshot) => this.handlers.onSnapshot(snapshot),
       onLate: (event) => this.catchUp(event.plan_id ? [event.plan_id] : []),
     });
     this.ready = this.#open();
+    this.ready.catch(() => {}); // a watch nobody awaits fails through `error` and `onChange`
   }
 
   /** The highest `seq` delivered so far. */
@@ -80,14 +110,24 @@ export class SessionWatch {
     return this.sequencer.high;
   }
 
+  /**
+   * The planner's texts of a turn, in order — the words before its tool calls, then its answer —
+   * as far as they streamed, every batch in its place, and each the stored text once read.
+   * @param {string} planId
+   */
+  texts(planId) {
+    return this.streamed.texts(planId);
+  }
+
   async #open() {
     this.sequencer.hold(); // the first catch-up is coming
     // Realtime needs the user's token before the join: a private channel refuses the anon key.
     await this.supabase.realtime.setAuth();
-    const joined = new Promise((resolve) => { this.joined = resolve; });
+    const joined = new Promise((resolve, reject) => { this.joined = { resolve, reject }; });
     this.#join(null);
-    await joined; // joined, or refused: then the catch-up tells why
+    await joined; // joined or dropped (the catch-up reads the tables meanwhile); refused: throws
     await (this.catching || this.catchUp());
+    if (this.failure) throw this.failure;
   }
 
   #join(since) {
@@ -97,7 +137,8 @@ export class SessionWatch {
     const channel = this.supabase
       .channel(`session:${this.sessionId}`, { config })
       .on('broadcast', { event: '*' }, ({ payload, meta }) => channel === this.channel && this.#receive(payload, meta))
-      .subscribe((status) => channel === this.channel && this.#channelStatus(status));
+      .on('system', {}, (payload) => channel === this.channel && this.#system(payload))
+      .subscribe((status, error) => channel === this.channel && this.#channelStatus(status, error));
     this.channel = channel;
   }
 
@@ -116,12 +157,49 @@ export class SessionWatch {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.quiet);
-    if (this.channel) this.supabase.removeChannel(this.channel);
-    this.channel = null;
+    const channel = this.channel;
+    this.channel = null; // first: leaving reports the channel CLOSED, which is not news now
+    if (channel) this.supabase.removeChannel(channel);
+    const reason = this.#closedReason();
     for (const [, waiting] of this.waiters) {
-      for (const waiter of waiting) waiter.reject(new Error(this.missing ? 'The session was not found' : 'The watch was closed'));
+      for (const waiter of waiting) waiter.reject(reason);
     }
     this.waiters.clear();
+  }
+
+  /** Why nothing more will come: the failure, the session's 404, or `close()`. */
+  #closedReason() {
+    return this.failure ?? new Error(this.missing ? 'The session was not found' : 'The watch was closed');
+  }
+
+  /** Realtime refused or closed the channel. A session never read may be missing (another
+   * user's is refused too): then the watch ends `missing`, as a read would have ended it; else
+   * with the `RealtimeError`. */
+  async #refused(error) {
+    if (!this.session) {
+      const missing = await this.client.chat.getSession(this.sessionId).then(() => false, (e) => e?.status === 404);
+      if (missing && !this.closed) {
+        this.missing = true;
+        this.joined?.resolve();
+        this.joined = null;
+        this.close();
+        this.#changed();
+        return;
+      }
+    }
+    this.#fail(error);
+  }
+
+  /** Realtime refused or closed the channel: the watch ends with `error`, loudly. */
+  #fail(error) {
+    if (this.closed) return;
+    this.failure = error;
+    this.error = error;
+    this.connection = 'failed';
+    this.joined?.reject(error);
+    this.joined = null;
+    this.close();
+    this.handlers.onChange(this);
   }
 
   /**
@@ -156,7 +234,7 @@ export class SessionWatch {
   turnEnd(planId, after = 0) {
     const known = this.ends.get(planId);
     if (known && known.seq > after) return Promise.resolve(known);
-    if (this.closed) return Promise.reject(new Error('The watch was closed'));
+    if (this.closed) return Promise.reject(this.#closedReason());
     const waiting = new Promise((resolve, reject) => {
       if (!this.waiters.has(planId)) this.waiters.set(planId, []);
       this.waiters.get(planId).push({ after, resolve, reject });
@@ -181,6 +259,7 @@ export class SessionWatch {
         ? await client.sessionPlans(sessionId)
         : await Promise.all([...planIds].map((id) => client.planner.getPlan(id)));
       snapshot = { seq: session.last_seq, session, entries, plans };
+      for (const entry of entries) this.streamed.entry(entry);
       this.session = session;
       for (const entry of entries) this.lastEntrySeq = Math.max(this.lastEntrySeq, entry.seq);
       for (const plan of plans) this.plans.set(plan.id, plan.status);
@@ -226,6 +305,7 @@ export class SessionWatch {
 
   #receive(event, meta) {
     if (this.closed || !event || event.session_id !== this.sessionId || typeof event.seq !== 'number') return;
+    if (event.type === 'token') this.streamed.token(event); // its text has a place, whenever it comes
     clearTimeout(this.quiet);
     if (!meta?.replayed) {
       this.sequencer.live(event);
@@ -247,6 +327,7 @@ export class SessionWatch {
       else if (!this.plans.has(event.plan_id)) this.plans.set(event.plan_id, 'pending');
     }
     this.lastTs = Math.max(this.lastTs, Date.parse(event.ts) || 0);
+    this.streamed.event(event);
     this.handlers.onEvent(event);
     // The turn's rows (user message, answer, final accounting) are in the tables now.
     if (event.type === 'done') {
@@ -255,7 +336,24 @@ export class SessionWatch {
     }
   }
 
-  #channelStatus(status) {
+  /** A `system` message: an error one says why Realtime closes the channel next. */
+  #system(payload) {
+    if (payload?.status === 'error' && payload.extension !== 'postgres_changes') {
+      this.closing = String(payload.message || 'the channel was closed');
+    }
+  }
+
+  #channelStatus(status, error) {
+    if (this.closed) return;
+    // A join Realtime answered with an error (its reply's `{ reason }`; a dropped socket's
+    // error holds a close event, with a numeric `code`), or a close it announced: final.
+    const reply = status === 'CHANNEL_ERROR' ? error?.cause : null;
+    const refused = typeof reply?.reason === 'string' && reply.reason !== '' && typeof reply.code !== 'number';
+    if (refused || (status === 'CLOSED' && this.closing)) {
+      const reason = refused ? reply.reason : this.closing;
+      this.#refused(new RealtimeError(reason, { cause: error }));
+      return;
+    }
     this.connection = CHANNEL_STATES[status] || status.toLowerCase();
     if (status === 'SUBSCRIBED') {
       // Joined (again): what was sent while we were not subscribed is in the tables.
@@ -266,7 +364,7 @@ export class SessionWatch {
       this.subscribed = false;
       this.#rejoin();
     }
-    this.joined?.();
+    this.joined?.resolve();
     this.joined = null;
     this.#changed();
   }
