@@ -38,10 +38,10 @@ import boto3
 import httpx
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
+from shared.kernel.settings import Settings
+from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services
-from shared.settings import Settings
 from tests import databases
 from tests.agents.plans import (
     CALENDAR_STEP,

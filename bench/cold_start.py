@@ -67,7 +67,7 @@ from typing import Any
 from uuid import uuid4
 
 from local.realtime import RealtimeConfig, RealtimeServer
-from shared.auth import User
+from shared.auth.access_tokens import User
 from tests.aws.moto_server import FAKE_AWS, NOT_INHERITED, environment, moto_server
 from tests.functions.conftest import SECRET, token
 from tests.otlp_receiver import OtlpReceiver, otlp_receiver
@@ -177,7 +177,7 @@ print(json.dumps({"import": imported, "first": times[0], "warm": times[1]}))
 SECRET_OWN_LINE = "read the stage's secret: Parley's client"
 SECRET_OWN = """
 import sys, time
-import shared.settings  # a function has it loaded: the read is what comes on top
+import shared.kernel.settings  # a function has it loaded: the read is what comes on top
 started = time.perf_counter()
 from shared.aws.secrets import secret_settings
 assert secret_settings(sys.argv[1])
@@ -186,7 +186,7 @@ print(time.perf_counter() - started)
 SECRET_BOTO3_LINE = "read the stage's secret: boto3"
 SECRET_BOTO3 = """
 import json, sys, time
-import shared.settings
+import shared.kernel.settings
 started = time.perf_counter()
 import boto3
 answer = boto3.client("secretsmanager").get_secret_value(SecretId=sys.argv[1])

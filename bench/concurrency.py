@@ -61,7 +61,7 @@ def free_port() -> int:
 
 MODEL = """
 import sys, threading
-from shared.agents import DeepSeekTokenizer
+from shared.llm.tokens import DeepSeekTokenizer
 from local.deepseek import FakeModelServer
 from tests.models import SERVED
 from tests.turn_kinds import script_turns

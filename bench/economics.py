@@ -46,9 +46,11 @@ from bench import account as seeded
 from bench.replies import ONE_AGENT, BenchScript
 from bench.requests import Request, requests
 from local.deepseek import Exchange, FakeModelServer
-from shared.agents import prompts, run_turn
+from shared.agents import prompts
 from shared.agents.model_calls import tool_schemas
 from shared.db import Database, agents, chats, users
+from shared.dispatch.in_process import run_turn
+from shared.kernel.settings import Settings
 from shared.llm import (
     AssistantMessage,
     ChatRequest,
@@ -69,8 +71,7 @@ from shared.llm import (
 )
 from shared.llm.messages import to_wire
 from shared.llm.tokens import DeepSeekTokenizer, count_tools
-from shared.services import Services
-from shared.settings import Settings, load_settings
+from shared.services import Services, load_settings
 from shared.tools import CallContext, ToolExecutor, TurnCache, builtin_registry, offered_tools
 from shared.tools import ToolCall as ExecutorCall
 from tests import databases

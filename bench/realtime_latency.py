@@ -41,7 +41,7 @@ from shared.db import Database
 from shared.db.records import AgentThread
 from shared.events import Event
 from shared.events.realtime import SupabaseRealtimePublisher
-from shared.settings import LOCAL_JWT_SECRET
+from shared.kernel.settings import LOCAL_JWT_SECRET
 from tests import databases
 from tests.factories import make_thread, make_user
 

@@ -129,7 +129,7 @@ async def serve_model(args: argparse.Namespace) -> None:
 
 async def serve_stack(args: argparse.Namespace) -> None:
     from local.stack import running_stack
-    from shared.settings import load_settings
+    from shared.services import load_settings
 
     count_refusals()
     settings = load_settings()

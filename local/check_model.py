@@ -25,8 +25,9 @@ from local.deepseek import FakeModelServer
 from local.deepseek.contract import rule_named
 from shared.agents import control_tools, prompts
 from shared.agents.model_calls import forced_choice, requested_thinking, tool_schemas
-from shared.agents.planner import routing_tools
+from shared.agents.planner.runs import routing_tools
 from shared.db.records import Agent
+from shared.kernel.settings import Settings
 from shared.llm import (
     AssistantMessage,
     ChatRequest,
@@ -41,7 +42,7 @@ from shared.llm import (
     UserMessage,
 )
 from shared.llm.openai_client import DEFAULT_BASE_URL
-from shared.settings import Settings, load_settings
+from shared.services import load_settings
 from shared.tools import builtin_registry
 
 MODES = ("auto", "enabled", "disabled")

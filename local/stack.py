@@ -45,13 +45,13 @@ from local.postgres import is_new_cluster, start_embedded, with_database
 from local.realtime import RealtimeConfig, RealtimeServer
 from local.seed import DEMO_EMAIL, DEMO_PASSWORD, DEMO_USER_ID, SeedSummary, seed_demo, seed_user
 from local.serving import BackgroundServer
-from shared import logs, tracing
-from shared.dashboards import OPERATOR, OPERATOR_CLAIM
 from shared.db import Database
-from shared.errors import ConfigurationError
-from shared.services import Services, get_services
-from shared.settings import LOCAL_JWT_SECRET, Settings, load_settings
-from shared.sweeper import sweep
+from shared.kernel.errors import ConfigurationError
+from shared.kernel.settings import LOCAL_JWT_SECRET, Settings
+from shared.observability import logs, tracing
+from shared.services import Services, get_services, load_settings
+from shared.usecases.daily_dashboards import OPERATOR, OPERATOR_CLAIM
+from shared.usecases.sweeper import sweep
 
 log = logging.getLogger(__name__)
 LOCAL_POOL_SIZE = 8

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
+from shared.llm.tokens import DeepSeekTokenizer
 from tests import databases
 from tests.models import MODELS
 

@@ -1,6 +1,6 @@
 """Events against their served JSON Schema, strictly: what the code sends is what is documented.
 
-The schema the chat function serves (`shared.events.schema`) leaves objects open (clients
+The schema the chat function serves (`shared.wire.event_schema`) leaves objects open (clients
 ignore keys they do not know). Here every object that lists its properties is closed, so an
 event with a key the schema does not document fails as surely as one missing a key.
 
@@ -21,7 +21,7 @@ from jsonschema import Draft202012Validator
 from psycopg.rows import dict_row
 
 from shared.events import EVENT_TYPES
-from shared.events.schema import events_json_schema
+from shared.wire.event_schema import events_json_schema
 
 
 def closed(schema: Any) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from shared.settings import Settings
+from shared.kernel.settings import Settings
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

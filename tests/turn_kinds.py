@@ -5,10 +5,10 @@
 * `complex` — a plan of three executor steps (each reads once, then completes) and the
   planner's streamed synthesis (eight model calls).
 
-Turns go through the chat function's own path (`shared.sending.send`: store the message, run
-the plan in this process, answer with JSON) against the fake model answering at once, so what
-is left is Parley's own work. A `Harness` owns one migrated database (a clone of the tests'
-template on `server_url`), the fake model server and a `Services` factory.
+Turns go through the chat function's own path (`shared.usecases.sending.send`: store the message,
+run the plan in this process, answer with JSON) against the fake model answering at once, so what is
+left is Parley's own work. A `Harness` owns one migrated database (a clone of the tests' template on
+`server_url`), the fake model server and a `Services` factory.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from typing import Any, Literal
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from local.deepseek import FakeModelServer, RecordedRequest, Reply, reply, tool_call
-from shared import sending
-from shared.agents import DeepSeekTokenizer
-from shared.auth import User
+from shared.auth.access_tokens import User
 from shared.db import Database
-from shared.models.turns import ChatTurnReply, ChatTurnRequest
+from shared.kernel.settings import Settings
+from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services
-from shared.settings import Settings
+from shared.usecases import sending
+from shared.wire.turns import ChatTurnReply, ChatTurnRequest
 from tests import databases
 from tests.agents.plans import CALENDAR_STEP, TASKS_STEP, complete_with_results, synthesis
 from tests.agents.scripting import Script

@@ -7,10 +7,17 @@ from uuid import UUID
 
 from fastapi import APIRouter, Header, Request, status
 from fastapi.responses import JSONResponse, StreamingResponse
+from shared.wire.runs import (
+    ApprovalList,
+    CancelReply,
+    DecisionReply,
+    DecisionRequest,
+    PlanOutcomeOut,
+)
+from shared.wire.turns import ApprovalOut, PlanDetail
 
-from shared import approvals
 from shared.agents import request_cancel
-from shared.http import (
+from shared.api.app import (
     EVENT_STREAM,
     CurrentUser,
     ServiceCaller,
@@ -21,16 +28,9 @@ from shared.http import (
     problems,
     respond_async,
 )
-from shared.models.runs import (
-    ApprovalList,
-    CancelReply,
-    DecisionReply,
-    DecisionRequest,
-    PlanOutcomeOut,
-)
-from shared.models.turns import ApprovalOut, PlanDetail
-from shared.plan_views import plan_detail
-from shared.runs import resume_plan, run_plan_here, stream_plan_here
+from shared.dispatch.transport import resume_plan, run_plan_here, stream_plan_here
+from shared.usecases import approval_decisions as approvals
+from shared.usecases.plan_views import plan_detail
 
 router = APIRouter(tags=["plans"])
 

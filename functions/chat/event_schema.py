@@ -12,7 +12,7 @@ SCHEMA_JSON = "application/schema+json"
 
 @cache
 def _schema() -> dict[str, Any]:
-    from shared.events.schema import events_json_schema  # the models load on first request
+    from shared.wire.event_schema import events_json_schema  # the models load on first request
 
     return events_json_schema()
 

@@ -5,10 +5,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import PlainTextResponse
-
-from shared import plan_views, sessions, transcripts
-from shared.http import CurrentUser, ServicesDep, problems
-from shared.models.sessions import (
+from shared.wire.sessions import (
     ForkRequest,
     MessageList,
     MessageOut,
@@ -19,8 +16,12 @@ from shared.models.sessions import (
     Timeline,
     TimelineEntryOut,
 )
-from shared.models.turns import PlanList
-from shared.sessions import CURSOR
+from shared.wire.turns import PlanList
+
+from shared.api.app import CurrentUser, ServicesDep, problems
+from shared.usecases import chat_sessions as sessions
+from shared.usecases import plan_views, transcripts
+from shared.usecases.chat_sessions import CURSOR
 
 router = APIRouter(tags=["sessions"])
 AfterSeq = Annotated[int, Query(ge=0, description="Only entries with a larger `seq`.")]

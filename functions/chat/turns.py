@@ -6,8 +6,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from shared import sending
-from shared.http import (
+from shared.api.app import (
     EVENT_STREAM,
     PROBLEM_JSON,
     CurrentUser,
@@ -19,7 +18,8 @@ from shared.http import (
     problems,
     respond_async,
 )
-from shared.models.turns import ChatTurnAccepted, ChatTurnReply, ChatTurnRequest
+from shared.usecases import sending
+from shared.wire.turns import ChatTurnAccepted, ChatTurnReply, ChatTurnRequest
 
 router = APIRouter(tags=["chat"])
 
@@ -93,7 +93,7 @@ async def post_chat(
     when `stream` was asked. The same id with another message is a 422
     (`client-message-id-reused`); a new message while a turn runs, a 409 (`turn-running`).
     """
-    answer = sending.how_to_answer(services, body, prefer)
+    answer = sending.how_to_answer(services, body, respond_async(prefer))
     here = function_url(request)
     if answer == "wait":
         return await sending.send(services, user, body)

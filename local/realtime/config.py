@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from local.realtime.plans import PLANS, Plan
-from shared.errors import ConfigurationError
-from shared.settings import LOCAL_JWT_SECRET, Settings
+from shared.kernel.errors import ConfigurationError
+from shared.kernel.settings import LOCAL_JWT_SECRET, Settings
 
 _FREE = PLANS["free"]
 

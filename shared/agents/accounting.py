@@ -15,9 +15,10 @@ from uuid import UUID
 
 from shared.agents.errors import CostCapReached, PlanCancelled
 from shared.db import Database, plans
-from shared.db.records import Plan, Usage
+from shared.db.records import Plan
 from shared.db.transitions import Control, Transition
-from shared.errors import NotFound
+from shared.kernel.errors import NotFound
+from shared.kernel.usage import Usage
 from shared.llm import Completion
 
 

@@ -23,7 +23,7 @@ from uuid import UUID
 
 from psycopg import OperationalError
 
-from shared.errors import AppError, Conflict, InvalidInput, UpstreamUnavailable
+from shared.kernel.errors import AppError, Conflict, InvalidInput, UpstreamUnavailable
 
 if TYPE_CHECKING:
     from shared.db.records import Plan

@@ -13,11 +13,11 @@ from __future__ import annotations
 from shared.agents import prompts
 from shared.agents.accounting import account_call
 from shared.agents.budget import Segment, clip
-from shared.agents.events import add_dialogue
+from shared.agents.event_data import add_dialogue
 from shared.agents.model_calls import AgentRun, build_request, call_model
 from shared.db.records import AgentThread, PlanStep
 from shared.db.transitions import Control, PlannerView, Transition, planner_view
-from shared.errors import NotFound
+from shared.kernel.errors import NotFound
 from shared.llm import ToolCall, UserMessage
 
 RESULTS_SHARE = 2

@@ -16,16 +16,16 @@ from uuid import UUID
 
 from pydantic import JsonValue
 
-from shared import tracing
 from shared.agents.accounting import check_cancel, read_control
-from shared.agents.approvals import ToolApproval
+from shared.agents.approval_gate import ToolApproval
 from shared.agents.errors import AwaitingApproval
-from shared.agents.events import add_dialogue
+from shared.agents.event_data import add_dialogue
 from shared.agents.model_calls import AgentRun
 from shared.db import Database, agents
 from shared.db.records import Agent, AgentThread
 from shared.db.transitions import Control, Transition
 from shared.llm import ToolCall
+from shared.observability import tracing
 from shared.tools import CallContext, ToolResult, TurnCache, decide
 from shared.tools import ToolCall as ExecutorCall
 from shared.tools.executor import Checked

@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 from pydantic_settings import EnvSettingsSource
 from pydantic_settings.sources.utils import parse_env_vars
 
-from shared.errors import ConfigurationError
+from shared.kernel.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from pydantic_settings import BaseSettings

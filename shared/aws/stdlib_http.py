@@ -1,7 +1,7 @@
 """HTTP over the standard library's `http.client`, for Parley's own AWS calls: the
 credentials endpoint (`shared.aws.credentials`), Secrets Manager at init (`shared.aws.secrets`)
 and SQS sends (`shared.queues.sqs_http`). No proxy, no HTTP library to import (why: the
-`sqs_http` docstring); HTTPS with the process's TLS settings (`shared.tls.tls_context`).
+`sqs_http` docstring); HTTPS with the process's TLS settings (`shared.kernel.tls.tls_context`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def connect(url: str, timeout: float) -> HTTPConnection:
     opened by its first request; `timeout` bounds connecting and each read."""
     parts = urlsplit(url)
     if parts.scheme == "https":
-        from shared.tls import tls_context
+        from shared.kernel.tls import tls_context
 
         return HTTPSConnection(
             parts.hostname or "", parts.port, timeout=timeout, context=tls_context()

@@ -12,7 +12,7 @@ from psycopg.types.json import Jsonb
 from shared.db._rows import fetch_all, fetch_one, fetch_optional, record_from_json
 from shared.db.database import Connection
 from shared.db.plans import RUNNING_PLAN
-from shared.db.prompts import STORE_PROMPT, prompt_params
+from shared.db.prompt_store import STORE_PROMPT, prompt_params
 from shared.db.records import (
     ChatMessage,
     ChatSession,
@@ -20,10 +20,10 @@ from shared.db.records import (
     Plan,
     PlanStatus,
     SessionStatus,
-    Usage,
     columns,
 )
-from shared.errors import AccountGone
+from shared.kernel.errors import AccountGone
+from shared.kernel.usage import Usage
 
 SESSION = columns(ChatSession)
 MESSAGE = columns(ChatMessage)

@@ -6,7 +6,8 @@ from uuid import UUID
 
 from shared.db._rows import fetch_one, fetch_optional
 from shared.db.database import Connection
-from shared.db.records import AgentRole, Execution, ExecutionStatus, Usage, columns
+from shared.db.records import AgentRole, Execution, ExecutionStatus, columns
+from shared.kernel.usage import Usage
 
 EXECUTION = columns(Execution)
 

@@ -15,7 +15,8 @@ from shared.db._rows import (
 )
 from shared.db.database import Connection
 from shared.db.leases import PARKED
-from shared.db.records import Plan, PlanStatus, PlanStep, PlanStrategy, StepStatus, Usage, columns
+from shared.db.records import Plan, PlanStatus, PlanStep, PlanStrategy, StepStatus, columns
+from shared.kernel.usage import Usage
 
 PLAN = columns(Plan)
 STEP = columns(PlanStep)

@@ -36,7 +36,7 @@ from shared.db._rows import record_from_json, records_from_json
 from shared.db.database import Connection
 from shared.db.leases import FREE, PARKED
 from shared.db.plans import ENDED_STEP, SETTLED_STEP, TERMINAL_PLAN, NewStep
-from shared.db.prompts import STORE_PROMPT, prompt_params
+from shared.db.prompt_store import STORE_PROMPT, prompt_params
 from shared.db.records import (
     Agent,
     AgentMessage,
@@ -48,12 +48,12 @@ from shared.db.records import (
     MessageRole,
     Plan,
     PlanStep,
-    Usage,
 )
 from shared.events.emitter import SEND, Outbox, str_or_none
 from shared.events.models import Event, EventType
 from shared.events.pacing import LOAD_SQL, Load, LoadQuery
-from shared.ids import new_id
+from shared.kernel.ids import new_id
+from shared.kernel.usage import Usage
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from shared.errors import ConfigurationError
+from shared.kernel.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

@@ -36,11 +36,15 @@ import psycopg
 from shared.db import agents, dialogue, executions, receipts
 from shared.db.database import Connection, Database
 from shared.db.receipts import CallKey
-from shared.db.records import Agent, Usage
-from shared.errors import AppError, Conflict, InvalidInput, NotFound, PermissionDenied
+from shared.db.records import Agent
+from shared.kernel.errors import AppError, Conflict, InvalidInput, NotFound, PermissionDenied
+from shared.kernel.usage import Usage
 from shared.tools.calls import CallContext, ToolCall
 from shared.tools.permissions import ALLOWED, Decision, Policy, decide
-from shared.tools.registry import (
+from shared.tools.repeated_calls import TurnCache
+from shared.tools.results import ToolCallError, ToolErrorCode, ToolResult, failure
+from shared.tools.schema import JsonObject
+from shared.tools.tool_registry import (
     DatabaseTool,
     ExternalTool,
     ParsedArguments,
@@ -49,9 +53,6 @@ from shared.tools.registry import (
     ToolRegistry,
     decode_arguments,
 )
-from shared.tools.results import ToolCallError, ToolErrorCode, ToolResult, failure
-from shared.tools.schema import JsonObject
-from shared.tools.turns import TurnCache
 from shared.tools.values import render_context
 
 logger = logging.getLogger(__name__)

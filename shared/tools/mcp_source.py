@@ -31,12 +31,12 @@ from urllib.parse import parse_qsl, urlsplit
 from mcp.shared.exceptions import MCPError
 from mcp_types import REQUEST_TIMEOUT
 
-from shared.errors import ConfigurationError
-from shared.models.text import storable
-from shared.settings import McpServerConfig
-from shared.tools.registry import NAME, ExternalTool
+from shared.kernel.errors import ConfigurationError
+from shared.kernel.settings import McpServerConfig
+from shared.kernel.text import storable
 from shared.tools.results import ToolCallError
 from shared.tools.schema import JsonObject
+from shared.tools.tool_registry import NAME, ExternalTool
 
 if TYPE_CHECKING:
     from mcp import Client

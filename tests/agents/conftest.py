@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 
 from local.deepseek import FakeModelServer
-from shared.agents import ApprovalGate, DeepSeekTokenizer
+from shared.agents import ApprovalGate
 from shared.db import Database
+from shared.kernel.settings import Settings
 from shared.llm import OpenAIClient, RetryPolicy, load_registry
+from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services
-from shared.settings import Settings
 from tests import databases
 from tests.agents.scripting import Script
 from tests.models import EXECUTOR_MODEL, PLANNER_MODEL, SERVED

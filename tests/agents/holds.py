@@ -8,7 +8,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from local.deepseek import FakeModelServer, RecordedRequest, Reply
-from shared.auth import User
+from shared.auth.access_tokens import User
 from shared.db import Database
 
 

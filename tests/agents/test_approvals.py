@@ -5,17 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import (
-    ALLOW,
-    WAIT,
-    Escalation,
-    InProcessInvoker,
-    NoApprovals,
-    ToolApproval,
-    Verdict,
-    run_turn,
-)
+from shared.agents import ALLOW, WAIT, Escalation, NoApprovals, ToolApproval, Verdict
 from shared.db import Database
+from shared.dispatch.in_process import InProcessInvoker, run_turn
 from tests.agents.builders import stored, types
 from tests.agents.conftest import MakeServices
 from tests.agents.plans import plan_call, synthesis

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from local.deepseek import FakeModelServer, RecordedRequest, reply, tool_call
-from shared.agents import DeepSeekTokenizer, count_prompt, prompts, run_turn
+from shared.agents import prompts
 from shared.db import Database, chats
+from shared.dispatch.in_process import run_turn
+from shared.llm.tokens import DeepSeekTokenizer, count_prompt
 from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices
 from tests.agents.plans import complete_with_results, plan_call, synthesis

@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from local.deepseek import FakeModelServer, ScriptedCall, reply, tool_call
-from shared.agents import InProcessInvoker, run_turn
-from shared.approvals import decide_approval, list_approvals
 from shared.db import Database
+from shared.dispatch.in_process import InProcessInvoker, run_turn
 from shared.services import Services
+from shared.usecases.approval_decisions import decide_approval, list_approvals
 from tests.agents.builders import stored
 from tests.agents.holds import as_user
 from tests.agents.scripting import Script, requests_of, tool_results

@@ -6,8 +6,9 @@ import asyncio
 import threading
 
 from local.deepseek import FakeModelServer, RecordedRequest, Reply, reply, tool_call
-from shared.agents import InProcessInvoker, request_cancel, start_turn
+from shared.agents import request_cancel, start_turn
 from shared.db import Database
+from shared.dispatch.in_process import InProcessInvoker
 from shared.services import Services
 from tests.agents.builders import of_type, stored
 from tests.agents.plans import plan_call, synthesis

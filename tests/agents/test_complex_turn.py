@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from local.deepseek import FakeModelServer
-from shared.agents import run_turn
 from shared.db import Database
+from shared.dispatch.in_process import run_turn
 from shared.services import Services
 from tests.agents.builders import data, of_type, stored, types
 from tests.agents.plans import TASKS_STEP, week_script

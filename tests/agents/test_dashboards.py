@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import run_turn
 from shared.db import Database
+from shared.dispatch.in_process import run_turn
 from shared.services import Services
 from tests import databases
 from tests.agents.plans import plan_call, synthesis, week_script

@@ -8,10 +8,11 @@ from decimal import Decimal
 from pydantic import SecretStr
 
 from local.deepseek import FakeModelServer, RecordedRequest, Reply, reply, tool_call
-from shared.agents import DeepSeekTokenizer, run_turn
 from shared.db import Database
+from shared.dispatch.in_process import run_turn
+from shared.kernel.settings import Settings
+from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services
-from shared.settings import Settings
 from tests.agents.builders import stored
 from tests.agents.plans import complete_with_results
 from tests.agents.scripting import Script, requests_of

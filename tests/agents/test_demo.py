@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from local.deepseek import NOTICE, FakeModelServer
-from shared.agents import InProcessInvoker, run_turn
-from shared.approvals import decide_approval, list_approvals
-from shared.auth import User
+from shared.auth.access_tokens import User
 from shared.db import Database
+from shared.dispatch.in_process import InProcessInvoker, run_turn
+from shared.usecases.approval_decisions import decide_approval, list_approvals
 from tests.agents.builders import stored, types
 from tests.agents.conftest import MakeServices
 from tests.events.in_memory import InMemoryPublisher

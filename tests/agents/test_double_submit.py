@@ -10,16 +10,10 @@ from uuid import UUID
 import pytest
 
 from local.deepseek import FakeModelServer, RecordedRequest, reply, tool_call
-from shared.agents import (
-    InProcessInvoker,
-    TurnStarted,
-    TurnStillRunning,
-    request_cancel,
-    run_turn,
-    start_turn,
-)
+from shared.agents import TurnStarted, TurnStillRunning, request_cancel, start_turn
 from shared.db import Database
-from shared.errors import Conflict
+from shared.dispatch.in_process import InProcessInvoker, run_turn
+from shared.kernel.errors import Conflict
 from shared.services import Services
 from tests.agents.holds import Hold, scalar, set_plan_lease
 from tests.agents.scripting import Script

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from local.deepseek import FakeModelServer, error
-from shared.agents import run_turn
 from shared.db import Database
+from shared.dispatch.in_process import run_turn
+from shared.kernel.settings import Settings
 from shared.services import Services
-from shared.settings import Settings
 from tests.agents.builders import of_type, stored, types
 from tests.agents.plans import plan_call
 from tests.agents.scripting import Script

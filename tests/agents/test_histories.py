@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import run_turn
 from shared.db import Database
+from shared.dispatch.in_process import run_turn
 from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices
 from tests.agents.scripting import Script, requests_of

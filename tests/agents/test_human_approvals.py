@@ -12,13 +12,14 @@ from uuid import UUID
 import pytest
 
 from local.deepseek import FakeModelServer, RecordedRequest, Reply, reply, tool_call
-from shared.agents import InProcessInvoker, TurnOutcome, request_cancel, run_turn
-from shared.agents.approvals import DatabaseApprovals, Escalation, Verdict
-from shared.approvals import decide_approval, list_approvals
+from shared.agents import TurnOutcome, request_cancel
+from shared.agents.approval_gate import DatabaseApprovals, Escalation, Verdict
 from shared.db import Database
-from shared.errors import Conflict, InvalidInput, NotFound
-from shared.models.turns import ApprovalOut
+from shared.dispatch.in_process import InProcessInvoker, run_turn
+from shared.kernel.errors import Conflict, InvalidInput, NotFound
 from shared.services import Services
+from shared.usecases.approval_decisions import decide_approval, list_approvals
+from shared.wire.turns import ApprovalOut
 from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices
 from tests.agents.holds import Hold, as_user, scalar

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import prompts, run_turn
+from shared.agents import prompts
 from shared.db import Database
+from shared.dispatch.in_process import run_turn
 from shared.events import Event
 from shared.services import Services
 from shared.tools import builtin_registry

@@ -10,14 +10,9 @@ from uuid import UUID
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import (
-    InProcessInvoker,
-    StepOutcome,
-    run_executor_step,
-    run_plan,
-    start_turn,
-)
+from shared.agents import StepOutcome, run_executor_step, run_plan, start_turn
 from shared.db import Database
+from shared.dispatch.in_process import InProcessInvoker
 from shared.events import EventEmitter
 from shared.services import Services
 from tests.agents.builders import stored
@@ -116,7 +111,10 @@ async def test_the_holder_renews_its_lease_and_stops_when_another_took_it_over(
     started = await start_turn(services, user_id=user, session_id=None, message="hi")
     memory = InMemoryPublisher()
     emitter = EventEmitter(db, memory, session_id=started.session_id)
-    running = asyncio.create_task(run_plan(services, plan_id=started.plan_id, emitter=emitter))
+    invoker = InProcessInvoker(services, memory)
+    running = asyncio.create_task(
+        run_plan(services, plan_id=started.plan_id, emitter=emitter, invoker=invoker)
+    )
     await hold.arrived()
     first = (await plan_row(db, started.plan_id))["lease_expires_at"]
 

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import InProcessInvoker, run_turn, start_turn
+from shared.agents import start_turn
 from shared.db import Database
+from shared.dispatch.in_process import InProcessInvoker, run_turn
 from shared.services import Services
 from tests.agents.builders import of_type, stored, types
 from tests.agents.conftest import MakeServices

@@ -15,15 +15,15 @@ import pytest
 from mcp.types import CallToolResult, TextContent
 
 from local.deepseek import FakeModelServer, error, raw_tool_call, reply, tool_call
-from shared.agents import InProcessInvoker, run_turn
-from shared.agents.planner import ANSWER_CUT, ANSWER_FILTERED, NO_ANSWER
+from shared.agents.planner.runs import ANSWER_CUT, ANSWER_FILTERED, NO_ANSWER
 from shared.db import Database
+from shared.dispatch.in_process import InProcessInvoker, run_turn
 from shared.events import Event
 from shared.services import Services
 from shared.tools.mcp_source import REPLACED_NOTE
 from shared.tools.mcp_source import _payload as mcp_payload
-from shared.tools.registry import ExternalTool
 from shared.tools.schema import JsonObject
+from shared.tools.tool_registry import ExternalTool
 from tests.agents.builders import stored, types
 from tests.agents.conftest import MakeServices
 from tests.agents.holds import scalar

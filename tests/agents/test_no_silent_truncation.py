@@ -12,17 +12,19 @@ import pytest
 from mcp.types import CallToolResult, ImageContent, TextContent
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import DeepSeekTokenizer, InProcessInvoker, prompts, run_turn
-from shared.agents.plan_checks import MAX_PROBLEMS, read_plan
+from shared.agents import prompts
+from shared.agents.planner.plan_checks import MAX_PROBLEMS, read_plan
 from shared.db import Database, chats
 from shared.db.records import ChatMessage
+from shared.dispatch.in_process import InProcessInvoker, run_turn
 from shared.events import Event
 from shared.llm import ToolCall
+from shared.llm.tokens import DeepSeekTokenizer
 from shared.tools import builtin_registry
 from shared.tools.mcp_source import MAX_ERROR_CHARS, OMITTED_NOTE, _payload
 from shared.tools.mcp_source import _payload as mcp_payload
-from shared.tools.registry import ExternalTool
 from shared.tools.schema import JsonObject
+from shared.tools.tool_registry import ExternalTool
 from tests.agents.builders import Stored, stored
 from tests.agents.conftest import MakeServices
 from tests.agents.plans import complete_with_results, plan_call, synthesis

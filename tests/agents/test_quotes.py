@@ -9,10 +9,10 @@ from uuid import uuid4
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import run_turn
 from shared.agents.quotes import Quotes
 from shared.db import Database
 from shared.db.records import PlanStep
+from shared.dispatch.in_process import run_turn
 from shared.services import Services
 from tests.agents.builders import stored, streamed_text
 from tests.agents.plans import plan_call

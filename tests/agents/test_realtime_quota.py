@@ -7,11 +7,12 @@ import json
 from decimal import Decimal
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import run_turn
 from shared.agents.accounting import plan_usage
-from shared.agents.events import ANSWER_BYTES, whole
+from shared.agents.event_data import ANSWER_BYTES, whole
 from shared.db import Database
-from shared.db.records import ChatMessage, Usage
+from shared.db.records import ChatMessage
+from shared.dispatch.in_process import run_turn
+from shared.kernel.usage import Usage
 from tests.agents.builders import of_type, stored, streamed_text, types
 from tests.agents.conftest import MakeServices
 from tests.agents.scripting import Script

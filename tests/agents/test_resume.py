@@ -14,17 +14,11 @@ from uuid import UUID
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import (
-    InProcessInvoker,
-    StepOutcome,
-    run_executor_step,
-    run_plan,
-    run_turn,
-    start_turn,
-)
+from shared.agents import StepOutcome, run_executor_step, run_plan, start_turn
 from shared.db import Database
-from shared.errors import InvalidInput
+from shared.dispatch.in_process import InProcessInvoker, run_turn
 from shared.events import Event, EventEmitter
+from shared.kernel.errors import InvalidInput
 from shared.services import Services
 from tests.agents.builders import of_type, stored
 from tests.agents.plans import complete_with_results, plan_call, synthesis

@@ -21,14 +21,17 @@ import psycopg
 import pytest
 
 from local.deepseek import FakeModelServer
-from shared import plan_views, sessions, transcripts
-from shared.agents import DeepSeekTokenizer, prompts, run_turn
-from shared.auth import User
+from shared.agents import prompts
+from shared.auth.access_tokens import User
 from shared.db import Database
+from shared.dispatch.in_process import run_turn
+from shared.kernel.settings import Settings
 from shared.llm import OpenAIClient, RetryPolicy, load_registry
-from shared.retention import apply_retention
+from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services
-from shared.settings import Settings
+from shared.usecases import chat_sessions as sessions
+from shared.usecases import plan_views, transcripts
+from shared.usecases.retention import apply_retention
 from tests import databases
 from tests.events.in_memory import InMemoryPublisher
 from tests.factories import make_user

@@ -20,8 +20,9 @@ import pytest
 
 from bench.scale import detail_queries
 from local.deepseek import FakeModelServer, RecordedRequest, Reply, error, reply, tool_call
-from shared.agents import InProcessInvoker, request_cancel, run_turn, start_turn
+from shared.agents import request_cancel, start_turn
 from shared.db import Database
+from shared.dispatch.in_process import InProcessInvoker, run_turn
 from shared.services import Services
 from tests import databases
 from tests.agents.conftest import MakeServices

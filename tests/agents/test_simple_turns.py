@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import TurnStillRunning, request_cancel, run_turn, start_turn
+from shared.agents import TurnStillRunning, request_cancel, start_turn
 from shared.db import Database
+from shared.dispatch.in_process import run_turn
 from shared.services import Services
 from tests.agents.builders import of_type, stored, streamed_text, types
 from tests.agents.conftest import MakeServices

@@ -12,11 +12,11 @@ import psycopg
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import run_turn
-from shared.approvals import decide_approval, list_approvals
 from shared.db import Database
+from shared.dispatch.in_process import run_turn
 from shared.services import Services
-from shared.sweeper import sweep
+from shared.usecases.approval_decisions import decide_approval, list_approvals
+from shared.usecases.sweeper import sweep
 from tests.agents.builders import of_type, stored
 from tests.agents.conftest import MakeServices
 from tests.agents.holds import as_user, scalar, set_plan_lease

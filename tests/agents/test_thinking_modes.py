@@ -29,8 +29,9 @@ from local.deepseek import (
     reply,
     tool_call,
 )
-from shared.agents import InProcessInvoker, run_plan, run_turn, start_turn
+from shared.agents import run_plan, start_turn
 from shared.db import Database
+from shared.dispatch.in_process import InProcessInvoker, run_turn
 from shared.events import EventEmitter
 from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices

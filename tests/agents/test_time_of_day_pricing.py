@@ -13,11 +13,12 @@ from decimal import Decimal
 import pytest
 
 from local.deepseek import FakeModelServer, reply
-from shared.agents import DeepSeekTokenizer, run_turn
 from shared.db import Database
+from shared.dispatch.in_process import run_turn
+from shared.kernel.settings import Settings
 from shared.llm import OpenAIClient, RetryPolicy, load_registry
+from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services
-from shared.settings import Settings
 from tests import databases
 from tests.agents.builders import stored
 from tests.events.in_memory import InMemoryPublisher

@@ -10,11 +10,11 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from local.deepseek import reply, tool_call
-from shared import tracing
-from shared.agents import run_turn
 from shared.db import Database
+from shared.dispatch.in_process import run_turn
+from shared.kernel.settings import Settings
+from shared.observability import tracing
 from shared.services import Services
-from shared.settings import Settings
 from tests.agents.builders import stored
 from tests.agents.scripting import Script
 from tests.events.in_memory import InMemoryPublisher

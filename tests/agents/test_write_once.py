@@ -14,8 +14,8 @@ import psycopg
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import InProcessInvoker, run_turn
 from shared.db import Database
+from shared.dispatch.in_process import InProcessInvoker, run_turn
 from shared.services import Services
 from tests.agents.builders import stored
 from tests.agents.holds import scalar

@@ -13,7 +13,7 @@ from starlette.routing import Mount
 
 from local.auth import ApiKeys, Auth, AuthConfig, create_app
 from local.realtime import RealtimeServer
-from shared.settings import LOCAL_JWT_SECRET
+from shared.kernel.settings import LOCAL_JWT_SECRET
 from tests.realtime.helpers import config
 
 JWKS_PATH = "/auth/v1/.well-known/jwks.json"

@@ -11,9 +11,9 @@ import jwt
 import pytest
 
 from local.auth.keys import mint_token
-from shared.auth import TokenVerifier
+from shared.auth.access_tokens import TokenVerifier
 from shared.db import Database
-from shared.settings import LOCAL_JWT_SECRET
+from shared.kernel.settings import LOCAL_JWT_SECRET
 from tests.auth.conftest import Project, serve_project
 from tests.factories import make_session
 

@@ -15,7 +15,7 @@ import pytest
 
 from local.stack import RunningStack, running_stack
 from shared.db import Database
-from shared.settings import load_settings
+from shared.services import load_settings
 from tests.realtime.node import TIMEOUT, node_project
 
 SCRIPT = Path(__file__).with_name("js") / "auth_flow.mjs"

@@ -12,9 +12,9 @@ from uuid import uuid4
 import pytest
 
 from local.deepseek import FakeModelServer
-from shared.agents import DeepSeekTokenizer
+from shared.kernel.settings import Settings
+from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services
-from shared.settings import Settings
 from tests.agents.scripting import Script
 from tests.aws.cloud import Cloud, Function
 from tests.aws.moto_server import NOT_INHERITED, environment, moto_server

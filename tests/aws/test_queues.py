@@ -22,10 +22,10 @@ from uuid import UUID
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
+from shared.kernel.settings import Settings
+from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services
-from shared.settings import Settings
 from tests.agents.builders import of_type, stored
 from tests.agents.holds import plan_row, scalar
 from tests.agents.plans import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_script

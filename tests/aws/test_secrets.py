@@ -17,8 +17,8 @@ import pytest
 
 from shared.aws.secrets import read_secret, secret_settings
 from shared.db import Database
-from shared.errors import ConfigurationError
-from shared.settings import load_settings
+from shared.kernel.errors import ConfigurationError
+from shared.services import load_settings
 from tests.factories import make_user
 from tests.functions.conftest import SECRET
 from tests.functions.test_handlers import load_event

@@ -24,11 +24,11 @@ import pytest
 from snapshot_restore_py import get_after_restore, get_before_snapshot
 
 from local.deepseek import FakeModelServer, reply
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
+from shared.kernel.settings import Settings
+from shared.llm.tokens import DeepSeekTokenizer
+from shared.runtime.snapstart import CONNECTED
 from shared.services import Services
-from shared.settings import Settings
-from shared.snapstart import CONNECTED
 from tests.agents.scripting import Script
 from tests.aws.cloud import Cloud, Function, body_of
 from tests.aws.proxy import Proxy

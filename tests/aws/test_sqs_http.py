@@ -27,9 +27,10 @@ from uuid import uuid4
 import pytest
 
 from shared.aws.sigv4 import Credentials, sign
-from shared.errors import UpstreamUnavailable
+from shared.dispatch.sqs_invoker import SqsInvoker
+from shared.kernel.errors import UpstreamUnavailable
+from shared.kernel.settings import Settings
 from shared.queues.senders import BotoSender, QueueSendFailed, attributes_md5
-from shared.queues.sqs import SqsInvoker
 from shared.queues.sqs_http import (
     ATTEMPTS,
     BACKOFF_SECONDS,
@@ -39,7 +40,6 @@ from shared.queues.sqs_http import (
     SqsHttpSender,
 )
 from shared.services import Services
-from shared.settings import Settings
 from tests.aws.cloud import Cloud
 from tests.aws.proxy import Proxy
 

@@ -15,7 +15,7 @@ from uuid import UUID, uuid4
 
 from local.deepseek import FakeModelServer, reply
 from shared.db import Database
-from shared.queues.dead_letters import PLAN_DEAD, STEP_DEAD
+from shared.usecases.dead_letters import PLAN_DEAD, STEP_DEAD
 from tests.agents.builders import of_type, stored
 from tests.agents.holds import plan_row, scalar, set_plan_lease
 from tests.agents.plans import CALENDAR_STEP, WRITE_STEP, week_script

@@ -22,9 +22,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from local.deepseek import FakeModelServer
-from shared import tracing
 from shared.db import Database
-from shared.settings import Settings
+from shared.kernel.settings import Settings
+from shared.observability import tracing
 from tests.agents.builders import stored
 from tests.agents.plans import week_script
 from tests.agents.scripting import Script

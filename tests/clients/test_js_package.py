@@ -17,8 +17,8 @@ import pytest
 from local.auth.keys import mint_token
 from local.seed import DEMO_EMAIL, DEMO_PASSWORD, DEMO_USER_ID
 from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack
-from shared.dashboards import OPERATOR, OPERATOR_CLAIM
 from shared.db import Database
+from shared.usecases.daily_dashboards import OPERATOR, OPERATOR_CLAIM
 from tests.clients.node import PACKAGE, ROOT, consumer_copy, package_copy
 from tests.factories import make_user
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shared.agents.events import dialogue_data
+from shared.agents.event_data import dialogue_data
 from shared.db import Database, chats
 from shared.events import Event, EventEmitter, FanoutPublisher
 from tests.event_check import done_data

@@ -14,9 +14,8 @@ from fastapi import FastAPI
 from local.auth.keys import mint_token
 from local.deepseek import FakeModelServer
 from local.serving import BackgroundServer
-from shared.agents import DeepSeekTokenizer
-from shared.services import Services, get_services
-from shared.settings import load_settings
+from shared.llm.tokens import DeepSeekTokenizer
+from shared.services import Services, get_services, load_settings
 from tests.agents.scripting import Script
 from tests.models import SERVED
 

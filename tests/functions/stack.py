@@ -17,10 +17,10 @@ from functions.agent_planner.app import create_app as planner_app
 from functions.chat.app import create_app as chat_app
 from local.deepseek import FakeModelServer
 from local.serving import BackgroundServer
-from shared.agents import DeepSeekTokenizer
 from shared.events import Event, Publisher
+from shared.kernel.settings import Settings
+from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services, get_services
-from shared.settings import Settings
 from tests.event_check import assert_valid
 from tests.functions.conftest import SECRET
 from tests.models import EXECUTOR_MODEL, PLANNER_MODEL

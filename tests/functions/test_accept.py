@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from local.deepseek import FakeModelServer, reply
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
 from shared.events import Event
+from shared.llm.tokens import DeepSeekTokenizer
 from tests.agents.holds import Hold, plan_row
 from tests.agents.scripting import Script
 from tests.factories import make_user

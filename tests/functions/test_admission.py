@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from local.deepseek import FakeModelServer, reply
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
+from shared.llm.tokens import DeepSeekTokenizer
 from tests.agents.holds import Hold
 from tests.agents.scripting import Script
 from tests.factories import make_user

@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from functions.chat.app import create_app
+from shared.api.app import PROBLEM_TYPES
 from shared.db import Database
-from shared.http import PROBLEM_TYPES
 from shared.services import Services
 from tests.factories import make_user, make_world
 from tests.functions.conftest import serve, token

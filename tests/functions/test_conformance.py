@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from local.deepseek import FakeModelServer
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
+from shared.llm.tokens import DeepSeekTokenizer
 from tests.factories import make_user
 from tests.functions.conftest import token
 from tests.functions.stack import SERVICE_KEY, Stack

@@ -16,7 +16,7 @@ from functions.agent_planner.app import create_app as planner_app
 from functions.chat.app import create_app as chat_app
 from local.serving import BackgroundServer
 from shared.events import EVENT_TYPES
-from shared.events.schema import events_json_schema, openapi_components
+from shared.wire.event_schema import events_json_schema, openapi_components
 from tests.event_check import done_data, problems
 
 

@@ -19,7 +19,7 @@ from uuid import UUID, uuid4
 import pytest
 
 from shared.db import Database
-from shared.lambda_entry import event_kind
+from shared.runtime.lambda_handler import event_kind
 from shared.services import Services, get_services
 from tests.factories import make_user, make_world
 from tests.functions.conftest import token
@@ -132,7 +132,7 @@ built = get_services.cache_info().currsize
 services = get_services() if built else None
 print(json.dumps({
     "services_built": built,
-    "queue_module": "shared.queues.sqs" in sys.modules,
+    "queue_module": "shared.dispatch.sqs_invoker" in sys.modules,
     "sender_module": "shared.queues.sqs_http" in sys.modules,
     "aws_sdk": sorted({m.split(".")[0] for m in sys.modules} & {"boto3", "botocore"}),
     "connected": services is not None and "db" in services.__dict__,
@@ -166,7 +166,7 @@ module = importlib.import_module(f"functions.{sys.argv[1]}.handler")
 from shared.services import get_services
 services = get_services()
 print(json.dumps({
-    "agents": sorted(m for m in ("shared.agents.planner", "shared.agents.executor")
+    "agents": sorted(m for m in ("shared.agents.planner.runs", "shared.agents.executor.steps")
                      if m in sys.modules),
     "model_client": "openai" in sys.modules,
     "tools": "tools" in services.__dict__,
@@ -190,9 +190,9 @@ def test_the_agent_functions_load_their_agent_at_init_and_the_chat_does_not(
     assert found["model_client"] is loaded and found["tools"] is loaded
     assert found["connected"] is False
     if agent == "executor":
-        assert found["agents"] == ["shared.agents.executor"]
+        assert found["agents"] == ["shared.agents.executor.steps"]
     elif agent == "planner":  # the planner's module imports the executor's (planner steps)
-        assert "shared.agents.planner" in found["agents"]
+        assert "shared.agents.planner.runs" in found["agents"]
     else:
         assert found["agents"] == []
 
@@ -215,7 +215,7 @@ print(json.dumps({
     "checked": [module.__name__ for module in checked],
     "string_annotations": [module.__name__ for module in checked
                            if vars(module).get("annotations") is __future__.annotations],
-    "agent_wire_models": "shared.models.runs" in sys.modules,
+    "agent_wire_models": "shared.wire.runs" in sys.modules,
     "registry_schema": "shared.llm.registry_file" in sys.modules,
 }))
 """
@@ -232,7 +232,7 @@ def test_the_chat_handler_import_leaves_out_what_costs_its_cold_start() -> None:
         [sys.executable, "-c", CHAT_IMPORT], capture_output=True, text=True, check=True
     )
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    assert {"shared.models.turns", "shared.settings", "functions.chat.sessions"} <= set(
+    assert {"shared.wire.turns", "shared.kernel.settings", "functions.chat.sessions"} <= set(
         found["checked"]
     )
     assert found["string_annotations"] == []

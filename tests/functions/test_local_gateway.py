@@ -14,8 +14,7 @@ import pytest
 from local.serving import BackgroundServer
 from local.stack import gateway
 from shared.db import Database
-from shared.services import Services
-from shared.settings import load_settings
+from shared.services import Services, load_settings
 from tests.factories import make_user
 from tests.functions.conftest import SECRET, token
 

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
+from shared.llm.tokens import DeepSeekTokenizer
 from tests.agents.plans import (
     CALENDAR_STEP,
     TASKS_STEP,
@@ -452,8 +452,8 @@ async def test_over_http_one_turn_is_one_trace_and_its_plan_names_it(
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.trace import SpanKind
 
-    from shared import tracing
-    from shared.settings import Settings
+    from shared.kernel.settings import Settings
+    from shared.observability import tracing
 
     user = as_user(await make_user(db))
     week_plan_with_dependency(script)

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from local.cors import ALLOWED_HEADERS, EXPOSED_HEADERS, MAX_AGE_SECONDS, origins
-from shared.settings import Settings, load_settings
+from shared.kernel.settings import Settings
+from shared.services import load_settings
 from tests.infra.conftest import package
 
 FUNCTIONS = {
@@ -291,8 +292,8 @@ def test_logs_are_json_lines_at_the_stages_level_and_traces_go_where_named(
     template: dict[str, Any],
 ) -> None:
     """Every function writes Lambda's JSON log format (a record's extra fields — the work's
-    ids — kept as top-level keys: shared/logs.py), filtered at LOG_LEVEL's level; traces are
-    exported only where the stage names a collector (`otlpEndpoint`)."""
+    ids — kept as top-level keys: shared/observability/logs.py), filtered at LOG_LEVEL's level;
+    traces are exported only where the stage names a collector (`otlpEndpoint`)."""
     prod = package("prod", into="prod-traced", otlpEndpoint="http://localhost:4318")
     for stage, level, lambda_level, endpoint in (
         (template, "INFO", "INFO", ""), (prod, "WARNING", "WARN", "http://localhost:4318"),

@@ -14,7 +14,7 @@ from local.seed import DEMO_EMAIL, DEMO_PASSWORD, seed_demo
 from local.stack import RunningStack, password_session, running_stack
 from shared.db import Database
 from shared.events.realtime import session_topic
-from shared.settings import load_settings
+from shared.services import load_settings
 
 
 class Cuttable:

@@ -17,7 +17,7 @@ import pytest
 
 from local.auth.keys import mint_token
 from local.realtime import RealtimeConfig, RealtimeServer
-from shared.auth import User
+from shared.auth.access_tokens import User
 from shared.services import Services
 from tests.functions.conftest import SECRET
 from tests.statement_log import Statements, log_size, logging_server, read_log

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from local.migrate import downgrade, upgrade
-from shared.db.prompts import prompt_id
+from shared.db.prompt_store import prompt_id
 from tests import databases
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ from pydantic import SecretStr
 
 from local.check_model import Checker, check_all, table
 from local.deepseek import FakeModelServer
+from shared.kernel.settings import Settings
 from shared.llm import OpenAIClient, RetryPolicy, load_registry
-from shared.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 NOT_THINKING = """

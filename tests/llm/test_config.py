@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from local.deepseek import FakeModelServer
-from shared.errors import ConfigurationError
+from shared.kernel.errors import ConfigurationError
 from shared.llm import ChatRequest, LLMNotConfigured, OpenAIClient, UserMessage
-from shared.settings import load_settings
+from shared.services import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 LLM_ENV = ("LLM_API_KEY", "DEEPSEEK_API_KEY", "LLM_BASE_URL", "LLM_MODELS_FILE", "LLM_MAX_RETRIES")

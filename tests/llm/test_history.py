@@ -21,7 +21,7 @@ from shared.llm import (
     find_problems,
     repair_history,
 )
-from shared.llm.history import UNANSWERED_RESULT
+from shared.llm.history_checks import UNANSWERED_RESULT
 from tests.llm.conftest import MakeClient
 
 LOOKUP = ToolSchema("lookup", "Look something up")

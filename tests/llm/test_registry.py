@@ -12,7 +12,7 @@ from typing import get_args
 import pytest
 
 from local.deepseek import FakeModelServer, reply, usage
-from shared.db.records import Usage
+from shared.kernel.usage import Usage
 from shared.llm import (
     ChatRequest,
     LLMNotConfigured,
@@ -20,11 +20,11 @@ from shared.llm import (
     TokenCounts,
     UserMessage,
     load_registry,
-    registry,
     registry_file,
 )
+from shared.llm import model_registry as registry
+from shared.llm.pricing import parse_usage
 from shared.llm.retry import RetryPolicy, parse_retry_after
-from shared.llm.usage import parse_usage
 from tests.llm.conftest import MakeClient
 
 REGISTRY = load_registry()

@@ -13,7 +13,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from local.auth.keys import mint_token
 from local.realtime import RealtimeConfig
-from shared.settings import LOCAL_JWT_SECRET
+from shared.kernel.settings import LOCAL_JWT_SECRET
 
 T = TypeVar("T")
 TIMEOUT = 10.0

@@ -14,7 +14,7 @@ from websockets.exceptions import InvalidStatus
 
 from local.auth.keys import mint_token
 from local.realtime import RealtimeServer
-from shared.settings import LOCAL_JWT_SECRET
+from shared.kernel.settings import LOCAL_JWT_SECRET
 from tests.realtime.helpers import RawSocket, anon_key, service_key
 
 OK_EMPTY = {"status": "ok", "response": {}}

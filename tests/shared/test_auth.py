@@ -17,14 +17,14 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from local.auth.keys import mint_token
-from shared.auth import (
+from shared.auth.access_tokens import (
     InvalidClaims,
     InvalidSignature,
     MalformedToken,
     TokenExpired,
     TokenVerifier,
 )
-from shared.errors import ConfigurationError, UpstreamUnavailable
+from shared.kernel.errors import ConfigurationError, UpstreamUnavailable
 
 SECRET = "test-secret-with-at-least-thirty-two-characters"
 

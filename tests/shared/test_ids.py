@@ -8,7 +8,7 @@ import time
 
 import psycopg
 
-from shared.ids import new_id
+from shared.kernel.ids import new_id
 
 
 def test_ids_are_version_7_and_sort_by_the_time_they_were_made() -> None:

@@ -10,8 +10,8 @@ from uuid import uuid4
 
 import pytest
 
-from shared import logs
-from shared.settings import Settings
+from shared.kernel.settings import Settings
+from shared.observability import logs
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.errors import ConfigurationError
-from shared.settings import load_settings
+from shared.kernel.errors import ConfigurationError
+from shared.services import load_settings
 
 
 @pytest.fixture(autouse=True)

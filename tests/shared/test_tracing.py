@@ -20,8 +20,8 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import SecretStr
 
-from shared import logs, tracing
-from shared.settings import Settings
+from shared.kernel.settings import Settings
+from shared.observability import logs, tracing
 from tests.otlp_receiver import otlp_receiver
 
 FRESH = """
@@ -30,7 +30,7 @@ logging.basicConfig(level=logging.ERROR, stream=sys.stdout, format="%(levelname)
 for blocked in sys.argv[1:]:
     sys.modules[blocked] = None  # as if not installed
 from functions.chat.handler import handler
-from shared import tracing
+from shared.observability import tracing
 event = json.load(open("tests/lambda_events/agent_planner_health.json"))
 event["rawPath"] = event["requestContext"]["http"]["path"] = "/health"
 print(json.dumps({
@@ -185,11 +185,11 @@ def test_the_receiver_refuses_what_a_collector_refuses() -> None:
 
 
 def test_model_call_content_only_on_opt_in() -> None:
-    from shared.db.records import Usage
+    from shared.kernel.usage import Usage
     from shared.llm import ChatRequest, Completion
+    from shared.llm import spans as genai
     from shared.llm.messages import AssistantMessage, SystemMessage, UserMessage
-    from shared.llm.usage import TokenCounts
-    from shared.tracing import genai
+    from shared.llm.pricing import TokenCounts
 
     request = ChatRequest("m", [SystemMessage("be brief"), UserMessage("secret plans")])
     completion = Completion(AssistantMessage("ok"), "stop", Usage(10, 2), TokenCounts(10, 2),

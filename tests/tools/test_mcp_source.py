@@ -14,9 +14,9 @@ import pytest
 from shared.agents.control_tools import CONTROL_NAMES
 from shared.db import Database, dialogue, receipts
 from shared.db.receipts import CallKey
-from shared.errors import ConfigurationError
-from shared.services import Services
-from shared.settings import McpServerConfig, load_settings
+from shared.kernel.errors import ConfigurationError
+from shared.kernel.settings import McpServerConfig
+from shared.services import Services, load_settings
 from shared.tools import ToolExecutor, ToolRegistry, TurnCache, builtin_registry, offered_tools
 from shared.tools.calls import ToolCall
 from shared.tools.executor import RESENT_NOTE
@@ -28,9 +28,9 @@ from shared.tools.mcp_source import (
     admitted,
     secrets_of,
 )
-from shared.tools.registry import ExternalTool
 from shared.tools.results import ToolCallError, ToolResult
 from shared.tools.schema import JsonObject
+from shared.tools.tool_registry import ExternalTool
 from tests.tools.builders import Crew, call, execution_row
 
 SERVER = Path(__file__).with_name("mcp_echo_server.py")
@@ -261,7 +261,7 @@ MISSING_SDK = """
 import asyncio, json, logging, sys
 sys.modules["mcp"] = None  # as if parley[mcp] were not installed: `import mcp` fails
 from shared.services import Services
-from shared.settings import load_settings
+from shared.services import load_settings
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
 services = Services(load_settings(mcp_servers=json.loads(sys.argv[1])))
 asyncio.run(services.load_mcp_tools())

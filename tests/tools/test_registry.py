@@ -12,11 +12,11 @@ from typing import Any, Literal
 import pytest
 from pydantic import Field
 
-from shared.errors import ConfigurationError
+from shared.kernel.errors import ConfigurationError
 from shared.tools import ExternalTool, ToolArgs, ToolCallError, ToolRegistry, builtin_registry
-from shared.tools.registry import decode_arguments
 from shared.tools.results import ToolResult
 from shared.tools.schema import flatten_schema, function_parameters, nullable
+from shared.tools.tool_registry import decode_arguments
 
 
 def walk(node: Any) -> list[Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.tools.builtin import brain_dumps, calendar, notes, projects, scheduling, tasks
-from shared.tools.registry import DatabaseTool, ToolRegistry
+from shared.tools.tool_registry import DatabaseTool, ToolRegistry
 
 ORDER = (
     "list_tasks", "search_projects", "search_notes", "search_brain_dumps",

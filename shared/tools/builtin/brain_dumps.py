@@ -18,7 +18,7 @@ from shared.tools.builtin.common import (
 )
 from shared.tools.builtin.outputs import PREVIEW_CHARS, BrainDump, BrainDumpStatus, BrainDumpSummary
 from shared.tools.builtin.paging import Page, PageArgs, fetch_page, page_of
-from shared.tools.registry import DatabaseTool
+from shared.tools.tool_registry import DatabaseTool
 from shared.tools.values import ToolArgs
 
 SEARCH = TextSearch(

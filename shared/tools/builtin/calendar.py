@@ -14,13 +14,13 @@ from psycopg import sql
 from pydantic import Field
 
 from shared.db.database import Connection
-from shared.errors import InvalidInput, NotFound
+from shared.kernel.errors import InvalidInput, NotFound
 from shared.tools.builtin.common import Updates, columns, ensure_visible, fetch_models, require
 from shared.tools.builtin.outputs import CalendarEvent, Occurrence, Recurrence
 from shared.tools.builtin.paging import Page, PageArgs, fetch_page, page_of
 from shared.tools.builtin.timeslots import Interval, occurrences
-from shared.tools.registry import DatabaseTool
 from shared.tools.schema import nullable
+from shared.tools.tool_registry import DatabaseTool
 from shared.tools.values import Instant, ToolArgs, ToolOutput, ZonedArgs
 
 EVENT = columns(CalendarEvent, "e")

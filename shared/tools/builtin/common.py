@@ -15,7 +15,7 @@ from psycopg import sql
 from pydantic import BaseModel, model_validator
 
 from shared.db.database import Connection
-from shared.errors import NotFound
+from shared.kernel.errors import NotFound
 from shared.tools.schema import is_nullable
 from shared.tools.values import ToolArgs
 

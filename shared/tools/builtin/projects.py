@@ -10,7 +10,7 @@ from psycopg import sql
 from pydantic import Field, model_validator
 
 from shared.db.database import Connection
-from shared.errors import NotFound
+from shared.kernel.errors import NotFound
 from shared.tools.builtin.common import (
     TextSearch,
     Updates,
@@ -31,8 +31,8 @@ from shared.tools.builtin.outputs import (
 )
 from shared.tools.builtin.paging import Compact, Page, PageArgs, fetch_page, page_of
 from shared.tools.builtin.tasks import ListTasksArgs, list_query
-from shared.tools.registry import DatabaseTool
 from shared.tools.schema import nullable
+from shared.tools.tool_registry import DatabaseTool
 from shared.tools.values import ToolArgs
 
 SEARCH = TextSearch(

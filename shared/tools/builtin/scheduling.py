@@ -14,15 +14,15 @@ from psycopg import sql
 from pydantic import Field
 
 from shared.db.database import Connection
-from shared.errors import Conflict, InvalidInput, NotFound
+from shared.kernel.errors import Conflict, InvalidInput, NotFound
 from shared.tools.builtin.calendar import EVENT, occurrences_in, window_of
 from shared.tools.builtin.common import fetch_models, require
 from shared.tools.builtin.outputs import CalendarEvent, Occurrence, Recurrence, Task
 from shared.tools.builtin.paging import Page, PageArgs, page_of
 from shared.tools.builtin.tasks import task_query
 from shared.tools.builtin.timeslots import Interval, free_slots
-from shared.tools.registry import DatabaseTool
 from shared.tools.schema import nullable
+from shared.tools.tool_registry import DatabaseTool
 from shared.tools.values import Instant, ToolOutput, ZonedArgs
 
 Hour = Annotated[int, Field(ge=0, le=23)]

@@ -9,7 +9,7 @@ from psycopg import sql
 from pydantic import Field
 
 from shared.db.database import Connection
-from shared.errors import NotFound
+from shared.kernel.errors import NotFound
 from shared.tools.builtin.common import (
     TextSearch,
     Updates,
@@ -27,8 +27,8 @@ from shared.tools.builtin.outputs import (
     TaskType,
 )
 from shared.tools.builtin.paging import Page, PageArgs, fetch_page, page_of
-from shared.tools.registry import DatabaseTool
 from shared.tools.schema import nullable
+from shared.tools.tool_registry import DatabaseTool
 from shared.tools.values import ToolArgs, ToolOutput, UtcDatetime
 
 SUMMARY = sql.SQL(

@@ -1,0 +1,1 @@
+"""The kernel: errors, settings, usage and small helpers. Imports nothing of Parley."""

@@ -1,0 +1,2 @@
+"""The use cases the functions serve: sending, sessions, approvals, plan views, transcripts,
+dashboards, the sweeper."""

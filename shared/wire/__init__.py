@@ -1,0 +1,1 @@
+"""The wire models: request and response bodies, and the events' JSON Schema."""
