@@ -10,7 +10,7 @@ truth: the planner re-reads a step's row after its invocation returns.
 
 An invoker that `hands_off` never waits: the planner hands it the runnable executor steps
 (`start_step`), ends its invocation, and is resumed by a "resume plan" message when one of
-them settles (`shared.agents.planner.plans`).
+them settles (`shared.agents.planner.runs`).
 
 The clients the agents use — the database, the model, the tools — come as `AgentServices`;
 `shared.services.Services`, the composition root, is one.
