@@ -8,7 +8,7 @@ cheap and safe. Every locked package is checked against the lock's SHA-256 hashe
 installed (`--require-hashes`): a download that differs from what was locked stops the install.
 
     python3 dev.py run [args]    the local stack and Parley Console (`python3 dev.py run --help`)
-    python3 dev.py test [args]   ruff, mypy, then pytest (extra args go to pytest)
+    python3 dev.py test [args]   ruff, mypy, the import contracts, then pytest (args go to pytest)
     python3 dev.py check-model   each kind of request Parley makes, against the configured model
                                  (DEEPSEEK_API_KEY, or LLM_BASE_URL + LLM_API_KEY; without a key,
                                  DeepSeek's local twin): a verdict per kind, and the spend
@@ -67,6 +67,7 @@ def test(pytest_args: list[str]) -> int:
         [str(BIN / "ruff"), "check", "."],
         [str(BIN / "ruff"), "format", "--check", "."],
         [str(PYTHON), "-m", "mypy"],
+        [str(BIN / "lint-imports")],  # the layers and no circles: pyproject's [tool.importlinter]
     ):
         if code := run(step):
             return code

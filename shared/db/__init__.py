@@ -1,7 +1,7 @@
 """Postgres: pool and units of work (`database`), row records, one repository per aggregate.
 
 `Database` and `Connection` load psycopg on first use, so modules that only need the record
-types (the LLM client, for `Usage`) do not pay for the driver at import.
+types (the events' schema, the wire models) do not pay for the driver at import.
 """
 
 from __future__ import annotations
