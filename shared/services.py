@@ -70,13 +70,13 @@ class Services:
 
     @cached_property
     def db(self) -> "Database":
-        from shared.db import Database
+        from shared.db import Database  # on first use
 
         return Database(self.settings.database_url, max_size=self.settings.db_pool_max_size)
 
     @cached_property
     def verifier(self) -> "TokenVerifier":
-        from shared.auth.access_tokens import TokenVerifier
+        from shared.auth.access_tokens import TokenVerifier  # on first use
 
         secret = self.settings.supabase_jwt_secret
         return TokenVerifier(
@@ -87,9 +87,9 @@ class Services:
     def http(self) -> "httpx2.AsyncClient":
         """One HTTP client for calls to other functions and to Realtime (pooled connections):
         httpx2, the model client's library, with its TLS settings (loaded once for both)."""
-        import httpx2
+        import httpx2  # on first use
 
-        from shared.kernel.tls import http_client_tls_context
+        from shared.kernel.tls import http_client_tls_context  # on first use
 
         timeout = httpx2.Timeout(900.0, connect=10.0)
         return httpx2.AsyncClient(timeout=timeout, verify=http_client_tls_context())
@@ -104,18 +104,18 @@ class Services:
         `AWS_ENDPOINT_URL`) when set, as boto3's would. Else, or behind an HTTPS proxy,
         boto3's client (`sqs`): it finds credentials every other way (instance profiles, SSO,
         config files) and honours proxies."""
-        from shared.aws.credentials import from_environment
+        from shared.aws.credentials import from_environment  # on first use
 
         environ = os.environ
         credentials = from_environment(environ)
         if credentials is not None and not (
             environ.get("HTTPS_PROXY") or environ.get("https_proxy")
         ):
-            from shared.queues.sqs_http import SqsHttpSender
+            from shared.queues.sqs_http import SqsHttpSender  # on first use
 
             endpoint = environ.get("AWS_ENDPOINT_URL_SQS") or environ.get("AWS_ENDPOINT_URL")
             return SqsHttpSender(credentials, endpoint=endpoint or None)
-        from shared.queues.senders import BotoSender
+        from shared.queues.senders import BotoSender  # on first use
 
         return BotoSender(self.sqs)
 
@@ -126,8 +126,8 @@ class Services:
         `queue_sender`). boto3 comes with the Lambda runtime; it is imported here, on first
         use, so functions that never use it do not pay for it."""
         try:
-            import boto3
-            from botocore.exceptions import NoRegionError
+            import boto3  # on first use
+            from botocore.exceptions import NoRegionError  # on first use
         except ImportError as exc:
             raise ConfigurationError(
                 "INVOKER_TRANSPORT=sqs needs boto3 (in the Lambda runtime; elsewhere install "
@@ -143,7 +143,7 @@ class Services:
     @cached_property
     def turn_slots(self) -> "TurnSlots":
         """The turns this process runs at once (`MAX_RUNNING_TURNS`, admission control)."""
-        from shared.kernel.admission import TurnSlots
+        from shared.kernel.admission import TurnSlots  # on first use
 
         settings = self.settings
         return TurnSlots(settings.max_running_turns, retry_after=settings.retry_after_seconds)
@@ -151,7 +151,7 @@ class Services:
     @cached_property
     def models(self) -> "ModelRegistry":
         """Prices, context windows and capabilities by model name (`LLM_MODELS_FILE` applied)."""
-        from shared.llm import load_registry
+        from shared.llm import load_registry  # on first use
 
         return load_registry(self.settings.llm_models_file)
 
@@ -172,14 +172,14 @@ class Services:
     @cached_property
     def llm(self) -> "LLMClient":
         """The model client; raises `LLMNotConfigured` (saying what to set) when it cannot be."""
-        from shared.llm import OpenAIClient
+        from shared.llm import OpenAIClient  # on first use
 
         return OpenAIClient.from_settings(self.settings)
 
     @cached_property
     def tools(self) -> "ToolRegistry":
         """The tool registry: the built-in tools (MCP tools are added by whoever connects them)."""
-        from shared.tools import builtin_registry
+        from shared.tools import builtin_registry  # on first use
 
         return builtin_registry()
 
@@ -197,10 +197,10 @@ class Services:
         async with self.__dict__.setdefault("_mcp_lock", asyncio.Lock()):
             if "_mcp" in self.__dict__:
                 return
-            from shared.agents.control_tools import CONTROL_NAMES
+            from shared.agents.control_tools import CONTROL_NAMES  # on first use
 
             try:
-                from shared.tools.mcp_source import McpSource, admitted
+                from shared.tools.mcp_source import McpSource, admitted  # on first use
             except ModuleNotFoundError as exc:
                 if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types"):
                     raise
@@ -215,7 +215,7 @@ class Services:
 
     @cached_property
     def tool_executor(self) -> "ToolExecutor":
-        from shared.tools import ToolExecutor
+        from shared.tools import ToolExecutor  # on first use
 
         return ToolExecutor(self.db, self.tools, timeout_seconds=self.settings.tool_timeout_seconds)
 
@@ -223,7 +223,7 @@ class Services:
     def approvals(self) -> "ApprovalGate":
         """Consulted before destructive tool calls and on escalations: the user decides through
         `agent_approvals` rows (`APPROVALS=on`, the default), or nobody is asked (`off`)."""
-        from shared.agents.approval_gate import DatabaseApprovals, NoApprovals
+        from shared.agents.approval_gate import DatabaseApprovals, NoApprovals  # on first use
 
         if self.settings.approvals == "off":
             return NoApprovals()
@@ -232,7 +232,7 @@ class Services:
     @cached_property
     def tokens(self) -> "TokenCounter":
         """The tokenizer budgets are measured with (DeepSeek's; loaded on first count)."""
-        from shared.llm.tokens import DeepSeekTokenizer
+        from shared.llm.tokens import DeepSeekTokenizer  # on first use
 
         return DeepSeekTokenizer()
 

@@ -21,6 +21,7 @@ from shared.db.records import AgentMessageType, Approval, PlanStep
 from shared.events.emitter import EventEmitter, Outbox
 from shared.events.pacing import LoadQuery, Pacer, RealtimeBudget
 from shared.kernel.usage import Usage
+from shared.wire.turns import ApprovalOut
 
 if TYPE_CHECKING:
     from shared.agents.ports import AgentServices
@@ -241,6 +242,5 @@ def _json(value: Any) -> JsonValue:
 def approval_data(approval: Approval) -> dict[str, JsonValue]:
     """One pending approval as `status_update{awaiting_approval}` lists it: as the approvals
     routes give it (`ApprovalOut`), so a client reads both with one type."""
-    from shared.wire.turns import ApprovalOut
 
     return ApprovalOut.model_validate(approval).model_dump(mode="json")

@@ -173,6 +173,6 @@ def check_endpoint(uri: str) -> None:
 
 def http_get(url: str, headers: Mapping[str, str], timeout: float) -> tuple[int, bytes]:
     """GET over `http.client` (the endpoint is local: no proxy, the process's TLS settings)."""
-    from shared.aws.stdlib_http import exchange
+    from shared.aws.stdlib_http import exchange  # only for the endpoint
 
     return exchange("GET", url, headers, None, timeout)

@@ -10,14 +10,14 @@ from collections.abc import Mapping
 from http.client import HTTPConnection, HTTPSConnection
 from urllib.parse import urlsplit
 
+from shared.kernel.tls import tls_context
+
 
 def connect(url: str, timeout: float) -> HTTPConnection:
     """A connection to `url`'s host and port (a URL or an origin, `scheme://host[:port]`),
     opened by its first request; `timeout` bounds connecting and each read."""
     parts = urlsplit(url)
     if parts.scheme == "https":
-        from shared.kernel.tls import tls_context
-
         return HTTPSConnection(
             parts.hostname or "", parts.port, timeout=timeout, context=tls_context()
         )

@@ -16,7 +16,7 @@ __all__ = ["Connection", "Database"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from shared.db import database
+        from shared.db import database  # psycopg on first use
 
         return getattr(database, name)
     raise AttributeError(f"module 'shared.db' has no attribute {name!r}")

@@ -20,8 +20,10 @@ from uuid import UUID
 
 from shared.agents.outcomes import PlanOutcome, StepOutcome
 from shared.agents.ports import Invoker
+from shared.db import plans
 from shared.dispatch.in_process import InProcessInvoker
 from shared.events import FanoutPublisher, Publisher
+from shared.events.sse import SSEPublisher
 from shared.kernel.background import run_in_background
 from shared.kernel.errors import ConfigurationError, NotFound
 
@@ -59,7 +61,7 @@ def invoker_for(services: Services, publisher: Publisher) -> Invoker:
     if settings.invoker_transport == "in_process":
         return InProcessInvoker(services, publisher)
     if settings.invoker_transport == "sqs":
-        from shared.dispatch.sqs_invoker import SqsInvoker
+        from shared.dispatch.sqs_invoker import SqsInvoker  # only with sqs
 
         return SqsInvoker(services)
     key = settings.supabase_service_role_key
@@ -107,8 +109,6 @@ async def run_plan_here(
 async def stream_plan_here(services: Services, *, plan_id: UUID) -> AsyncIterator[str]:
     """Run (or resume) a plan in this process, in the background; its events as SSE. A plan
     that does not exist is `NotFound` at once, before any stream begins."""
-    from shared.db import plans
-    from shared.events.sse import SSEPublisher
 
     async with services.db.autocommit() as conn:
         if await plans.get_plan(conn, plan_id=plan_id) is None:
@@ -120,7 +120,7 @@ async def stream_plan_here(services: Services, *, plan_id: UUID) -> AsyncIterato
 
 async def run_step_here(services: Services, *, step_id: UUID, attempt: int) -> StepOutcome:
     """Run (or resume) one executor step in this process."""
-    from shared.agents.executor.steps import run_executor_step
+    from shared.agents.executor.steps import run_executor_step  # the agent core
 
     await services.load_mcp_tools()
     publisher = open_publisher(services)
@@ -137,7 +137,7 @@ async def start_plan(services: Services, *, plan_id: UUID, slot: Slot | None = N
     gives `slot` back when it ends; with `sqs` nothing runs here, and no caller takes one)."""
     transport = services.settings.invoker_transport
     if transport == "sqs":
-        from shared.dispatch.sqs_invoker import SqsInvoker
+        from shared.dispatch.sqs_invoker import SqsInvoker  # only with sqs
 
         await SqsInvoker(services).start_plan(plan_id=plan_id)
     elif transport == "http":
@@ -163,7 +163,7 @@ async def resume_plan(services: Services, *, plan_id: UUID, wait: bool = True) -
     if wait and services.settings.invoker_transport != "sqs":
         # A plan that ended meanwhile (cancelled, its session deleted) is only reported.
         return await run_plan_here(services, plan_id=plan_id, replay_ended=False)
-    from shared.agents.planner.finishing import handed_off
+    from shared.agents.planner.finishing import handed_off  # the agent core
 
     await start_plan(services, plan_id=plan_id)
     return await handed_off(services, plan_id)

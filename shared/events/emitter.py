@@ -96,7 +96,7 @@ class Outbox:
 
     def params(self) -> dict[str, Any]:
         """The `session`, `events` and `private` parameters of `SEND`."""
-        from psycopg.types.json import Jsonb
+        from psycopg.types.json import Jsonb  # psycopg on first use
 
         events: list[dict[str, Any]] = []
         for e in self.staged:

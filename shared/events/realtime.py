@@ -25,6 +25,7 @@ from typing import Any
 import httpx2
 
 from shared.events.models import Event
+from shared.kernel.tls import http_client_tls_context
 
 log = logging.getLogger(__name__)
 EPHEMERAL = frozenset({"token"})
@@ -130,6 +131,5 @@ class SupabaseRealtimePublisher:
 
 def new_client(timeout_seconds: float) -> httpx2.AsyncClient:
     """An httpx2 client with the process's shared TLS settings."""
-    from shared.kernel.tls import http_client_tls_context
 
     return httpx2.AsyncClient(timeout=timeout_seconds, verify=http_client_tls_context())

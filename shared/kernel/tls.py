@@ -30,6 +30,6 @@ def tls_context() -> ssl.SSLContext:
 @lru_cache(maxsize=1)
 def http_client_tls_context() -> ssl.SSLContext:
     """httpx2's default TLS settings, for every httpx2 client of the process."""
-    import httpx2
+    import httpx2  # only for its clients
 
     return httpx2.create_ssl_context()

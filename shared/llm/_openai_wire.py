@@ -15,6 +15,7 @@ import openai
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from shared.kernel.tls import http_client_tls_context
 from shared.llm.assembly import ReplyAssembler
 from shared.llm.errors import (
     LLMAuthenticationFailed,
@@ -41,7 +42,6 @@ def build_client(*, base_url: str, api_key: str, timeout: float) -> AsyncOpenAI:
     platform's trust store on macOS and Windows), not the standard library's: the context every
     httpx2 client of the process shares (`shared.kernel.tls.http_client_tls_context`), which the
     planner and executor functions build at init (`load_agent_core`)."""
-    from shared.kernel.tls import http_client_tls_context
 
     http = openai.DefaultAsyncHttpxClient(verify=http_client_tls_context(), timeout=timeout)
     return AsyncOpenAI(

@@ -189,7 +189,7 @@ class OpenAIClient:
     async def _attempt(
         self, request: ChatRequest, body: dict[str, Any], attempt: int
     ) -> AsyncGenerator[StreamEvent, None]:
-        from shared.llm import _openai_wire as wire
+        from shared.llm import _openai_wire as wire  # openai: ~1 s
 
         assembler = ReplyAssembler()
         outcome = wire.Outcome(model=request.model)
@@ -239,7 +239,7 @@ class OpenAIClient:
 
     def _client(self) -> AsyncOpenAI:
         if self._openai is None:
-            from shared.llm._openai_wire import build_client
+            from shared.llm._openai_wire import build_client  # openai: ~1 s
 
             self._openai = build_client(
                 base_url=self.base_url, api_key=self._api_key, timeout=self._timeout

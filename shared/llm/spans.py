@@ -21,6 +21,8 @@ import json
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from shared.llm.messages import AssistantMessage, SystemMessage, ToolMessage
+
 if TYPE_CHECKING:
     from uuid import UUID
 
@@ -86,7 +88,6 @@ def completion_attributes(completion: Completion) -> Attributes:
 
 def content_attributes(request: ChatRequest, completion: Completion) -> Attributes:
     """The prompt and the answer, for an operator who opted in (never by default)."""
-    from shared.llm.messages import SystemMessage
 
     system = [m.content for m in request.messages if isinstance(m, SystemMessage)]
     found: dict[str, Any] = {
@@ -104,7 +105,6 @@ def content_attributes(request: ChatRequest, completion: Completion) -> Attribut
 
 
 def _parts(message: Message) -> dict[str, Any]:
-    from shared.llm.messages import AssistantMessage, ToolMessage
 
     parts: list[dict[str, Any]] = []
     if isinstance(message, ToolMessage):

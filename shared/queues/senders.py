@@ -55,7 +55,7 @@ class BotoSender:
     def send_message(
         self, queue_url: str, body: str, attributes: Mapping[str, str] | None = None
     ) -> str:
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import BotoCoreError, ClientError  # boto3's, when used
 
         extra = {"MessageAttributes": message_attributes(attributes)} if attributes else {}
         try:

@@ -25,6 +25,7 @@ from fastapi import FastAPI
 from mangum import Mangum
 
 from shared.kernel.errors import ConfigurationError
+from shared.kernel.tls import http_client_tls_context, tls_context
 from shared.observability import logs, tracing
 from shared.services import Services, services_of
 
@@ -92,7 +93,7 @@ class LambdaHandler:
             response: dict[str, Any] = self._http(event, context)
             return response
         if kind == "sqs":
-            from shared.runtime.queue_consumer import consume
+            from shared.runtime.queue_consumer import consume  # queue events only
 
             return self._run(consume(self.services(), event["Records"]))
         return self._run(self._sweep())
@@ -121,7 +122,7 @@ class LambdaHandler:
         connects here — but the settings read the stage's secret (`SETTINGS_SECRET_ID`) over one
         request, closed at once. Invalid settings are logged and left to the first request, which
         answers them as a 503 problem, as it would have anyway."""
-        from shared.runtime import snapstart
+        from shared.runtime import snapstart  # SnapStart only
 
         logs.install()  # the work's ids on every record, whatever the settings
         snapstart.register(self)
@@ -144,12 +145,10 @@ class LambdaHandler:
             importlib.import_module("encodings.idna")  # a host name's encoding, on connecting
         signing_keys_only = settings.jwks_url and not settings.supabase_jwt_secret
         if settings.invoker_transport == "sqs" or signing_keys_only:
-            from shared.kernel.tls import tls_context
-
             tls_context()  # the CA certificates, which the first send or JWKS fetch would load
 
     async def _sweep(self) -> dict[str, Any]:
-        from shared.usecases.sweeper import sweep
+        from shared.usecases.sweeper import sweep  # the planner's schedule only
 
         with tracing.span("sweep", attributes=tracing.invocation()):
             return (await sweep(self.services())).json()
@@ -187,7 +186,6 @@ def load_agent_core(agent: Literal["planner", "executor"]) -> None:
     happens, the first event does not wait for it, and a SnapStart snapshot (Python 3.12+)
     would keep it. The chat function does not: it stores messages and hands turns on, and
     loads the agent core only if it runs a turn itself (`INVOKER_TRANSPORT=in_process`)."""
-    from shared.kernel.tls import http_client_tls_context
 
     importlib.import_module("shared.llm._openai_wire")
     importlib.import_module(AGENT_MODULES[agent])

@@ -32,6 +32,7 @@ import random
 from typing import TYPE_CHECKING, Protocol
 
 from shared.kernel.errors import ConfigurationError
+from shared.kernel.tls import tls_context
 
 if TYPE_CHECKING:
     from shared.services import Services
@@ -60,6 +61,7 @@ CONNECTED = ("db", "http", "llm", "queue_sender", "verifier", "_mcp")
 def register(handler: Snapshotted) -> bool:
     """Register `handler`'s hooks with the runtime; False where the hooks are not available."""
     try:
+        # on Lambda only: imported here, off the cold start
         from snapshot_restore_py import register_after_restore, register_before_snapshot
     except ImportError:
         return False
@@ -75,7 +77,6 @@ def before_snapshot(handler: Snapshotted) -> None:
         return
     if handler.agent is not None:
         services.tokens.count("Parley")  # loads the tokenizer (~0.5 s): budgets need it
-    from shared.kernel.tls import tls_context
 
     tls_context()
     _disconnect(services)

@@ -102,7 +102,7 @@ class McpServer:
             self._ready.set()
 
     async def _connect(self, stack: AsyncExitStack) -> Client:
-        from mcp import Client, StdioServerParameters
+        from mcp import Client, StdioServerParameters  # parley[mcp], when used
 
         config = self.config
         if config.command is not None:
@@ -111,8 +111,8 @@ class McpServer:
                 command=config.command, args=config.args, env=env or None, cwd=config.cwd
             )
             return Client(params, read_timeout_seconds=config.timeout_seconds)
-        import httpx2
-        from mcp.client.streamable_http import streamable_http_client
+        import httpx2  # with an HTTP server
+        from mcp.client.streamable_http import streamable_http_client  # when used
 
         headers = {key: value.get_secret_value() for key, value in config.headers.items()}
         http = await stack.enter_async_context(

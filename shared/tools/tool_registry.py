@@ -115,7 +115,7 @@ class ExternalTool:
 
     def __post_init__(self) -> None:
         from jsonschema import Draft202012Validator  # only MCP tools need it: keep cold start lean
-        from jsonschema.exceptions import SchemaError
+        from jsonschema.exceptions import SchemaError  # with the above
 
         try:
             Draft202012Validator.check_schema(self.input_schema)

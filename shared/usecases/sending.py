@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 from shared.agents.outcomes import PlanOutcome, TurnStarted
 from shared.agents.planner.user_turns import start_turn
 from shared.auth.access_tokens import User
+from shared.db import plans
 from shared.db.plans import SETTLED_STEP
 from shared.dispatch.transport import invoker_for, open_publisher, start_plan
 from shared.events import FanoutPublisher
@@ -87,7 +88,6 @@ async def standing(services: Services, started: TurnStarted) -> PlanOutcome:
     from shared.agents.planner.finishing import (
         outcome_of,  # the agent core: a send that waits has it
     )
-    from shared.db import plans
 
     async with services.db.autocommit() as conn:
         plan = await plans.get_plan(conn, plan_id=started.plan_id)
@@ -181,7 +181,7 @@ async def send_streaming(
         return await _hand_over(services, started, slot, chat_url)
     if slot is None:  # `http`: the planner runs in its own function; relay its SSE
         remote = invoker_for(services, FanoutPublisher())
-        from shared.dispatch.http_invoker import HttpInvoker
+        from shared.dispatch.http_invoker import HttpInvoker  # httpx2: only when used
 
         assert isinstance(remote, HttpInvoker)
         return Streaming(started, remote.stream_plan(plan_id=started.plan_id))

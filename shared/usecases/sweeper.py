@@ -117,8 +117,8 @@ async def _fail_old(services: Services, publisher: Any) -> list[UUID]:
 
 
 async def _sweep_queues(services: Services, publisher: Any, report: SweepReport) -> None:
-    from shared.dispatch.sqs_invoker import SqsInvoker
-    from shared.usecases.dead_letters import handle_dead_letters
+    from shared.dispatch.sqs_invoker import SqsInvoker  # only with sqs
+    from shared.usecases.dead_letters import handle_dead_letters  # only with sqs
 
     queue = SqsInvoker(services)
     async with services.db.service() as conn:

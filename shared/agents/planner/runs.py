@@ -77,7 +77,7 @@ from shared.agents.tool_runs import State, record_result, run_tool
 from shared.db import leases, plans
 from shared.db.records import Agent, ChatMessage, Plan, PlanStep
 from shared.db.transitions import Control, OpenedPlan, Transition, open_planner_run
-from shared.events import EventEmitter, Publisher
+from shared.events import EventEmitter, FanoutPublisher, Publisher
 from shared.kernel.errors import NotFound
 from shared.llm import (
     Completion,
@@ -219,7 +219,6 @@ def _unconfigured(services: AgentServices) -> LLMNotConfigured | None:
 
 
 def _emitter(services: AgentServices, plan: Plan, publisher: Publisher | None) -> EventEmitter:
-    from shared.events import FanoutPublisher
 
     return session_emitter(services, plan.session_id, publisher or FanoutPublisher())
 

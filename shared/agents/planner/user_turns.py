@@ -181,6 +181,7 @@ async def _lock_session(conn: Connection, session_id: UUID) -> None:
 
 async def _stop(conn: Connection, plan: Plan, outbox: Outbox) -> Plan:
     """Flag the (locked) plan for cancelling; close it at once if nobody runs it."""
+    # the agent core: imported here, off the cold start
     from shared.agents.planner.finishing import TERMINAL, announce_ended, close_plan_rows
 
     if plan.status in TERMINAL:

@@ -91,7 +91,7 @@ def start(settings: Settings, *, service: str, exporter: SpanExporter | None = N
     if exporter is None and not wanted(settings):
         return False
     try:
-        from shared.observability.tracing.sdk import build
+        from shared.observability.tracing.sdk import build  # the SDK: ~70 ms
     except ModuleNotFoundError as exc:
         if not (exc.name or "").startswith("opentelemetry"):
             raise

@@ -133,6 +133,7 @@ def build(settings: Settings, *, service: str, exporter: SpanExporter | None = N
 def _exporter(settings: Settings) -> SpanExporter:
     if settings.otel_traces_exporter == "console":
         return ConsoleSpanExporter()
+    # the exporter: only when used: imported here, off the cold start
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     protocol = (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
