@@ -6,6 +6,7 @@ A page asks for generated text with a marker line of its own, replaced at build 
     <!-- generated: openapi chat -->          a function's routes and schemas, from its app's
                                               `.openapi()` (chat, agent_planner, agent_executor)
     <!-- generated: events -->                every event type, from the events' JSON Schema
+    <!-- generated: tools -->                 the built-in tools, from their registry
 
 So the reference says what the code says: the settings' docstrings, the routes' and models'
 descriptions. Mentions of `docs/<page>.md` in that text become links to the page.
@@ -48,6 +49,8 @@ def generate(kind: str, argument: str | None = None) -> str:
         return openapi_reference(openapi_document(argument))
     if kind == "events":
         return events_reference(events_schema())
+    if kind == "tools":
+        return tools_table()
     raise ValueError(f"no generated text is called {kind} {argument or ''}".strip())
 
 
@@ -115,6 +118,20 @@ def default_text(value: object) -> str:
 def cell(text: str) -> str:
     """Text fit for one table cell."""
     return " ".join(text.split()).replace("|", "\\|")
+
+
+# Tools -------------------------------------------------------------------------------------
+
+
+def tools_table() -> str:
+    """The built-in tools in the order agents are offered them."""
+    from shared.tools.builtin import builtin_tools
+
+    rows = ["| tool | access | what the model reads |", "| --- | --- | --- |"]
+    for tool in builtin_tools():
+        access = f"{tool.access}, destructive" if tool.destructive else tool.access
+        rows.append(f"| `{tool.name}` | {access} | {cell(tool.description)} |")
+    return "\n".join(rows)
 
 
 # HTTP API ------------------------------------------------------------------------------------
