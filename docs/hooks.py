@@ -19,7 +19,7 @@ import json
 import re
 from decimal import Decimal
 from functools import cache
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +54,7 @@ def generate(kind: str, argument: str | None = None) -> str:
     raise ValueError(f"no generated text is called {kind} {argument or ''}".strip())
 
 
-def linked(text: str, page: PurePosixPath) -> str:
+def linked(text: str, page: PurePath) -> str:
     """`docs/x.md` mentions as links from `page` (a path under docs/), where the file exists."""
     depth = len(page.parent.parts)
 
@@ -167,7 +167,10 @@ def operation_section(method: str, path: str, operation: Schema) -> list[str]:
     if description := operation.get("description"):
         out += [description.strip(), ""]
     if parameters := operation.get("parameters"):
-        out += ["| parameter | in | type | required | description |", "| --- | --- | --- | --- | --- |"]
+        out += [
+            "| parameter | in | type | required | description |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         for p in parameters:
             text = p.get("description") or p["schema"].get("description", "")
             out.append(
