@@ -73,7 +73,7 @@ def test(pytest_args: list[str]) -> int:
         [str(BIN / "ruff"), "check", "."],
         [str(BIN / "ruff"), "format", "--check", "."],
         [str(PYTHON), "-m", "mypy"],
-        [str(BIN / "mkdocs"), "build", "--strict", "--quiet"],
+        [str(BIN / "mkdocs"), "build", "--strict"],  # not --quiet: it hides what fails it
     ):
         if code := run(step):
             return code
