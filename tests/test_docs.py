@@ -85,15 +85,22 @@ def test_every_route_and_event_type_is_in_the_reference() -> None:
 def test_the_pages_the_code_cites_exist() -> None:
     """A path like `docs/events.md` in a docstring, comment or message names a real page."""
     cited: dict[str, Path] = {}
-    for folder in CODE:
-        for path in (ROOT / folder).rglob("*"):
-            if path.suffix in (".py", ".js", ".yml", ".sql") and "vendor" not in path.parts:
-                for page in re.findall(r"\bdocs/[\w/-]+\.(?:md|sql)\b", path.read_text()):
-                    cited.setdefault(page, path)
-    missing = {page: str(by.relative_to(ROOT)) for page, by in cited.items()
-               if not (ROOT / page).is_file()}  # fmt: skip
+    for path in code_files():
+        for page in re.findall(r"\bdocs/[\w/-]+\.(?:md|sql)\b", path.read_text()):
+            cited.setdefault(page, path.relative_to(ROOT))
     assert cited
-    assert not missing
+    assert {page: by for page, by in cited.items() if not (ROOT / page).is_file()} == {}
+
+
+def code_files() -> list[Path]:
+    """Parley's own code and configuration (no installed or vendored packages)."""
+    found = [path for folder in CODE for path in (ROOT / folder).rglob("*")]
+    skipped = {"vendor", "node_modules"}
+    return [
+        path
+        for path in found
+        if path.suffix in (".py", ".js", ".yml", ".sql") and not skipped & set(path.parts)
+    ]
 
 
 def commits_named(text: str) -> set[str]:
@@ -116,9 +123,8 @@ def commits_named(text: str) -> set[str]:
 def test_no_commit_is_named_outside_the_changelog() -> None:
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout: no commits to look words up in")
-    assert commits_named("a commit: " + subprocess.check_output(
-        ["git", "rev-parse", "--short=8", "HEAD"], cwd=ROOT, text=True
-    ))  # fmt: skip
+    head = subprocess.check_output(["git", "rev-parse", "--short=8", "HEAD"], cwd=ROOT, text=True)
+    assert commits_named(f"a commit: {head}")
     named = {str(p.relative_to(ROOT)): commits_named(p.read_text()) for p in USER_FACING}
     assert {page: words for page, words in named.items() if words} == {}
 
@@ -129,7 +135,7 @@ SNIPPETS = list(find_examples(README, DOCS))
 @pytest.mark.parametrize("example", SNIPPETS, ids=str)
 def test_the_docs_python_snippets_run(example: CodeExample, eval_example: EvalExample) -> None:
     """Every Python snippet of the docs runs as written, and prints what its `#>` lines say.
-    One that cannot run here says why in its fence: ```py test="skip" reason="…"."""
+    One that cannot run here says why in its fence: ```{.py test="skip" reason="…"}."""
     settings = example.prefix_settings()
     if settings.get("test") == "skip":
         pytest.skip(f"{example}: {settings.get('reason', 'marked test=skip without a reason')}")
@@ -139,7 +145,10 @@ def test_the_docs_python_snippets_run(example: CodeExample, eval_example: EvalEx
 
 
 def test_the_docs_have_python_snippets_and_each_skipped_one_says_why() -> None:
+    """A fence with settings takes them in braces (`{.py key="value"}`): the site's Markdown
+    reads no other form, and would show the block as text."""
     assert SNIPPETS
     for example in SNIPPETS:
+        assert example.prefix.startswith("{.py") or example.prefix.strip() in ("py", "python")
         if example.prefix_settings().get("test") == "skip":
             assert example.prefix_settings().get("reason"), str(example)
