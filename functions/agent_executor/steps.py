@@ -5,10 +5,10 @@ from __future__ import annotations
 from uuid import UUID
 
 from fastapi import APIRouter
-from shared.wire.runs import RunStepRequest, StepOutcomeOut
 
 from shared.api.app import ServiceCaller, ServicesDep, problems
 from shared.dispatch.transport import run_step_here
+from shared.wire.runs import RunStepRequest, StepOutcomeOut
 
 router = APIRouter(tags=["steps"])
 

@@ -7,14 +7,6 @@ from uuid import UUID
 
 from fastapi import APIRouter, Header, Request, status
 from fastapi.responses import JSONResponse, StreamingResponse
-from shared.wire.runs import (
-    ApprovalList,
-    CancelReply,
-    DecisionReply,
-    DecisionRequest,
-    PlanOutcomeOut,
-)
-from shared.wire.turns import ApprovalOut, PlanDetail
 
 from shared.agents import request_cancel
 from shared.api.app import (
@@ -31,6 +23,14 @@ from shared.api.app import (
 from shared.dispatch.transport import resume_plan, run_plan_here, stream_plan_here
 from shared.usecases import approval_decisions as approvals
 from shared.usecases.plan_views import plan_detail
+from shared.wire.runs import (
+    ApprovalList,
+    CancelReply,
+    DecisionReply,
+    DecisionRequest,
+    PlanOutcomeOut,
+)
+from shared.wire.turns import ApprovalOut, PlanDetail
 
 router = APIRouter(tags=["plans"])
 

@@ -5,6 +5,11 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import PlainTextResponse
+
+from shared.api.app import CurrentUser, ServicesDep, problems
+from shared.usecases import chat_sessions as sessions
+from shared.usecases import plan_views, transcripts
+from shared.usecases.chat_sessions import CURSOR
 from shared.wire.sessions import (
     ForkRequest,
     MessageList,
@@ -17,11 +22,6 @@ from shared.wire.sessions import (
     TimelineEntryOut,
 )
 from shared.wire.turns import PlanList
-
-from shared.api.app import CurrentUser, ServicesDep, problems
-from shared.usecases import chat_sessions as sessions
-from shared.usecases import plan_views, transcripts
-from shared.usecases.chat_sessions import CURSOR
 
 router = APIRouter(tags=["sessions"])
 AfterSeq = Annotated[int, Query(ge=0, description="Only entries with a larger `seq`.")]

@@ -8,11 +8,11 @@ from uuid import UUID
 
 import httpx
 import pytest
-from shared.kernel.usage import Usage
 
 from functions.chat.app import create_app
 from local.auth.keys import mint_token
 from shared.db import Database, agents, chats, executions, plans
+from shared.kernel.usage import Usage
 from shared.services import Services
 from tests.factories import make_session, make_user
 from tests.functions.conftest import SECRET, serve

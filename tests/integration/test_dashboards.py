@@ -8,10 +8,10 @@ from typing import Any, cast
 from uuid import UUID
 
 import pytest
-from shared.kernel.usage import Usage
 
 from shared.db import Database, agents, chats, dialogue, executions, plans
 from shared.db.records import AgentRole, ExecutionStatus, PlanStrategy
+from shared.kernel.usage import Usage
 from tests.factories import make_session, make_user
 
 DAY = "2026-03-14"

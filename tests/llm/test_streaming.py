@@ -6,9 +6,9 @@ from decimal import Decimal
 
 import pytest
 from pydantic import BaseModel
-from shared.kernel.usage import Usage
 
 from local.deepseek import FakeModelServer, raw_tool_call, reply, tool_call, usage
+from shared.kernel.usage import Usage
 from shared.llm import (
     AssistantMessage,
     CallTool,
