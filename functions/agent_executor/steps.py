@@ -6,7 +6,8 @@ from uuid import UUID
 
 from fastapi import APIRouter
 
-from shared.api.app import ServiceCaller, ServicesDep, problems
+from shared.api.deps import ServiceCaller, ServicesDep
+from shared.api.problems import problems
 from shared.dispatch.transport import run_step_here
 from shared.wire.runs import RunStepRequest, StepOutcomeOut
 

@@ -9,17 +9,9 @@ from fastapi import APIRouter, Header, Request, status
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from shared.agents import request_cancel
-from shared.api.app import (
-    EVENT_STREAM,
-    CurrentUser,
-    ServiceCaller,
-    ServicesDep,
-    accepted,
-    accepted_response,
-    function_url,
-    problems,
-    respond_async,
-)
+from shared.api.deps import CurrentUser, ServiceCaller, ServicesDep, function_url
+from shared.api.problems import problems
+from shared.api.responses import EVENT_STREAM, accepted, accepted_response, respond_async
 from shared.dispatch.transport import resume_plan, run_plan_here, stream_plan_here
 from shared.usecases import approval_decisions as approvals
 from shared.usecases.plan_views import plan_detail

@@ -4,7 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from shared.api.app import CurrentUser, ServicesDep, problems
+from shared.api.deps import CurrentUser, ServicesDep
+from shared.api.problems import problems
 from shared.usecases.daily_dashboards import daily_dashboards
 from shared.wire.dashboards import Dashboards
 

@@ -6,7 +6,8 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import PlainTextResponse
 
-from shared.api.app import CurrentUser, ServicesDep, problems
+from shared.api.deps import CurrentUser, ServicesDep
+from shared.api.problems import problems
 from shared.usecases import chat_sessions as sessions
 from shared.usecases import plan_views, transcripts
 from shared.usecases.chat_sessions import CURSOR

@@ -6,18 +6,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from shared.api.app import (
-    EVENT_STREAM,
-    PROBLEM_JSON,
-    CurrentUser,
-    ServicesDep,
-    accepted,
-    accepted_response,
-    function_url,
-    problem_response,
-    problems,
-    respond_async,
-)
+from shared.api.deps import CurrentUser, ServicesDep, function_url
+from shared.api.problems import PROBLEM_JSON, problem_response, problems
+from shared.api.responses import EVENT_STREAM, accepted, accepted_response, respond_async
 from shared.usecases import sending
 from shared.wire.turns import ChatTurnAccepted, ChatTurnReply, ChatTurnRequest
 

@@ -1,7 +1,7 @@
-"""Parley's error vocabulary. No HTTP here: `shared.api.app` maps these to status codes once.
+"""Parley's error vocabulary. No HTTP here: `shared.api.problems` maps these to status codes once.
 
-Each class names its `kind`: the problem type a client tells it apart by (`shared.api.app` makes
-it the `type` URI of the problem+json body; `docs/problems.md` lists them). A subclass keeps
+Each class names its `kind`: the problem type a client tells it apart by (`shared.api.problems`
+makes it the `type` URI of the problem+json body; `docs/problems.md` lists them). A subclass keeps
 its parent's kind unless it is a different problem for a client.
 
 AppError

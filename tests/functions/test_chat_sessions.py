@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from functions.chat.app import create_app
-from shared.api.app import PROBLEM_TYPES
+from shared.api.problems import PROBLEM_TYPES
 from shared.db import Database
 from shared.services import Services
 from tests.factories import make_user, make_world

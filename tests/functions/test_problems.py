@@ -20,7 +20,7 @@ import shared.usecases.chat_sessions
 from functions.agent_executor.app import create_app as executor_app
 from functions.agent_planner.app import create_app as planner_app
 from functions.chat.app import create_app as chat_app
-from shared.api.app import PROBLEM_TYPE_OF, PROBLEM_TYPES, kind_of, status_of
+from shared.api.problems import PROBLEM_TYPE_OF, PROBLEM_TYPES, kind_of, status_of
 from shared.kernel.errors import AppError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,7 +78,7 @@ def test_the_two_conflicts_of_a_send_are_told_apart() -> None:
 
 
 async def test_an_invalid_request_is_its_kind() -> None:
-    from shared.api.app import _validation_error
+    from shared.api.problems import _validation_error
 
     response = await _validation_error(None, RequestValidationError([]))  # type: ignore[arg-type]
     body = json.loads(bytes(response.body))
