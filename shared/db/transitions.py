@@ -115,6 +115,7 @@ class Transition:
     _end_stream: bool = False
     _steps: list[dict[str, Any]] = field(default_factory=list)
     _cancel_approvals: bool = False
+    _stored_results: dict[str, Any] = field(default_factory=dict)
     _new: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
@@ -338,6 +339,12 @@ class Transition:
         }  # fmt: skip
         return thread_id
 
+    def result_stored(self, call_id: str, payload: dict[str, Any]) -> None:
+        """The row this statement stores holds `payload`, the result of the write call
+        `call_id`: its receipt names the row instead of keeping a copy (`db.receipts`) — when
+        the receipt holds exactly that result."""
+        self._stored_results[call_id] = payload
+
     def cancel_pending_approvals(self) -> None:
         """Close the plan's undecided approvals `cancelled` (the plan ends)."""
         self._cancel_approvals = True
@@ -392,7 +399,7 @@ class Transition:
             "plan": self.plan_id, "p": usage.prompt_tokens, "c": usage.completion_tokens,
             "h": usage.cache_hit_tokens, "cost": usage.cost_usd,
             "chat": Jsonb(self._chat), "dialogue": Jsonb(self._dialogue),
-            "steps": Jsonb(self._steps),
+            "steps": Jsonb(self._steps), "stored_results": Jsonb(self._stored_results),
             **execution, **plan,
             **(self._step or {"step": None, "step_status": None, "step_result": None,
                               "step_error": None, "step_agent": None}),
@@ -423,6 +430,8 @@ class Transition:
             ctes.append(STEP_ROWS)
         if self._cancel_approvals:
             ctes.append(APPROVALS_CANCELLED)
+        if self._stored_results:
+            ctes.append(RECEIPTS_NAMED)
         if "agent" in self._new:
             ctes.append(STORE_PROMPT)
         ctes += [NEW_ROWS[kind] for kind in ("agent", "thread", "execution") if kind in self._new]
@@ -605,6 +614,15 @@ APPROVALS_CANCELLED = """approvals_cancelled AS (
     UPDATE agent_approvals SET status = 'cancelled', decided_at = now()
     WHERE plan_id = %(plan)s AND status = 'pending'
     RETURNING id)"""
+
+RECEIPTS_NAMED = """receipts_named AS (
+    UPDATE parley_private.tool_call_receipts r SET result = NULL
+    FROM jsonb_each(%(stored_results)s) AS stored(call_id, payload)
+    WHERE r.plan_id = %(plan)s AND r.tool_call_id = stored.call_id
+      AND r.result = stored.payload
+    RETURNING r.tool_call_id)"""
+"""Write receipts whose result the statement's rows hold now: the copy goes (`db.receipts`
+reads it from the row)."""
 
 STREAM_ENDED = """stream_ended AS (
     UPDATE parley_private.realtime_streams SET ended_at = now(), expires_at = now()
