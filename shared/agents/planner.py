@@ -12,10 +12,11 @@ once when the run opens and kept in memory as each statement stores more:
 2. Calls without results → run them (the tool executor checks permission; destructive tools
    ask the approval gate) and store each result.
 3. An accepted `create_plan` without a result → run the steps (`plan_runner`); their outcomes
-   become that call's result (stored empty: read back from the steps, `history.plan_results`), and the next model call (sent no tools) writes the final answer:
-   on the executor model when the plan says `answer: "executor"` (it only gathers the
-   results), else on the planner's. It may write `{{step N}}` to give the user a step's result
-   as it stands (`quotes`: expanded as it streams and before it is stored).
+   become that call's result (stored empty: read back from the steps, `history.plan_results`),
+   and the next model call (sent no tools) writes the final answer: on the executor model when
+   the plan says `answer: "executor"` (it only gathers the results), else on the planner's.
+   It may write `{{step N}}` to give the user a step's result as it stands (`quotes`:
+   expanded as it streams and before it is stored).
 
 Each transition is one statement (`shared.db.transitions`) that stores its rows, accounts the
 call, sends its events and returns the plan's control state, which the next call is checked
