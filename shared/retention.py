@@ -48,10 +48,10 @@ SETTING: dict[Retained, str] = {
     "receipts": "RETENTION_RECEIPTS_DAYS",
 }
 WHAT: dict[Retained, str] = {
-    "dialogue": "The agents' dialogue of this turn (their messages and threads)",
+    "dialogue": "The agents' dialogue of this turn (their messages)",
     "tool_rounds": "The planner's tool calls of this turn and their results",
-    "executions": "The runs' detail of this turn (each agent run's tokens, cost and timing; "
-    "the turn's totals are kept on the plan)",
+    "executions": "The runs' detail of this turn (each agent run's tokens, cost and timing, "
+    "and each step's thread; the turn's totals are kept on the plan)",
     "receipts": "The write receipts of this turn",
 }
 
