@@ -26,7 +26,11 @@
   kept as long as its run (`RETENTION_EXECUTIONS_DAYS`).
 
 Deployments upgrading keep their data: rows and receipts written before keep their copies
-(readers take either). Downgrade writes the copies back: every receipt its result (from its
+(readers take either). The runs taking their threads are rewritten in place (2.1 s at 100,000
+turns on the benchmark's machine, the rollups' triggers held off: no count changes); to give
+their old versions' space back to the operating system, run `VACUUM FULL` on
+`agent_executions` at a quiet time (it locks the table while it copies it), or let later rows
+reuse it. Downgrade writes the copies back: every receipt its result (from its
 row, or a note that it is gone when retention deleted the row), every accepted plan's call
 its steps and its result its text.
 
