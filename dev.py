@@ -8,7 +8,10 @@ cheap and safe. Every locked package is checked against the lock's SHA-256 hashe
 installed (`--require-hashes`): a download that differs from what was locked stops the install.
 
     python3 dev.py run [args]    the local stack and Parley Console (`python3 dev.py run --help`)
-    python3 dev.py test [args]   ruff, mypy, then pytest (extra args go to pytest)
+    python3 dev.py test [args]   ruff, mypy, the docs site (mkdocs build --strict), then pytest
+                                 (extra args go to pytest)
+    python3 dev.py docs [args]   the docs site, served with live reload (mkdocs serve; extra
+                                 args go to it), at http://127.0.0.1:8001
     python3 dev.py check-model   each kind of request Parley makes, against the configured model
                                  (DEEPSEEK_API_KEY, or LLM_BASE_URL + LLM_API_KEY; without a key,
                                  DeepSeek's local twin): a verdict per kind, and the spend
@@ -52,6 +55,9 @@ def main(argv: list[str]) -> int:
         if os.environ.get("CI") == "true":
             ensure_chromium_for_ci()
         return test(args)
+    if command == "docs":
+        ensure_venv()
+        return run([str(BIN / "mkdocs"), "serve", "--dev-addr", "127.0.0.1:8001", *args])
     if command == "check-model":
         ensure_venv()
         return run([str(PYTHON), "-m", "local.check_model", *args])
@@ -67,6 +73,7 @@ def test(pytest_args: list[str]) -> int:
         [str(BIN / "ruff"), "check", "."],
         [str(BIN / "ruff"), "format", "--check", "."],
         [str(PYTHON), "-m", "mypy"],
+        [str(BIN / "mkdocs"), "build", "--strict"],  # not --quiet: it hides what fails it
     ):
         if code := run(step):
             return code
@@ -174,6 +181,9 @@ def run(cmd: list[str], *, check: bool = False) -> int:
     # Bytecode caching roughly triples import speed of the heavy dependencies; some sandboxes
     # disable it globally, so turn it back on for our own processes.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    # mkdocs-material prints a notice of its end of life (2027-05) on every build; said once in
+    # mkdocs.yml instead of on every run of the tests.
+    env.setdefault("NO_MKDOCS_2_WARNING", "1")
     child = subprocess.Popen(cmd, cwd=ROOT, env=env)
     while True:
         try:

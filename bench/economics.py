@@ -4,10 +4,10 @@
     .venv/bin/python -m bench.economics --live [--max-usd 0.50]
 
 `--live` sends the same requests to the configured model (`DEEPSEEK_API_KEY`, or
-`LLM_BASE_URL` + `LLM_API_KEY`) instead of the scripted twin, so the README's cost claim can be
-checked on one's own account: the real model plans, reads and answers, its usage is what the
-provider reports, and the run stops before a call once `--max-usd` (priced by the registry) is
-spent, reporting what it measured so far.
+`LLM_BASE_URL` + `LLM_API_KEY`) instead of the scripted twin, so the cost figures of
+docs/explanation/economics.md can be checked on one's own account: the real model plans, reads
+and answers, its usage is what the provider reports, and the run stops before a call once
+`--max-usd` (priced by the registry) is spent, reporting what it measured so far.
 
 A seeded account of realistic size (`bench.account`: 12 projects, 60 tasks, 24 events, 20
 notes, 8 brain dumps) and scripted complex requests (`bench.requests`) are run two ways over

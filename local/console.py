@@ -1,7 +1,7 @@
 """Parley Console on the local stack: its static files and its config.
 
 The console (`web/public/`) is static: deployed elsewhere it reads a `config.json` beside it
-(see `web/README.md`). Here the stack answers `/config.json` itself: the local project's URL
+(docs/how-to/deploy-aws.md). Here the stack answers `/config.json` itself: the local project's URL
 and publishable key, the functions' paths, Supabase Auth with email and password (and sign-up),
 and the demo user's credentials, which the demo link (`/#/demo`) signs in with.
 """
@@ -27,7 +27,7 @@ FRAMING_AND_SNIFFING = {
 }
 """On the console's files: no other site may frame it (its Approve button lets a destructive
 tool call run), nor have a file read as another type. A deployed console's host should send the
-same (web/README.md)."""
+same (docs/how-to/deploy-aws.md)."""
 
 
 @dataclass(frozen=True, slots=True)

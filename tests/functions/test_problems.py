@@ -29,7 +29,7 @@ DOCS = [
     ROOT / "README.md",
     ROOT / "web" / "README.md",
     ROOT / "clients" / "js" / "README.md",
-    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs").rglob("*.md")),
 ]
 MODULES = (
     shared.agents.errors,

@@ -71,7 +71,7 @@ def test_run_command_serves_the_stack_and_a_demo_turn_twice(
             r"^  curl -s http://127\.0\.0\.1:\d+/auth/v1/signup ", output, re.MULTILINE
         )
         printed = re.search(r"export TOKEN=(\S+)", output)
-        assert printed is not None  # the demo user's token: an operator, as web/README says
+        assert printed is not None  # the demo user's token: an operator (docs/tutorial)
         claims = jwt.decode(printed.group(1), options={"verify_signature": False})
         assert claims["app_metadata"]["parley_role"] == "operator"
     # @parley/client's example gets the values printed (issue 31: the ports served), the last

@@ -73,11 +73,11 @@ async def test_a_complex_turn_of_three_steps_stays_within_120_statements(
 
 
 @pytest.mark.parametrize(("kind", "statements"), [("direct", 6), ("tool", 17), ("complex", 34)])
-async def test_the_statement_counts_are_the_readmes(
+async def test_the_statement_counts_are_the_docs(
     warm: tuple[Services, User, Path], kind: Kind, statements: int
 ) -> None:
-    """The README's figures, held exactly: a change that adds a round trip shows here, well
-    before it reaches a target above (and updates the README with the new count)."""
+    """The figures of docs/explanation/performance.md, held exactly: a change that adds a round
+    trip shows here, well before it reaches a target above (and updates the page's count)."""
     assert len(await one_turn(warm, kind)) == statements
 
 

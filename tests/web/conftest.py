@@ -31,7 +31,7 @@ CHROMIUM_FLAGS = [
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]  # fmt: skip
 SCREENSHOTS = os.environ.get("PARLEY_SCREENSHOTS")
-"""A folder to save the README's screenshots in (`PARLEY_SCREENSHOTS=docs`); unset: not saved."""
+"""A folder to save the docs' screenshots in (`PARLEY_SCREENSHOTS=docs`); unset: not saved."""
 
 expect.set_options(timeout=20_000)
 
@@ -145,6 +145,6 @@ async def tab(browser: Browser, stack: RunningStack) -> AsyncIterator[Tab]:
 
 
 async def screenshot(page: Page, name: str) -> None:
-    """Save a README screenshot when `PARLEY_SCREENSHOTS` names a folder."""
+    """Save a docs screenshot when `PARLEY_SCREENSHOTS` names a folder."""
     if SCREENSHOTS:
         await page.screenshot(path=str(Path(SCREENSHOTS) / f"console-{name}.png"))

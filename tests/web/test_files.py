@@ -55,14 +55,17 @@ def test_the_config_example_names_only_public_values() -> None:
 
 
 def test_the_guides_code_is_the_consoles_code() -> None:
-    """Each code excerpt in web/README.md names its file (the console's, or @parley/client's
-    it runs on) and appears in it, line by line."""
-    guide = (WEB / "README.md").read_text()
+    """Each code excerpt in the frontend tutorial names its file (the console's, or
+    @parley/client's it runs on) and appears in it, line by line; a whole file is included from
+    the file itself."""
+    guide = (WEB.parent / "docs" / "tutorial" / "frontend.md").read_text()
     blocks = re.findall(
         r"```(?:js|ts)\n// ((?:web/public|clients/js)/\S+)\n(.*?)```", guide, re.DOTALL
     )
+    included = re.findall(r'^--8<-- "(clients/js/examples/\S+)"$', guide, re.MULTILINE)
     assert len(blocks) >= 8
-    assert any(path.startswith("clients/js/examples/") for path, _ in blocks)
+    assert included
+    assert all((WEB.parent / path).is_file() for path in included)
     for path, code in blocks:
         source = [line.strip() for line in (WEB.parent / path).read_text().splitlines()]
         at = 0

@@ -1,7 +1,7 @@
 """The 21 built-in productivity tools over projects, tasks, notes, brain dumps and the calendar.
 
 12 read, 9 write (one destructive: delete_calendar_event), with the names, parameters and
-semantics of the original system's tools (see the README's tool table).
+semantics of the original system's tools (docs/how-to/add-tools.md lists them).
 """
 
 from __future__ import annotations
