@@ -45,10 +45,7 @@ from tests import databases
 
 DETAIL: dict[Retained, list[tuple[str, str]]] = {
     # (table, the condition on its row `r` joined to its plan `p`)
-    "dialogue": [
-        ("agent_chat_messages", "r.plan_id = p.id"),
-        ("agent_chat_sessions", "r.plan_id = p.id"),
-    ],
+    "dialogue": [("agent_chat_messages", "r.plan_id = p.id")],
     "tool_rounds": [
         (
             "chat_messages",
@@ -58,7 +55,8 @@ DETAIL: dict[Retained, list[tuple[str, str]]] = {
     "receipts": [("parley_private.tool_call_receipts", "r.plan_id = p.id")],
     "executions": [("agent_executions", "r.plan_id = p.id")],
 }
-"""Where each kind of detail lives (executor agents go with the dialogue: counted apart)."""
+"""Where each kind of detail lives (executor agents go with the dialogue: counted apart; a
+step attempt's thread is its run's row, in `agent_executions`)."""
 TABLES = """
 SELECT c.oid::regclass::text AS name FROM pg_class c
  WHERE c.relkind = 'r' AND c.relnamespace = ANY(ARRAY['public', 'parley_private']::regnamespace[])
@@ -208,7 +206,6 @@ def report(args: argparse.Namespace) -> None:
 
 CLASS_OF_TABLE: dict[str, Retained] = {
     "agent_chat_messages": "dialogue",
-    "agent_chat_sessions": "dialogue",
     "agents": "dialogue",  # its executors
     "chat_messages": "tool_rounds",  # its tool rounds
     "parley_private.tool_call_receipts": "receipts",

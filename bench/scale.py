@@ -12,16 +12,19 @@ by a factor drawn log-uniformly from `--stretch` (50–2,000: the fake model ans
 milliseconds, a real one in seconds), so durations spread as a real model's would. The kinds
 take turns, a third each.
 
-Growing is set-based SQL, a batch of sessions per statement per table (`INSERT ... SELECT`
-over the seed rows). What is copied is read from the catalog, not listed here: every table of
-`public` and `parley_private` with a `user_id`, each column as it stands — so a column or
-table added later is copied without a change here. A row belongs to a turn through its
-`session_id`, `chat_session_id` or `plan_id` (or to the user, for the domain tables: copied
-once per user). Ids are mapped (a row's id, and every `uuid` column pointing at a copied row,
-to `md5(id, copy)`), so the copies keep their references; `user_id` to the copy's user, the
-seed sessions to the copy's session, the seed planners to the session's one planner; the
-copies' `seq`s follow each other in a session. Columns referencing tables that are not copied
-(shared rows: a prompt stored once) keep their value. Copies are written with
+Growing is set-based SQL, a batch of turns per statement per table (`INSERT ... SELECT` over
+the seed rows), the turns in the order they started and each batch's rows in the order of
+their timestamps, as a live database receives them. What is copied is read from the catalog,
+not listed here: every table of `public` and `parley_private` with a `user_id`, each column
+as it stands — so a column or table added later is copied without a change here. A row
+belongs to a turn through its `session_id`, `chat_session_id` or `plan_id` (or to the user,
+for the domain tables: copied once per user). Ids are mapped (a row's id, and every `uuid`
+column pointing at a copied row, to `md5(id, copy)`, its first 48 bits the copy's time when
+the seed's id is time-ordered, as `parley_private.new_id()` makes them), so the copies keep
+their references and their index entries sit where a live database's would; `user_id` to the
+copy's user, the seed sessions to the copy's session, the seed planners to the session's one
+planner; the copies' `seq`s follow each other in a session. Columns referencing tables that
+are not copied (shared rows: a prompt stored once) keep their value. Copies are written with
 `session_replication_role = replica` (no foreign-key checks, no triggers: the copies are
 consistent by construction), then the tables are vacuumed and analyzed, and anything the
 triggers would have kept (the daily rollups) is rebuilt from the rows.
@@ -142,7 +145,8 @@ class Layout:
 
     def sql(self) -> str:
         """Rows (g: turn number, s: session, j: place in the session, u: user, t: its start,
-        stretch) for every copied turn."""
+        stretch, session_t: its session's start, o: its place in time) for every copied
+        turn."""
         period = f"{self.months * 30} days"
         lo, hi = self.stretch
         stretch = f"exp(ln({lo}) + random() * ln({hi / lo}))"
@@ -166,16 +170,20 @@ class Layout:
                    now() - interval '{period}' + k * interval '{period}' / {max(self.long, 1)}
                        AS t
             FROM generate_series(0, {self.long - 1}) k)
-        SELECT g, s, j, u, t, {stretch} AS stretch,
-               (ARRAY{list(KINDS)})[g % 3 + 1] AS kind,
-               count(*) OVER (PARTITION BY s) AS n,
-               row_number() OVER (PARTITION BY u ORDER BY s, j) = 1 AS first_of_user
+        SELECT g, s, j, u, t, stretch, kind, n, first_of_user, session_t,
+               row_number() OVER (ORDER BY t, g) - 1 AS o
         FROM (
-            SELECT o.g, o.s, o.j, o.u, x.start + o.j * interval '3 minutes' AS t
-            FROM ordinary o JOIN sessions x USING (s)
-            UNION ALL SELECT * FROM heavy
-            UNION ALL SELECT * FROM long) turns;
-        CREATE INDEX ON layout (s);
+            SELECT g, s, j, u, t, {stretch} AS stretch,
+                   (ARRAY{list(KINDS)})[g % 3 + 1] AS kind,
+                   count(*) OVER (PARTITION BY s) AS n,
+                   row_number() OVER (PARTITION BY u ORDER BY s, j) = 1 AS first_of_user,
+                   min(t) OVER (PARTITION BY s) AS session_t
+            FROM (
+                SELECT o.g, o.s, o.j, o.u, x.start + o.j * interval '3 minutes' AS t
+                FROM ordinary o JOIN sessions x USING (s)
+                UNION ALL SELECT * FROM heavy
+                UNION ALL SELECT * FROM long) turns) numbered;
+        CREATE INDEX ON layout (o);
         ANALYZE layout;
         """
 
@@ -197,8 +205,19 @@ def user_uuid(db: str, u: int) -> uuid.UUID:
     return uuid.UUID(hashlib.md5(f"{db}:u:{u}".encode()).hexdigest())
 
 
-def session_uuid(db: str, s: int) -> uuid.UUID:
-    return uuid.UUID(hashlib.md5(f"{db}:s:{s}".encode()).hexdigest())
+def session_key(db: str, s: int) -> bytes:
+    """The part of session number `s`'s id that is not its start time (`TIME_ORDERED`)."""
+    return hashlib.md5(f"{db}:s:{s}".encode()).digest()[7:]
+
+
+async def session_ids(url: str, db: str, owners: dict[int, uuid.UUID]) -> dict[int, uuid.UUID]:
+    """The ids of the sessions numbered as `owners`' keys, found among their users'."""
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cur = await conn.execute(
+            "SELECT id FROM chat_sessions WHERE user_id = ANY(%s)", (list(set(owners.values())),)
+        )
+        found = {row[0].bytes[7:]: row[0] for row in await cur.fetchall()}
+    return {s: found[session_key(db, s)] for s in owners}
 
 
 def tables(conn: psycopg.Connection[Any]) -> list[Table]:
@@ -279,11 +298,18 @@ def column_expression(
             return ident  # a shared row (not one of the user's): referenced as it is
         if not per_turn:
             return f"md5({ident}::text || ':{db}:u:' || l.u)::uuid"
-        cases = [f"WHEN '{s}' THEN md5('{db}:s:' || l.s)::uuid" for s in seed.sessions.values()]
-        cases += [f"WHEN '{p}' THEN md5('{db}:p:' || l.s)::uuid" for p in seed.planners]
+        cases = [
+            f"WHEN '{s}' THEN pg_temp.at_time(md5('{db}:s:' || l.s)::uuid, l.session_t)"
+            for s in seed.sessions.values()
+        ]
+        cases += [
+            f"WHEN '{p}' THEN pg_temp.at_time(md5('{db}:p:' || l.s)::uuid, l.session_t)"
+            for p in seed.planners
+        ]
+        copy = f"md5({ident}::text || ':{db}:' || l.s || ':' || l.j)::uuid"
         return (
             f"CASE {ident} {' '.join(cases)} "
-            f"ELSE md5({ident}::text || ':{db}:' || l.s || ':' || l.j)::uuid END"
+            f"ELSE pg_temp.copy_id({ident}, {copy}, l.t, l.stretch, r.seed_start) END"
         )
     if kind.startswith("timestamp"):
         if per_turn:  # stretched around the turn's start, which moves to the copy's
@@ -298,10 +324,34 @@ def column_expression(
     return ident
 
 
+TIME_ORDERED = """
+CREATE FUNCTION pg_temp.at_time(id uuid, at timestamptz) RETURNS uuid LANGUAGE sql IMMUTABLE
+AS $$ SELECT encode(set_byte(overlay(uuid_send(id)
+        PLACING substring(int8send((extract(epoch FROM at) * 1000)::bigint) FROM 3)
+        FROM 1 FOR 6), 6, (get_byte(uuid_send(id), 6) & 15) | 112), 'hex')::uuid $$;
+CREATE FUNCTION pg_temp.copy_id(seed uuid, copy uuid, t timestamptz, stretch float8,
+                                seed_start timestamptz) RETURNS uuid LANGUAGE sql IMMUTABLE
+AS $$ SELECT CASE WHEN substr(seed::text, 15, 1) = '7' THEN pg_temp.at_time(copy,
+        t + (to_timestamp(('x' || substr(replace(seed::text, '-', ''), 1, 12))::bit(48)::bigint
+                          / 1000.0) - seed_start) * stretch)
+        ELSE copy END $$;
+"""
+"""A copy's id as a live database makes it (`parley_private.new_id()`, UUIDv7): a seed row's
+time-ordered id gets the time its copy stands for (stretched as the copy's timestamps are), in
+front of bits of its own; a random id (a domain row's) stays random. So a copy's index entries
+sit where a live database's would, and `grow` writes them in time order as one does."""
+
+
 def copy_statement(db: str, table: Table, seed: Seed, copied: set[str]) -> str:
-    """`INSERT ... SELECT` of one batch of copies (`%(lo)s <= l.s < %(hi)s`) into `table`."""
+    """`INSERT ... SELECT` of one batch of copies (`%(lo)s <= l.o < %(hi)s`: turns in the order
+    they started) into `table`, rows in the order their copies were made."""
     names = ", ".join(sql.Identifier(c).as_string(None) for c, _ in table.columns)
     values = ", ".join(column_expression(db, table, c, k, seed, copied) for c, k in table.columns)
+    kinds = dict(table.columns)
+    order = ""
+    if "created_at" in kinds:
+        created = column_expression(db, table, "created_at", kinds["created_at"], seed, copied)
+        order = f"ORDER BY {created}"
     source = f"seed_{table.name.replace('.', '_')}"
     if table.turn_key is None:  # the user's own rows: once per user, from their first turn
         where = "l.first_of_user"
@@ -311,7 +361,7 @@ def copy_statement(db: str, table: Table, seed: Seed, copied: set[str]) -> str:
         join = f"{source} r JOIN layout l ON l.kind = r.seed_kind"
     return f"""INSERT INTO {table.name} ({names})
         SELECT {values} FROM {join}
-        WHERE l.s >= %(lo)s AND l.s < %(hi)s AND {where}
+        WHERE l.o >= %(lo)s AND l.o < %(hi)s AND {where} {order}
         ON CONFLICT DO NOTHING"""
 
 
@@ -344,7 +394,8 @@ def seed_tables(conn: psycopg.Connection[Any], found: list[Table], seed: Seed) -
 
 
 def grow(admin_url: str, db: str, layout: Layout, seed_user: uuid.UUID, batch: int) -> None:
-    """Copy the seed turns into the layout, a batch of sessions at a time."""
+    """Copy the seed turns into the layout, a batch of turns at a time in the order they
+    started (as a live database receives them)."""
     with psycopg.connect(admin_url, row_factory=dict_row, autocommit=True) as conn:
         conn.execute("SET session_replication_role = replica")
         conn.execute("SET synchronous_commit = off")
@@ -352,23 +403,22 @@ def grow(admin_url: str, db: str, layout: Layout, seed_user: uuid.UUID, batch: i
         found = tables(conn)
         copied = {t.name for t in found}
         seed_tables(conn, found, seed)
+        conn.execute(TIME_ORDERED)
         conn.execute(layout.sql())
-        sessions = layout.long_session_number + 1
         statements = [(t, copy_statement(db, t, seed, copied)) for t in found]
         users = f"""INSERT INTO auth.users (id, email)
             SELECT DISTINCT md5('{db}:u:' || u)::uuid, md5('{db}:u:' || u) || '@scale.local'
-            FROM layout WHERE s >= %(lo)s AND s < %(hi)s ON CONFLICT DO NOTHING"""
+            FROM layout WHERE o >= %(lo)s AND o < %(hi)s ON CONFLICT DO NOTHING"""
         started = time.perf_counter()
-        per_batch = max(1, batch // layout.turns_per_session)
-        for lo in range(0, sessions, per_batch):
-            bounds = {"lo": lo, "hi": lo + per_batch}
+        for lo in range(0, layout.turns, batch):
+            bounds = {"lo": lo, "hi": lo + batch}
             with conn.transaction():
                 conn.execute(users, bounds)
                 for _, statement in statements:
                     conn.execute(statement, bounds)
-            done = min(lo + per_batch, sessions)
+            done = min(lo + batch, layout.turns)
             print(
-                f"  grown {done:,}/{sessions:,} sessions ({time.perf_counter() - started:.0f} s)",
+                f"  grown {done:,}/{layout.turns:,} turns ({time.perf_counter() - started:.0f} s)",
                 file=sys.stderr,
                 flush=True,
             )
@@ -705,9 +755,11 @@ async def read_routes(
     n = samples + 1
     ordinary = [rng.randrange(layout.ordinary_sessions) for _ in range(n)]
     heavy = [layout.ordinary_sessions + rng.randrange(max(layout.heavy, 1)) for _ in range(n)]
-    ids = {s: session_uuid(db, s) for s in {*ordinary, *heavy}}
-    plan_ids = await first_plans(h.url, set(ids.values()))
     per_user = layout.turns_per_user // layout.turns_per_session
+    owners = {s: user_uuid(db, s // per_user) for s in ordinary}
+    owners |= {s: user_uuid(db, layout.heavy_user) for s in heavy}
+    ids = await session_ids(h.url, db, owners)
+    plan_ids = await first_plans(h.url, set(ids.values()))
     groups: list[tuple[str, list[int], Callable[[int], uuid.UUID]]] = [
         ("ordinary users", ordinary, lambda s: user_uuid(db, s // per_user)),
         (
@@ -767,7 +819,10 @@ async def read_routes(
 async def long_session(
     h: Harness, db: str, layout: Layout, chat: httpx.AsyncClient, n: int, budget: float
 ) -> list[str]:
-    session, owner = session_uuid(db, layout.long_session_number), user_uuid(db, layout.long_user)
+    owner = user_uuid(db, layout.long_user)
+    session = (await session_ids(h.url, db, {layout.long_session_number: owner}))[
+        layout.long_session_number
+    ]
     async with await psycopg.AsyncConnection.connect(h.url) as conn:
         cur = await conn.execute("SELECT last_seq FROM chat_sessions WHERE id = %s", (session,))
         row = await cur.fetchone()

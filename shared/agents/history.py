@@ -3,6 +3,10 @@
 * The planner's turn for one plan is its `chat_messages` with that `plan_id`: assistant rows
   (text, `tool_calls`, `reasoning_content`) and `tool` rows answering them by `tool_call_id`.
   Past turns are the user's messages and the final answers (`chats.list_conversation`).
+  What the plan's own rows hold is not stored twice: the accepted `create_plan` call is stored
+  without its `steps` (its row's `metadata.plan_steps` names the call) and its result (the
+  steps' outcomes, `plan_results`) without its text; both are read back from the plan's steps
+  (`plan_arguments`, `plan_results`; `shared.db.chats` does the same in SQL for readers).
 * A step's agent's conversation is its thread (`agent_chat_messages`): the `delegation` is the
   user message; the agent's own `status` text and its call rows (`tool_call`, `question`,
   `completion`, `error`, `escalation`, each with a `tool_call_id`) form its assistant turns
@@ -25,7 +29,7 @@ from uuid import UUID
 
 from shared.agents.budget import Segment
 from shared.agents.prompts import PLAN_RESULTS, TEXT_ONLY_REMINDER
-from shared.db.records import AgentMessage, AgentMessageType, ChatMessage
+from shared.db.records import AgentMessage, AgentMessageType, ChatMessage, PlanStep
 from shared.llm import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 
 CALL_TYPES: frozenset[AgentMessageType] = frozenset(
@@ -111,6 +115,47 @@ def _call_from_row(row: AgentMessage) -> ToolCall:
 
 # --- the planner -------------------------------------------------------------------------
 
+PLAN_STEPS = "plan_steps"
+"""`metadata` key of the planner's row whose `create_plan` call (this id) is stored without its
+`steps`: the accepted plan's, which its step rows hold."""
+
+
+def step_arguments(step: PlanStep) -> dict[str, Any]:
+    """A stored step as `create_plan` takes it, defaults left out (as in SQL: `chats`)."""
+    found: dict[str, Any] = {"step_number": step.step_number, "description": step.description}
+    if not step.executor_required:
+        found["assignee"] = "planner"
+    if step.depends_on:
+        found["depends_on"] = list(step.depends_on)
+    if step.tools:
+        found["tools"] = list(step.tools)
+    return found
+
+
+def plan_arguments(stored: dict[str, Any], steps: Sequence[PlanStep]) -> dict[str, Any]:
+    """An accepted `create_plan` call's arguments: what was stored of them, with its steps."""
+    ordered = sorted(steps, key=lambda s: s.step_number)
+    return {**stored, "steps": [step_arguments(step) for step in ordered]}
+
+
+def without_steps(call: ToolCall) -> ToolCall:
+    """The accepted `create_plan` call as stored: its steps are the plan's step rows."""
+    rest = {key: value for key, value in call.arguments.items() if key != "steps"}
+    return ToolCall.parse(id=call.id, name=call.name, arguments_json=json.dumps(rest))
+
+
+def plan_results(steps: Sequence[PlanStep]) -> str:
+    """The steps' outcomes, as the planner is given them (after `prompts.PLAN_RESULTS`) — each
+    step's description is in the plan above it: not repeated."""
+    lines = []
+    for step in sorted(steps, key=lambda s: s.step_number):
+        lines.append(f"Step {step.step_number}: {step.status}")
+        if step.result:
+            lines.append(f"Result: {step.result}")
+        if step.error:
+            lines.append(f"Problem: {step.error}")
+    return "\n".join(lines)
+
 
 @dataclass(frozen=True, slots=True)
 class PlannerTurn:
@@ -130,31 +175,40 @@ class PlannerTurn:
         return [(turn, call) for turn in self.turns for call in turn.calls if call.name == name]
 
 
-def planner_turn(rows: Sequence[ChatMessage]) -> PlannerTurn:
-    """Read a plan's `chat_messages` (assistant and tool rows) back into turns."""
+def planner_turn(rows: Sequence[ChatMessage], steps: Sequence[PlanStep] = ()) -> PlannerTurn:
+    """Read a plan's `chat_messages` (assistant and tool rows) back into turns; the accepted
+    plan's call and results take what their rows do not hold from its `steps`."""
     turns: list[Turn] = []
     answer: ChatMessage | None = None
     for row in rows:
         if row.role == "assistant" and row.tool_calls:
+            planned = row.metadata.get(PLAN_STEPS)
             calls = [_call_from_wire(raw) for raw in row.tool_calls]
+            calls = [_with_steps(call, steps) if call.id == planned else call for call in calls]
             kinds = {call.id: "tool" for call in calls}
             turns.append(Turn(row.content or None, row.reasoning_content, calls, kinds))
         elif row.role == "tool" and turns and row.tool_call_id is not None:
             kind = str(row.metadata.get("kind", "tool_result"))
-            turns[-1].results[row.tool_call_id] = _as_sent(kind, row.content)
+            turns[-1].results[row.tool_call_id] = _as_sent(kind, row.content, steps)
             turns[-1].kinds[row.tool_call_id] = kind
         elif row.role == "assistant" and row.metadata.get("kind") == "answer":
             answer = row
     return PlannerTurn(turns, answer)
 
 
-def _as_sent(kind: str, content: str) -> str:
-    """A planner tool row's content as the model is given it: a plan's results come after the
-    instruction to answer from them (`prompts.PLAN_RESULTS`), which is not stored with each
-    (rows stored before it was not have it already)."""
+def _with_steps(call: ToolCall, steps: Sequence[PlanStep]) -> ToolCall:
+    arguments = plan_arguments(dict(call.arguments), steps)
+    return ToolCall.parse(id=call.id, name=call.name, arguments_json=json.dumps(arguments))
+
+
+def _as_sent(kind: str, content: str, steps: Sequence[PlanStep]) -> str:
+    """A planner tool row's content as the model is given it: a plan's results (read from its
+    steps when the row does not hold them) come after the instruction to answer from them
+    (`prompts.PLAN_RESULTS`), which is not stored with each (rows stored before it was not
+    have it already)."""
     if kind != "plan_results" or content.startswith(PLAN_RESULTS):
         return content
-    return f"{PLAN_RESULTS}\n\n{content}"
+    return f"{PLAN_RESULTS}\n\n{content or plan_results(steps)}"
 
 
 def conversation_segments(rows: Sequence[ChatMessage]) -> list[Segment]:

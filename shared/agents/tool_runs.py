@@ -5,7 +5,8 @@ control state (a cancel request stops the agent here) and the agent's row as it 
 — permission is decided on that row at call time (`ToolExecutor.execute_checked`), and the
 check's record (the call counted on the execution, a denial logged as a `permission_denied`
 dialogue row with its events) goes into the statement that stores the result
-(`record_result`). For a destructive tool the agent is allowed to use, the approval gate is
+(`record_result`), where a write's receipt stops holding a copy of the result the row
+holds. For a destructive tool the agent is allowed to use, the approval gate is
 asked first; a call the user rejected is recorded as a denial too (docs/events.md).
 """
 
@@ -111,7 +112,11 @@ def record_result(
     transition.account(run.execution.id, tool_calls=1, denials=int(outcome.denial is not None))
     if outcome.denial is not None:
         _record_denial(transition, run, call, outcome, thread=thread, step_id=step_id)
-    return outcome.result
+    result = outcome.result
+    tool = run.services.tools.get(call.name)
+    if tool is not None and tool.access != "read" and result.repeat_of is None:
+        transition.result_stored(call.id, result.payload)  # its receipt names the row
+    return result
 
 
 def _record_denial(

@@ -27,6 +27,37 @@ from shared.kernel.usage import Usage
 
 SESSION = columns(ChatSession)
 MESSAGE = columns(ChatMessage)
+
+_PLAN_STEPS = "public.agent_plan_steps s WHERE s.plan_id = m.plan_id"
+PLAN_RESULTS = f"""coalesce((SELECT string_agg(concat_ws(E'\\n',
+        'Step ' || s.step_number || ': ' || s.status, 'Result: ' || nullif(s.result, ''),
+        'Problem: ' || nullif(s.error, '')), E'\\n' ORDER BY s.step_number)
+    FROM {_PLAN_STEPS}), '')"""
+"""A plan's steps' outcomes as the planner was given them (`history.plan_results`), for the row
+`m` of its `plan_results` (stored without them)."""
+STEP_ARGUMENTS = """jsonb_strip_nulls(jsonb_build_object('step_number', s.step_number,
+    'description', s.description,
+    'assignee', CASE WHEN NOT s.executor_required THEN 'planner' END,
+    'depends_on', CASE WHEN cardinality(s.depends_on) > 0 THEN to_jsonb(s.depends_on) END,
+    'tools', CASE WHEN cardinality(s.tools) > 0 THEN to_jsonb(s.tools) END))"""
+"""A stored step as `create_plan` takes it (`history.step_arguments`)."""
+TOOL_CALLS = f"""CASE WHEN m.metadata ? 'plan_steps' THEN (
+    SELECT jsonb_agg(CASE WHEN c->>'id' = m.metadata->>'plan_steps' THEN
+        jsonb_set(c, '{{function,arguments}}', to_jsonb(((c->'function'->>'arguments')::jsonb
+            || jsonb_build_object('steps', coalesce((
+                SELECT jsonb_agg({STEP_ARGUMENTS} ORDER BY s.step_number) FROM {_PLAN_STEPS}),
+                '[]'::jsonb)))::text))
+        ELSE c END ORDER BY e.n)
+    FROM jsonb_array_elements(m.tool_calls) WITH ORDINALITY AS e(c, n))
+    ELSE m.tool_calls END"""
+"""The row `m`'s calls, the accepted `create_plan`'s (stored without its steps: `history`)
+with its steps again."""
+CONTENT = f"""CASE WHEN m.role = 'tool' AND m.content = ''
+    AND m.metadata->>'kind' = 'plan_results' THEN {PLAN_RESULTS} ELSE m.content END"""
+"""The row `m`'s content, a plan's results (stored without them: `history`) read back."""
+_READ = {"content": f"{CONTENT} AS content", "tool_calls": f"{TOOL_CALLS} AS tool_calls"}
+READ_MESSAGE = ", ".join(_READ.get(name, f"m.{name}") for name in ChatMessage._fields)
+"""`MESSAGE` of the rows `m` as readers see them: what the plan holds put back."""
 OWNER_KEY = "chat_sessions_user_id_fkey"
 """A session's owner is a row of `auth.users`."""
 
@@ -237,7 +268,10 @@ async def add_user_message(
 async def get_message(conn: Connection, *, message_id: UUID) -> ChatMessage | None:
     """One message by id."""
     return await fetch_optional(
-        conn, ChatMessage, f"SELECT {MESSAGE} FROM chat_messages WHERE id = %s", (message_id,)
+        conn,
+        ChatMessage,
+        f"SELECT {READ_MESSAGE} FROM chat_messages m WHERE m.id = %s",
+        (message_id,),
     )
 
 
@@ -255,10 +289,11 @@ async def list_messages(
     return await fetch_all(
         conn,
         ChatMessage,
-        f"""SELECT {MESSAGE} FROM chat_messages
-            WHERE session_id = %s AND seq > %s
-              AND (%s OR NOT (role = 'tool' OR (role = 'assistant' AND tool_calls IS NOT NULL)))
-            ORDER BY seq LIMIT %s""",
+        f"""SELECT {READ_MESSAGE} FROM chat_messages m
+            WHERE m.session_id = %s AND m.seq > %s
+              AND (%s OR NOT (m.role = 'tool'
+                              OR (m.role = 'assistant' AND m.tool_calls IS NOT NULL)))
+            ORDER BY m.seq LIMIT %s""",
         (session_id, after_seq, internal, limit),
     )
 
@@ -268,7 +303,7 @@ async def list_plan_messages(conn: Connection, *, plan_id: UUID) -> list[ChatMes
     return await fetch_all(
         conn,
         ChatMessage,
-        f"SELECT {MESSAGE} FROM chat_messages WHERE plan_id = %s ORDER BY seq",
+        f"SELECT {READ_MESSAGE} FROM chat_messages m WHERE m.plan_id = %s ORDER BY m.seq",
         (plan_id,),
     )
 

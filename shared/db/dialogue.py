@@ -1,4 +1,7 @@
-"""Repository: agent-to-agent threads (`agent_chat_sessions`) and their messages."""
+"""Repository: agent-to-agent threads (`agent_chat_sessions`) and their messages.
+
+A thread is held by its step attempt's run (`agent_executions`: `turn_count`, `max_turns`,
+`thread_status`; the thread's id is the run's); `agent_chat_sessions` is the view of them."""
 
 from __future__ import annotations
 
@@ -10,9 +13,15 @@ from psycopg.types.json import Jsonb
 from shared.db._rows import fetch_all, fetch_one
 from shared.db.database import Connection
 from shared.db.records import AgentMessage, AgentMessageType, AgentThread, columns
+from shared.kernel.ids import new_id
 
 THREAD = columns(AgentThread)
 MESSAGE = columns(AgentMessage)
+THREAD_OF_RUN = """run.id, p.session_id, run.user_id, run.plan_id, run.step_id,
+    p.planner_agent_id AS parent_agent_id, run.agent_id AS child_agent_id,
+    run.thread_status AS status, run.turn_count, run.max_turns, run.error, run.created_at,
+    CASE WHEN run.thread_status <> 'active' THEN run.finished_at END AS completed_at"""
+"""`agent_chat_sessions`' columns of the run row `run` of the plan row `p` (the view's)."""
 
 
 async def create_thread(
@@ -26,15 +35,28 @@ async def create_thread(
     max_turns: int,
     step_id: UUID | None = None,
 ) -> AgentThread:
-    """Open a planner↔executor thread."""
+    """Open a planner↔agent thread: a run of the child agent (its role and model), `running`,
+    holding the thread — the attempt after the step's last (a plan-level one without a step).
+    (`session_id` and `parent_agent_id` are the plan's: a thread shows its plan's.)"""
+    del session_id, parent_agent_id
     return await fetch_one(
         conn,
         AgentThread,
-        f"""INSERT INTO agent_chat_sessions
-              (session_id, user_id, plan_id, step_id, parent_agent_id, child_agent_id, max_turns)
-            VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {THREAD}""",
-        (session_id, user_id, plan_id, step_id, parent_agent_id, child_agent_id, max_turns),
-    )
+        f"""WITH run AS (
+              INSERT INTO agent_executions (id, agent_session_id, user_id, plan_id, step_id,
+                  agent_id, agent_role, model, attempt, status, started_at, turn_count,
+                  max_turns, thread_status)
+              SELECT %(id)s, %(id)s, %(user)s, %(plan)s, %(step)s, a.id, a.role, a.model,
+                     coalesce((SELECT max(attempt) FROM agent_executions
+                                WHERE plan_id = %(plan)s
+                                  AND step_id IS NOT DISTINCT FROM %(step)s), 0) + 1,
+                     'running', now(), 0, %(max_turns)s, 'active'
+                FROM agents a WHERE a.id = %(child)s
+              RETURNING *)
+            SELECT {THREAD_OF_RUN} FROM run JOIN agent_plans p ON p.id = run.plan_id""",
+        {"id": new_id(), "user": user_id, "plan": plan_id, "step": step_id,
+         "child": child_agent_id, "max_turns": max_turns},
+    )  # fmt: skip
 
 
 async def list_threads(conn: Connection, *, plan_id: UUID) -> list[AgentThread]:
@@ -120,7 +142,7 @@ async def list_thread_messages(conn: Connection, *, thread_id: UUID) -> list[Age
         conn,
         AgentMessage,
         f"""SELECT {MESSAGE} FROM agent_chat_messages
-            WHERE plan_id = (SELECT plan_id FROM agent_chat_sessions WHERE id = %(thread)s)
+            WHERE plan_id = (SELECT plan_id FROM agent_executions WHERE id = %(thread)s)
               AND agent_session_id = %(thread)s
             ORDER BY seq""",
         {"thread": thread_id},
@@ -141,9 +163,10 @@ async def abandon_open_threads(
     conn: Connection, *, plan_id: UUID, error: str, step_id: UUID | None = None
 ) -> None:
     """Close every still-active thread of a plan (or of one of its steps) as `abandoned`
-    (cancellation, failure)."""
+    (cancellation, failure); the runs holding them are closed by `close_open_executions`."""
     await conn.execute(
-        """UPDATE agent_chat_sessions SET status = 'abandoned', error = %s, completed_at = now()
-           WHERE plan_id = %s AND status = 'active' AND (%s::uuid IS NULL OR step_id = %s)""",
+        """UPDATE agent_executions SET thread_status = 'abandoned', error = coalesce(error, %s)
+           WHERE plan_id = %s AND thread_status = 'active'
+             AND (%s::uuid IS NULL OR step_id = %s)""",
         (error, plan_id, step_id, step_id),
     )

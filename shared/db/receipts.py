@@ -5,6 +5,13 @@ A receipt is keyed on (plan, call id, hash of tool name and canonical arguments)
 only the service reads and writes it — also inside a user's write transaction, which
 `record_with_write` ends as the service (`database.back_to_service`) for that one insert, so
 the receipt commits or rolls back with the write itself.
+
+The receipt holds the call's result until the row answering the call is stored (the planner's
+`tool` message, an agent's `tool_result`): the statement that stores that row clears the
+receipt's copy when it is exactly the row's content (`Transition.result_stored`), and readers
+take the result from the row then (`RESULT`). A receipt done (`completed_at`) whose result and
+row are both gone (retention deleted the row first) reads as done with `GONE`: the call is
+never made again.
 """
 
 from __future__ import annotations
@@ -52,9 +59,26 @@ class Receipt:
     completed_at: datetime | None
 
 
+GONE: dict[str, Any] = {
+    "done": True,
+    "note": "This call was made earlier; its result is no longer stored.",
+}
+"""The result of a receipt done whose result is no longer stored anywhere."""
+
 _TABLE = "parley_private.tool_call_receipts"
-_COLUMNS = "plan_id, tool_call_id, tool_name, result, created_at, completed_at"
-_KEY = "plan_id = %(plan)s AND tool_call_id = %(call)s AND call_hash = %(hash)s"
+RESULT = """coalesce(r.result,
+    (SELECT m.content::jsonb FROM public.chat_messages m
+      WHERE m.plan_id = r.plan_id AND m.tool_call_id = r.tool_call_id AND m.role = 'tool'
+      LIMIT 1),
+    (SELECT d.content::jsonb FROM public.agent_chat_messages d
+      WHERE d.plan_id = r.plan_id AND d.tool_call_id = r.tool_call_id
+        AND d.message_type = 'tool_result'
+      LIMIT 1),
+    CASE WHEN r.completed_at IS NOT NULL THEN %(gone)s::jsonb END) AS result"""
+"""A receipt's result: its own copy, else the stored row answering its call (a write tool's
+result: JSON), else `GONE` when the call is done."""
+_COLUMNS = f"r.plan_id, r.tool_call_id, r.tool_name, {RESULT}, r.created_at, r.completed_at"
+_KEY = "r.plan_id = %(plan)s AND r.tool_call_id = %(call)s AND r.call_hash = %(hash)s"
 
 
 async def find(conn: Connection, key: CallKey) -> Receipt | None:
@@ -62,8 +86,8 @@ async def find(conn: Connection, key: CallKey) -> Receipt | None:
     return await fetch_optional(
         conn,
         Receipt,
-        f"SELECT {_COLUMNS} FROM parley_private.tool_call_receipts WHERE {_KEY}",
-        key.params(),
+        f"SELECT {_COLUMNS} FROM {_TABLE} r WHERE {_KEY}",
+        {**key.params(), "gone": Jsonb(GONE)},
     )
 
 
@@ -73,9 +97,9 @@ async def list_completed(conn: Connection, *, plan_id: UUID) -> list[Receipt]:
     return await fetch_all(
         conn,
         Receipt,
-        f"""SELECT {_COLUMNS} FROM {_TABLE}
-            WHERE plan_id = %s AND completed_at IS NOT NULL ORDER BY completed_at""",
-        (plan_id,),
+        f"""SELECT {_COLUMNS} FROM {_TABLE} r
+            WHERE r.plan_id = %(plan)s AND r.completed_at IS NOT NULL ORDER BY r.completed_at""",
+        {"plan": plan_id, "gone": Jsonb(GONE)},
     )
 
 
@@ -107,9 +131,11 @@ async def begin(
     created = await fetch_optional(
         conn,
         Receipt,
-        f"""INSERT INTO {_TABLE} (plan_id, tool_call_id, call_hash, user_id, tool_name)
+        f"""INSERT INTO {_TABLE} AS r (plan_id, tool_call_id, call_hash, user_id, tool_name)
             VALUES (%(plan)s, %(call)s, %(hash)s, %(user)s, %(tool)s)
-            ON CONFLICT DO NOTHING RETURNING {_COLUMNS}""",
+            ON CONFLICT DO NOTHING
+            RETURNING r.plan_id, r.tool_call_id, r.tool_name, r.result, r.created_at,
+                      r.completed_at""",
         {**key.params(), "user": user_id, "tool": tool_name},
     )
     if created is not None:
@@ -122,7 +148,7 @@ async def begin(
 async def complete(conn: Connection, key: CallKey, *, result: dict[str, Any]) -> None:
     """Record what a call that was sent elsewhere returned."""
     await conn.execute(
-        f"""UPDATE {_TABLE} SET result = %(result)s, completed_at = now()
-            WHERE {_KEY} AND result IS NULL""",
+        f"""UPDATE {_TABLE} r SET result = %(result)s, completed_at = now()
+            WHERE {_KEY} AND r.result IS NULL AND r.completed_at IS NULL""",
         {**key.params(), "result": Jsonb(result)},
     )

@@ -25,22 +25,25 @@ from shared.db.records import Retained
 RETAINED: tuple[Retained, ...] = ("dialogue", "tool_rounds", "receipts", "executions")
 
 _DELETES: dict[Retained, str] = {
-    # The agents' conversation: its messages, the threads they were in, and the executor
-    # agents that spoke in them (a planner lives as long as its session).
+    # The agents' conversation: its messages and the executor agents that spoke in them
+    # (found through their runs, or the steps they were given; a planner lives as long as its
+    # session). The threads are their runs' (`agent_executions`): they go with the runs.
     "dialogue": """
         gone_messages AS (
             DELETE FROM agent_chat_messages WHERE plan_id IN (SELECT id FROM batch)
             RETURNING 1),
-        gone_threads AS (
-            DELETE FROM agent_chat_sessions WHERE plan_id IN (SELECT id FROM batch)
-            RETURNING child_agent_id),
         gone_agents AS (
             DELETE FROM agents
-            WHERE id IN (SELECT child_agent_id FROM gone_threads) AND role = 'executor'
+            WHERE id IN (SELECT e.agent_id FROM agent_executions e
+                          WHERE e.plan_id IN (SELECT id FROM batch)
+                         UNION ALL
+                         SELECT s.assigned_agent_id FROM agent_plan_steps s
+                          WHERE s.plan_id IN (SELECT id FROM batch))
+              AND role = 'executor'
             RETURNING 1),
         gone AS (
-            SELECT (SELECT count(*) FROM gone_messages) + (SELECT count(*) FROM gone_threads)
-                   + (SELECT count(*) FROM gone_agents) AS rows)""",
+            SELECT (SELECT count(*) FROM gone_messages) + (SELECT count(*) FROM gone_agents)
+                   AS rows)""",
     # The planner's own tool calls and their results; its answer and the user's message stay.
     "tool_rounds": """
         gone_rows AS (

@@ -115,6 +115,7 @@ class Transition:
     _end_stream: bool = False
     _steps: list[dict[str, Any]] = field(default_factory=list)
     _cancel_approvals: bool = False
+    _stored_results: dict[str, Any] = field(default_factory=dict)
     _new: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
@@ -262,7 +263,8 @@ class Transition:
         error: str | None = None,
     ) -> None:
         """Count turns on a thread and/or close it (a completed thread's result is its
-        step's)."""
+        step's). The thread is its run's row: with `account` on that run, one update does
+        both."""
         self._thread = {
             "thread": thread_id,
             "turns": turns,
@@ -313,30 +315,26 @@ class Transition:
         model: str,
         step_id: UUID,
         attempt: int,
-        thread_id: UUID,
+        max_turns: int,
         trace_id: str | None = None,
     ) -> UUID:
-        """A step attempt's `agent_executions` row, `running` (unique on step and attempt),
-        with the trace of the invocation opening it."""
+        """A step attempt's `agent_executions` row, `running` (unique on step and attempt), with
+        the trace of the invocation opening it — and its thread (`agent_chat_sessions`: the
+        run's id), `active`, of at most `max_turns` turns."""
         execution_id = new_id()
         self._new["execution"] = {
             "new_execution": execution_id, "execution_agent": agent_id,
             "execution_role": agent_role, "execution_model": model, "execution_step": step_id,
-            "execution_attempt": attempt, "execution_thread": thread_id,
+            "execution_attempt": attempt, "execution_max_turns": max_turns,
             "execution_trace": trace_id,
         }  # fmt: skip
         return execution_id
 
-    def new_thread(
-        self, *, step_id: UUID, parent_agent_id: UUID, child_agent_id: UUID, max_turns: int
-    ) -> UUID:
-        """A planner↔agent thread for a step."""
-        thread_id = new_id()
-        self._new["thread"] = {
-            "new_thread": thread_id, "thread_step": step_id, "thread_parent": parent_agent_id,
-            "thread_child": child_agent_id, "thread_max_turns": max_turns,
-        }  # fmt: skip
-        return thread_id
+    def result_stored(self, call_id: str, payload: dict[str, Any]) -> None:
+        """The row this statement stores holds `payload`, the result of the write call
+        `call_id`: its receipt names the row instead of keeping a copy (`db.receipts`) — when
+        the receipt holds exactly that result."""
+        self._stored_results[call_id] = payload
 
     def cancel_pending_approvals(self) -> None:
         """Close the plan's undecided approvals `cancelled` (the plan ends)."""
@@ -392,7 +390,7 @@ class Transition:
             "plan": self.plan_id, "p": usage.prompt_tokens, "c": usage.completion_tokens,
             "h": usage.cache_hit_tokens, "cost": usage.cost_usd,
             "chat": Jsonb(self._chat), "dialogue": Jsonb(self._dialogue),
-            "steps": Jsonb(self._steps),
+            "steps": Jsonb(self._steps), "stored_results": Jsonb(self._stored_results),
             **execution, **plan,
             **(self._step or {"step": None, "step_status": None, "step_result": None,
                               "step_error": None, "step_agent": None}),
@@ -411,21 +409,21 @@ class Transition:
             ctes.append(CHAT_ROWS)
         if self._dialogue:
             ctes.append(DIALOGUE_ROWS)
-        if self._execution:
+        if self._execution or self._thread:
             ctes.append(EXECUTIONS)
         if self._step:
             ctes.append(STEP_UPDATE)
-        if self._thread:
-            ctes.append(THREAD_UPDATE)
         if self._agent_status:
             ctes.append(AGENT_STATUS)
         if self._steps:
             ctes.append(STEP_ROWS)
         if self._cancel_approvals:
             ctes.append(APPROVALS_CANCELLED)
+        if self._stored_results:
+            ctes.append(RECEIPTS_NAMED)
         if "agent" in self._new:
             ctes.append(STORE_PROMPT)
-        ctes += [NEW_ROWS[kind] for kind in ("agent", "thread", "execution") if kind in self._new]
+        ctes += [NEW_ROWS[kind] for kind in ("agent", "execution") if kind in self._new]
         if self._end_stream:
             ctes.append(STREAM_ENDED)
         if self._load is not None:
@@ -434,9 +432,10 @@ class Transition:
         chat = "(SELECT jsonb_agg(to_jsonb(m) ORDER BY m.seq) FROM chat_rows m)"
         dialogue = "(SELECT jsonb_agg(to_jsonb(d) ORDER BY d.seq) FROM dialogue_rows d)"
         step = "(SELECT to_jsonb(s) FROM step_row s)"
-        thread = "(SELECT to_jsonb(t) FROM thread_row t)"
-        if "thread" in self._new:
-            thread = "(SELECT to_jsonb(t) FROM new_thread t)"
+        thread = f"(SELECT {thread_json('t', 'plan_row')} FROM executions_row t "
+        thread += "WHERE t.id = %(thread)s::uuid)"
+        if "execution" in self._new:
+            thread = f"(SELECT {thread_json('t', 'plan_row')} FROM new_execution t)"
         execution = "(SELECT to_jsonb(e) FROM new_execution e)"
         agent = "(SELECT to_jsonb(a) FROM agents a WHERE a.id = %(read_agent)s)"
         if "agent" in self._new:
@@ -447,7 +446,7 @@ class Transition:
                    {chat if self._chat else "NULL"} AS messages,
                    {dialogue if self._dialogue else "NULL"} AS dialogue,
                    {step if self._step else "NULL"} AS step,
-                   {thread if self._thread or "thread" in self._new else "NULL"} AS thread,
+                   {thread if self._thread or "execution" in self._new else "NULL"} AS thread,
                    {execution if "execution" in self._new else "NULL"} AS execution,
                    {steps if self._steps else "NULL"} AS steps,
                    {agent} AS agent,
@@ -529,11 +528,19 @@ EXECUTIONS = """executions_row AS (
         permission_denials = permission_denials
             + CASE WHEN id = %(execution)s THEN %(denials)s ELSE 0 END,
         status = coalesce(%(close)s, status),
-        error = CASE WHEN %(close)s IS NULL THEN error ELSE coalesce(error, %(error)s) END,
-        finished_at = CASE WHEN %(close)s IS NULL THEN finished_at ELSE now() END
-    WHERE id = %(execution)s
+        error = CASE WHEN %(close)s IS NOT NULL THEN coalesce(error, %(error)s)
+                     WHEN id = %(thread)s::uuid AND %(thread_status)s::text IS NOT NULL
+                         THEN coalesce(error, %(thread_error)s::text)
+                     ELSE error END,
+        finished_at = CASE WHEN %(close)s IS NULL THEN finished_at ELSE now() END,
+        turn_count = turn_count + CASE WHEN id = %(thread)s::uuid THEN %(turns)s::int ELSE 0 END,
+        thread_status = CASE WHEN id = %(thread)s::uuid
+                             THEN coalesce(%(thread_status)s::text, thread_status)
+                             ELSE thread_status END
+    WHERE id = %(execution)s OR id = %(thread)s::uuid
        OR (%(close_open)s AND plan_id = %(plan)s AND status IN ('pending', 'running'))
-    RETURNING id)"""
+    RETURNING *)"""
+"""The runs' accounting and, on a step attempt's run, its thread (one update of the row)."""
 
 STEP_UPDATE = f"""step_row AS (
     UPDATE agent_plan_steps SET
@@ -550,15 +557,6 @@ STEP_UPDATE = f"""step_row AS (
         lease_expires_at = CASE WHEN %(step_status)s IN {SETTLED_STEP} THEN NULL
                                 ELSE lease_expires_at END
     WHERE id = %(step)s
-    RETURNING *)"""
-
-THREAD_UPDATE = """thread_row AS (
-    UPDATE agent_chat_sessions SET
-        turn_count = turn_count + %(turns)s,
-        status = coalesce(%(thread_status)s, status),
-        error = CASE WHEN %(thread_status)s IS NULL THEN error ELSE %(thread_error)s END,
-        completed_at = CASE WHEN %(thread_status)s IS NULL THEN completed_at ELSE now() END
-    WHERE id = %(thread)s
     RETURNING *)"""
 
 AGENT_STATUS = """agent_status_row AS (
@@ -584,27 +582,44 @@ NEW_ROWS = {
                 %(agent_model)s, 'read_only', %(agent_budget)s, %(agent_tools)s,
                 %(agent_parent)s, %(prompt_id)s)
         RETURNING *)""",
-    "thread": """new_thread AS (
-        INSERT INTO agent_chat_sessions (id, session_id, user_id, plan_id, step_id,
-                                         parent_agent_id, child_agent_id, max_turns)
-        VALUES (%(new_thread)s, %(session)s, %(user)s, %(plan)s, %(thread_step)s,
-                %(thread_parent)s, %(thread_child)s, %(thread_max_turns)s)
-        RETURNING *)""",
     "execution": """new_execution AS (
         INSERT INTO agent_executions (id, user_id, plan_id, step_id, agent_id,
-            agent_session_id, agent_role, model, attempt, status, started_at, trace_id)
+            agent_session_id, agent_role, model, attempt, status, started_at, trace_id,
+            turn_count, max_turns, thread_status)
         VALUES (%(new_execution)s, %(user)s, %(plan)s, %(execution_step)s,
-                %(execution_agent)s, %(execution_thread)s, %(execution_role)s,
+                %(execution_agent)s, %(new_execution)s, %(execution_role)s,
                 %(execution_model)s, %(execution_attempt)s, 'running', now(),
-                %(execution_trace)s)
+                %(execution_trace)s, 0, %(execution_max_turns)s, 'active')
         RETURNING *)""",
 }
-"""The rows a step attempt opens with (`new_agent` only for an executor's step)."""
+"""The rows a step attempt opens with (`new_agent` only for an executor's step): its run holds
+its thread."""
+
+
+def thread_json(run: str, plan: str) -> str:
+    """The thread (`agent_chat_sessions`' columns, as JSON) that the run row `run` of the plan
+    row `plan` holds — for rows this statement wrote, which the view does not see yet."""
+    return f"""jsonb_build_object('id', {run}.id, 'session_id', {plan}.session_id,
+        'user_id', {run}.user_id, 'plan_id', {run}.plan_id, 'step_id', {run}.step_id,
+        'parent_agent_id', {plan}.planner_agent_id, 'child_agent_id', {run}.agent_id,
+        'status', {run}.thread_status, 'turn_count', {run}.turn_count,
+        'max_turns', {run}.max_turns, 'error', {run}.error, 'created_at', {run}.created_at,
+        'completed_at', CASE WHEN {run}.thread_status <> 'active' THEN {run}.finished_at END)"""
+
 
 APPROVALS_CANCELLED = """approvals_cancelled AS (
     UPDATE agent_approvals SET status = 'cancelled', decided_at = now()
     WHERE plan_id = %(plan)s AND status = 'pending'
     RETURNING id)"""
+
+RECEIPTS_NAMED = """receipts_named AS (
+    UPDATE parley_private.tool_call_receipts r SET result = NULL
+    FROM jsonb_each(%(stored_results)s) AS stored(call_id, payload)
+    WHERE r.plan_id = %(plan)s AND r.tool_call_id = stored.call_id
+      AND r.result = stored.payload
+    RETURNING r.tool_call_id)"""
+"""Write receipts whose result the statement's rows hold now: the copy goes (`db.receipts`
+reads it from the row)."""
 
 STREAM_ENDED = """stream_ended AS (
     UPDATE parley_private.realtime_streams SET ended_at = now(), expires_at = now()
@@ -818,8 +833,7 @@ SELECT coalesce((SELECT to_jsonb(l) FROM leased l), to_jsonb(step)) AS step,
     to_jsonb(p) AS plan,
     (SELECT to_jsonb(e) FROM attempt e) AS execution,
     (SELECT to_jsonb(a) FROM agents a, attempt e WHERE a.id = e.agent_id) AS agent,
-    (SELECT to_jsonb(t) FROM agent_chat_sessions t, attempt e
-     WHERE t.id = e.agent_session_id) AS thread,
+    (SELECT to_jsonb(t) FROM agent_chat_sessions t, attempt e WHERE t.id = e.id) AS thread,
     (SELECT jsonb_agg(to_jsonb(m) ORDER BY m.seq) FROM agent_chat_messages m, attempt e
      WHERE m.plan_id = e.plan_id AND m.agent_session_id = e.agent_session_id) AS messages,
     (SELECT max(decided_at) FROM agent_approvals

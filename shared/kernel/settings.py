@@ -264,8 +264,8 @@ class Settings(BaseSettings):
     sweep_interval_seconds: float = Field(default=60.0, gt=0)
     """How often `python3 dev.py run` runs the sweeper (on AWS: the EventBridge schedule)."""
     retention_dialogue_days: int = Field(default=30, ge=0)
-    """Days the agents' dialogue of a turn (their messages, threads and executor agents) is kept
-    after the turn ended; then the sweeper deletes it. `0`: kept as long as the session. What the
+    """Days the agents' dialogue of a turn (their messages and executor agents) is kept after
+    the turn ended; then the sweeper deletes it. `0`: kept as long as the session. What the
     user sees — sessions, their messages, the answers, plans, steps, approvals — is kept until
     they delete the session whatever these say (`docs/storage.md`: what each keeps, how to size
     them per Supabase plan)."""
@@ -273,9 +273,9 @@ class Settings(BaseSettings):
     """Days the planner's internal tool rounds of a turn (its tool calls and their results) are
     kept after the turn ended. `0`: as long as the session."""
     retention_executions_days: int = Field(default=90, ge=0)
-    """Days the runs' detail of a turn (`agent_executions`: each run's tokens, cost, timing) is
-    kept; the dashboards' daily rollups keep their history, the plan its totals. `0`: as long as
-    the session."""
+    """Days the runs' detail of a turn (`agent_executions`: each run's tokens, cost, timing, and
+    each step's thread) is kept; the dashboards' daily rollups keep their history, the plan its
+    totals. `0`: as long as the session."""
     retention_receipts_days: int = Field(default=7, ge=0)
     """Days the write receipts of a turn (`parley_private.tool_call_receipts`) are kept after it
     ended. `0`: as long as the session."""

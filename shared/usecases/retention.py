@@ -6,10 +6,10 @@ What grows with every turn and what stays (docs/storage.md):
   answers, the plans with their steps and approvals (and the session's planner);
 * deleted `RETENTION_*_DAYS` days after the turn ended, by the sweeper
   (`shared.db.retention_batches`: in batches of `RETENTION_BATCH_PLANS` turns, one short statement
-  each) — the agents' dialogue (`dialogue`: their messages, threads and executor agents), the
-  planner's internal tool rounds (`tool_rounds`), the runs' detail (`executions`; the
-  dashboards' daily rollups keep their history) and the write receipts (`receipts`). 0 keeps
-  that detail as long as the session.
+  each) — the agents' dialogue (`dialogue`: their messages and executor agents), the
+  planner's internal tool rounds (`tool_rounds`), the runs' detail (`executions`, with the
+  steps' threads they hold; the dashboards' daily rollups keep their history) and the write
+  receipts (`receipts`). 0 keeps that detail as long as the session.
 
 Plans running, waiting for the user or leased are never touched (they have not ended). Readers
 say what was removed instead of showing a gap (`removed_notes`): the plan view, the timeline,
@@ -48,10 +48,10 @@ SETTING: dict[Retained, str] = {
     "receipts": "RETENTION_RECEIPTS_DAYS",
 }
 WHAT: dict[Retained, str] = {
-    "dialogue": "The agents' dialogue of this turn (their messages and threads)",
+    "dialogue": "The agents' dialogue of this turn (their messages)",
     "tool_rounds": "The planner's tool calls of this turn and their results",
-    "executions": "The runs' detail of this turn (each agent run's tokens, cost and timing; "
-    "the turn's totals are kept on the plan)",
+    "executions": "The runs' detail of this turn (each agent run's tokens, cost and timing, "
+    "and each step's thread; the turn's totals are kept on the plan)",
     "receipts": "The write receipts of this turn",
 }
 

@@ -55,7 +55,7 @@ async def _plan_messages(conn: Connection, plan: Plan) -> list[ChatMessage]:
     replies = await fetch_all(
         conn,
         ChatMessage,
-        f"SELECT {chats.MESSAGE} FROM chat_messages WHERE plan_id = %s ORDER BY seq",
+        f"SELECT {chats.READ_MESSAGE} FROM chat_messages m WHERE m.plan_id = %s ORDER BY m.seq",
         (plan.id,),
     )
     return ([request] if request else []) + [m for m in replies if m.id != plan.user_message_id]

@@ -95,8 +95,8 @@ class RemovedDetail(BaseModel):
 
     plan_id: UUID
     what: Retained = Field(
-        description="`dialogue`: the agents' messages and threads; `tool_rounds`: the "
-        "planner's tool calls and their results; `executions`: the runs' detail; "
+        description="`dialogue`: the agents' messages; `tool_rounds`: the planner's tool "
+        "calls and their results; `executions`: the runs' detail and the steps' threads; "
         "`receipts`: the write receipts."
     )
     kept_days: int | None = Field(description="Days it was kept after the turn ended.")

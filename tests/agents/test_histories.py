@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.db import Database
 from shared.dispatch.in_process import run_turn
+from shared.agents.history import plan_results
+from shared.agents.prompts import PLAN_RESULTS
+from shared.db import Database, chats, plans
 from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices
 from tests.agents.scripting import Script, requests_of
@@ -78,3 +82,51 @@ async def test_a_later_turn_sees_earlier_requests_and_answers_but_not_their_tool
     # reasoning the twin sent with it, as DeepSeek's thinking-mode guide asks.
     assert later[2]["reasoning_content"] == "Thinking it through."
     assert [e.refused for e in fake.exchanges] == [None] * len(fake.exchanges)
+
+
+async def test_a_plan_is_stored_once_and_read_back_whole_by_the_model_and_every_reader(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    """The accepted `create_plan` call is stored without its steps and its result without its
+    text: the synthesis is sent both whole, and the API, the timeline and the transcript read
+    them back from the plan's steps, as the planner was given them."""
+    services = make_services()
+    script.planner(reply(tool_call("create_plan", **ONE_STEP)), reply("Done."))
+    script.step(LOOKUP, reply(tool_call("complete", result="No tasks.")))
+    user = await make_user(db)
+
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="tasks?", publisher=InMemoryPublisher()
+    )
+
+    plan_id = turn.started.plan_id
+    async with db.service() as conn:
+        cur = await conn.execute(
+            "SELECT role, content, tool_calls, metadata FROM chat_messages "
+            "WHERE plan_id = %s AND role <> 'user' ORDER BY seq",
+            (plan_id,),
+        )
+        raw = await cur.fetchall()
+        steps = await plans.list_steps(conn, plan_id=plan_id)
+        read = await chats.list_plan_messages(conn, plan_id=plan_id)
+        timeline = await (
+            await conn.execute(
+                "SELECT content FROM session_timeline WHERE plan_id = %s AND kind = 'tool'",
+                (plan_id,),
+            )
+        ).fetchone()
+    call, result = raw[0], raw[1]
+    stored_arguments = json.loads(call["tool_calls"][0]["function"]["arguments"])
+    assert stored_arguments == {"goal": "Look up tasks"}  # the steps are the plan's rows
+    assert call["metadata"]["plan_steps"] == call["tool_calls"][0]["id"]
+    assert result["content"] == ""
+    text = plan_results(steps)
+    assert text == "Step 1: completed\nResult: No tasks."
+    step = {"step_number": 1, "description": LOOKUP, "tools": ["list_tasks"]}
+    whole = {"goal": "Look up tasks", "steps": [step]}
+    assert read[0].tool_calls is not None
+    assert json.loads(read[0].tool_calls[0]["function"]["arguments"]) == whole
+    assert read[1].content == text and timeline is not None and timeline["content"] == text
+    synthesis = requests_of(fake, "planner")[1].messages
+    assert json.loads(synthesis[2]["tool_calls"][0]["function"]["arguments"]) == whole
+    assert synthesis[3]["content"] == f"{PLAN_RESULTS}\n\n{text}"

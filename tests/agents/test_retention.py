@@ -99,13 +99,10 @@ def _detail(url: str, plans: list[UUID]) -> Rows:
         "agent_chat_messages": _ids(
             url, "SELECT id FROM agent_chat_messages WHERE plan_id = ANY(%s)", (plans,)
         ),
-        "agent_chat_sessions": _ids(
-            url, "SELECT id FROM agent_chat_sessions WHERE plan_id = ANY(%s)", (plans,)
-        ),
         "agents": _ids(
             url,
-            "SELECT a.id FROM agents a JOIN agent_chat_sessions t ON t.child_agent_id = a.id "
-            "WHERE t.plan_id = ANY(%s) AND a.role = 'executor'",
+            "SELECT a.id FROM agents a JOIN agent_executions e ON e.agent_id = a.id "
+            "WHERE e.plan_id = ANY(%s) AND a.role = 'executor'",
             (plans,),
         ),
         "chat_messages": _ids(
@@ -126,6 +123,11 @@ def _runs(url: str, plans: list[UUID]) -> set[Any]:
     return _ids(url, "SELECT id FROM agent_executions WHERE plan_id = ANY(%s)", (plans,))
 
 
+def _threads(url: str, plans: list[UUID]) -> set[Any]:
+    """The plans' threads (each held by its step attempt's run: they go with the runs)."""
+    return _ids(url, "SELECT id FROM agent_chat_sessions WHERE plan_id = ANY(%s)", (plans,))
+
+
 @dataclass
 class World:
     """A user's turns of every kind, some ended long ago; what retention found and did."""
@@ -137,6 +139,7 @@ class World:
     expected: Rows
     """The old turns' dialogue, tool rounds and receipts, before retention."""
     kept_runs: set[Any]
+    kept_threads: set[Any]
     gone: Rows
     deleted: dict[str, int]
     again: dict[str, int]
@@ -228,6 +231,7 @@ async def world(
     )
     old = [plans[k] for k in ("tool", "complex", "direct")]
     expected, kept_runs = _detail(database_url, old), _runs(database_url, old)
+    kept_threads = _threads(database_url, old)
     before = _rows(database_url)
     deleted = await apply_retention(services(retention_batch_plans=2))
     after = _rows(database_url)
@@ -240,6 +244,7 @@ async def world(
         [first, second],
         expected,
         kept_runs,
+        kept_threads,
         _gone(before, after),
         deleted,
         again,
@@ -252,9 +257,7 @@ def test_retention_deletes_exactly_the_detail_the_settings_no_longer_keep(world:
     assert all(world.expected.values())  # each kind of detail was there to be deleted
     assert world.gone == world.expected  # the old turns' detail, nothing of anything else
     assert world.deleted == {
-        "dialogue": sum(
-            len(world.expected[t]) for t in ("agent_chat_messages", "agent_chat_sessions", "agents")
-        ),
+        "dialogue": sum(len(world.expected[t]) for t in ("agent_chat_messages", "agents")),
         "tool_rounds": len(world.expected["chat_messages"]),
         "receipts": len(world.expected["parley_private.tool_call_receipts"]),
     }
@@ -262,15 +265,19 @@ def test_retention_deletes_exactly_the_detail_the_settings_no_longer_keep(world:
 
 
 def test_the_runs_detail_goes_when_its_own_setting_says(world: World) -> None:
-    assert world.kept_runs  # kept 90 days by default: still there after the first run
-    assert world.runs_gone == {"agent_executions": world.kept_runs}
+    assert world.kept_runs and world.kept_threads  # kept 90 days by default
+    assert world.kept_threads < world.kept_runs  # the step attempts' (not the planner's own)
+    assert world.runs_gone == {
+        "agent_executions": world.kept_runs,
+        "agent_chat_sessions": world.kept_threads,  # a thread is its run's
+    }
 
 
 def test_turns_running_waiting_leased_or_recent_are_never_touched(world: World) -> None:
     for name in ("leased", "waiting", "recent"):
         plan = [world.plans[name]]
         detail = _detail(world.url, plan)
-        assert detail["agent_chat_messages"] and detail["agent_chat_sessions"], name
+        assert detail["agent_chat_messages"] and _threads(world.url, plan), name
         assert _runs(world.url, plan), name
     with psycopg.connect(world.url) as conn:
         before_leased = conn.execute(

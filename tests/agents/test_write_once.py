@@ -8,14 +8,17 @@ the idempotency key recorded with the write, not by writing a second time.
 from __future__ import annotations
 
 import json
+from typing import Any
 from uuid import UUID
 
 import psycopg
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.db import Database
 from shared.dispatch.in_process import InProcessInvoker, run_turn
+from shared.agents.changes import changes_note
+from shared.db import Database, receipts
+from shared.db.receipts import CallKey
 from shared.services import Services
 from tests.agents.builders import stored
 from tests.agents.holds import scalar
@@ -26,6 +29,7 @@ from tests.factories import make_user
 from tests.kills import Kill
 from tests.tools.builders import make_task
 
+RECEIPTS = "parley_private.tool_call_receipts"
 RESULT_ROW = "NEW.message_type = 'tool_result' AND NEW.tool_name = 'create_task'"
 
 
@@ -61,6 +65,8 @@ async def test_a_step_killed_after_its_write_committed_does_not_write_again(
     (result,) = [m for m in after.dialogue[after.thread_of(2).id]
                  if m.message_type == "tool_result" and m.tool_name == "create_task"]  # fmt: skip
     assert json.loads(result.content)["title"] == "Buy seeds"
+    receipt = await one(db, f"SELECT result FROM {RECEIPTS} WHERE plan_id = %s", plan_id)
+    assert receipt["result"] is None  # the step's row holds it now, once
     assert len(requests_of(fake, "planner_step", WRITE)) == 2  # no model call was repeated
     assert len(requests_of(fake, "executor", FIND)) == 2
 
@@ -85,3 +91,41 @@ async def test_a_planner_tool_call_killed_after_its_write_does_not_write_again(
 
     assert (outcome.status, outcome.strategy) == ("completed", "tool")
     assert await count_tasks(db, user, "Call the plumber") == 1
+    # The resumed run stored the result's row: the receipt names it instead of a copy.
+    receipt = await one(db, f"SELECT result FROM {RECEIPTS} WHERE plan_id = %s", plan_id)
+    assert receipt["result"] is None
+
+
+async def one(db: Database, query: str, *params: Any) -> dict[str, Any]:
+    async with db.service() as conn:
+        found = await (await conn.execute(query, params)).fetchall()
+    assert len(found) == 1, found
+    return dict(found[0])
+
+
+async def test_a_receipt_keeps_its_result_until_the_row_holds_it_then_reads_it_there(
+    db: Database, services: Services, script: Script
+) -> None:
+    """A write's result is kept once: on its receipt while no row answers the call (a run
+    that dies then resumes from it, above), then on the row alone, where readers of the
+    receipt — a call made again, the note of what a failed turn changed — find it."""
+    user = await make_user(db)
+    script.planner(
+        reply(tool_call("create_task", title="Call the plumber")),
+        reply("Done: the task is on your list."),
+    )
+    publisher = InMemoryPublisher()
+    await run_turn(services, user_id=user, session_id=None, message="remind", publisher=publisher)
+    plan_id = await scalar(db, "SELECT id FROM agent_plans WHERE user_id = %s", user)
+    tool_row = (
+        "SELECT content, tool_call_id FROM chat_messages WHERE plan_id = %s AND role = 'tool'"
+    )
+    row = await one(db, tool_row, plan_id)
+    copy = await one(db, f"SELECT result, call_hash FROM {RECEIPTS} WHERE plan_id = %s", plan_id)
+    assert copy["result"] is None
+    async with db.service() as conn:
+        key = CallKey(plan_id, row["tool_call_id"], copy["call_hash"])
+        receipt = await receipts.find(conn, key)
+        note = await changes_note(conn, plan_id=plan_id, who="this turn")
+    assert receipt is not None and receipt.result == json.loads(row["content"])
+    assert 'create_task ("Call the plumber")' in note

@@ -78,20 +78,20 @@ async def _fixture(db: Database) -> UUID:
                 "finished_at = %s::timestamptz + %s * interval '1 millisecond' WHERE id = %s",
                 (f"{DAY}T12:00:00Z", f"{DAY}T12:00:00Z", ms, run.id),
             )
-            if denials:
-                thread = await dialogue.create_thread(
-                    conn, session_id=session.id, user_id=user, plan_id=first_plan.id,
-                    parent_agent_id=planner.id, child_agent_id=agent.id, max_turns=3,
-                )  # fmt: skip
-                for tool in ["create_task"] * denials:
-                    said = await dialogue.add_agent_message(
-                        conn, thread=thread, message_type="permission_denied", tool_name=tool,
-                        sender_agent_id=agent.id,
-                    )  # fmt: skip
-                    await conn.execute(
-                        "UPDATE agent_chat_messages SET created_at = %s::timestamptz WHERE id = %s",
-                        (f"{DAY}T12:00:00Z", said.id),
-                    )
+            for k in range(denials):  # recorded on the plan: a thread would be a run too
+                said = await dialogue.add_planner_denial(
+                    conn,
+                    plan_id=first_plan.id,
+                    sender_agent_id=agent.id,
+                    reason="denied",
+                    tool_name="create_task",
+                    tool_call_id=f"call-{n}-{k}",
+                    tool_args={},
+                )
+                await conn.execute(
+                    "UPDATE agent_chat_messages SET created_at = %s::timestamptz WHERE id = %s",
+                    (f"{DAY}T12:00:00Z", said.id),
+                )
     return user
 
 

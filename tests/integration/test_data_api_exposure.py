@@ -43,7 +43,7 @@ AUTHENTICATED: dict[str, set[str]] = {
 }  # fmt: skip
 """Everything `authenticated` may do in the exposed schemas (RLS narrows it to own rows)."""
 VIEWS = ("execution_stats_daily", "plan_outcomes_daily", "permission_denials_daily",
-         "session_timeline")  # fmt: skip
+         "session_timeline", "agent_chat_sessions")  # fmt: skip
 SEARCH_HELPERS = {f"parley_private.{table}_matching(text)"
                   for table in ("projects", "tasks", "notes", "brain_dumps")}  # fmt: skip
 USER_HELPERS = SEARCH_HELPERS | {"parley_private.retention_removed()"}

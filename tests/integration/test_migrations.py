@@ -30,7 +30,7 @@ HEAD = ScriptDirectory.from_config(Config(str(ALEMBIC_INI))).get_current_head()
 
 USER_TABLES = {
     "chat_sessions", "chat_messages", "agents", "agent_plans", "agent_plan_steps",
-    "agent_chat_sessions", "agent_chat_messages", "agent_executions", "agent_approvals",
+    "agent_chat_messages", "agent_executions", "agent_approvals",
     "projects", "tasks", "notes", "brain_dumps", "calendar_events",
 }  # fmt: skip
 PRIVATE_TABLES = {
@@ -48,7 +48,7 @@ PRIVATE_TABLES = {
 """In `parley_private`: the service's only (RLS on where it holds user data, no grants; the
 dashboard views' rollups readable by `service_role`, through the views)."""
 VIEWS = {"execution_stats_daily", "plan_outcomes_daily", "permission_denials_daily",
-         "session_timeline"}  # fmt: skip
+         "session_timeline", "agent_chat_sessions"}  # fmt: skip
 PUBLISHED = {"chat_messages", "agent_chat_messages", "agent_plans", "agent_plan_steps",
              "agent_approvals"}  # fmt: skip
 

@@ -4,7 +4,8 @@ One statement claims the step (`transitions.claim_step`): it takes the step's ru
 reads everything working on it needs. While another invocation holds the lease, opening
 answers `StepBusy` and nothing is done. An attempt that started already (a redelivery, a
 resumed plan) is worked on in its thread, from its stored rows. A new attempt is opened by one
-more statement: its agent, the step `running`, its execution, its thread and the delegation,
+more statement: its agent, the step `running`, its execution holding its thread (one row:
+`agent_chat_sessions` shows the threads the runs hold) and the delegation,
 with the `step_started` and `agent_message` events — keyed on the `agent_executions` unique
 (step_id, attempt), so a second run of the same attempt cannot open it twice.
 
@@ -130,15 +131,12 @@ async def _open(
     transition = Transition(plan.session_id, plan.user_id, plan.id,
                             session_outbox(services, plan.session_id))  # fmt: skip
     agent_id, model, budget = _agent_for(transition, services, claimed)
-    thread_id = transition.new_thread(
-        step_id=step.id, parent_agent_id=plan.planner_agent_id, child_agent_id=agent_id,
-        max_turns=services.settings.executor_max_turns,
-    )  # fmt: skip
     role = "executor" if step.executor_required else "planner"
     execution_id = transition.new_execution(
         agent_id=agent_id, agent_role=role, model=model, step_id=step.id, attempt=attempt,
-        thread_id=thread_id, trace_id=tracing.trace_id(),
+        max_turns=services.settings.executor_max_turns, trace_id=tracing.trace_id(),
     )  # fmt: skip
+    thread_id = execution_id  # the run holds the step attempt's thread
     transition.set_step(step.id, status="running", assigned_agent_id=agent_id)
     started = step_started_data(step, thread_id=thread_id, execution_id=execution_id,
                                 attempt=attempt, model=model)  # fmt: skip

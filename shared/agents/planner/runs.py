@@ -6,15 +6,17 @@ once when the run opens and kept in memory as each statement stores more:
 1. No answer yet and nothing pending → call the model (streamed) with the write tools it can
    use without a lookup and `create_plan` (`routing_tools`: reads are delegated). Text only is
    the answer (strategy `direct` if it is the first call); write calls make the strategy
-   `tool`; a valid `create_plan` makes it `complex` and stores the steps with the call; an
-   invalid one is answered with its problems (bounded retries).
+   `tool`; a valid `create_plan` makes it `complex` and stores the steps with the call (the
+   call itself without them: `history.PLAN_STEPS`); an invalid one is answered with its
+   problems (bounded retries).
 2. Calls without results → run them (the tool executor checks permission; destructive tools
    ask the approval gate) and store each result.
 3. An accepted `create_plan` without a result → run the steps (`plan_runner`); their outcomes
-   become that call's result, and the next model call (sent no tools) writes the final answer:
-   on the executor model when the plan says `answer: "executor"` (it only gathers the
-   results), else on the planner's. It may write `{{step N}}` to give the user a step's result
-   as it stands (`quotes`: expanded as it streams and before it is stored).
+   become that call's result (stored empty: read back from the steps, `history.plan_results`),
+   and the next model call (sent no tools) writes the final answer: on the executor model when
+   the plan says `answer: "executor"` (it only gathers the results), else on the planner's.
+   It may write `{{step N}}` to give the user a step's result as it stands (`quotes`:
+   expanded as it streams and before it is stored).
 
 Each transition is one statement (`shared.db.transitions`) that stores its rows, accounts the
 call, sends its events and returns the plan's control state, which the next call is checked
@@ -57,7 +59,18 @@ from shared.agents.accounting import account_call
 from shared.agents.budget import FittedPrompt, Segment
 from shared.agents.errors import PlanNotWritten
 from shared.agents.event_data import clip, done_data, load_query, session_emitter
-from shared.agents.history import PlannerTurn, conversation_segments, planner_turn, wire_calls
+from shared.agents.planner.finishing import TERMINAL, finish_plan, handed_off, outcome_of, settled_answer
+from shared.agents.history import (
+    PLAN_STEPS,
+    PlannerTurn,
+    conversation_segments,
+    plan_results,
+    planner_turn,
+    wire_calls,
+    without_steps,
+)
+from shared.dispatch.in_process import InProcessInvoker
+from shared.agents.ports import Invoker
 from shared.agents.lease_holder import Lease, LeaseLost, holding, new_owner
 from shared.agents.model_calls import AgentRun, build_request, call_model, tool_schemas
 from shared.agents.outcomes import PlanOutcome
@@ -320,7 +333,7 @@ class PlannerRun:
     async def drive(self) -> PlanOutcome:
         """Loop over the turn until the answer is stored (and the plan completed with it)."""
         while True:
-            turn = planner_turn(self.rows)
+            turn = planner_turn(self.rows, self.steps)
             if turn.answer is not None:
                 return await settled_answer(self.services, self.plan, turn.answer)
             last = turn.last
@@ -464,11 +477,14 @@ class PlannerRun:
         if decided.plan_call is not None:
             decided.read(self)
         transition = self.transition()
+        stored, metadata = list(calls), {"kind": "tool_round"}
+        if decided.draft is not None and decided.plan_call is not None:  # its steps: the plan's
+            stored = [without_steps(c) if c is decided.plan_call else c for c in calls]
+            metadata[PLAN_STEPS] = decided.plan_call.id
         row_id, _ = transition.chat_message(
             role="assistant", content=completion.text, model=completion.model,
-            usage=completion.usage, tool_calls=wire_calls(calls),
-            reasoning_content=completion.message.reasoning_content,
-            metadata={"kind": "tool_round"},
+            usage=completion.usage, tool_calls=wire_calls(stored),
+            reasoning_content=completion.message.reasoning_content, metadata=metadata,
         )  # fmt: skip
         for call in calls:
             transition.event("tool_call", _call_data(row_id, call), agent_id=self.run.agent.id)
@@ -493,13 +509,14 @@ class PlannerRun:
 
     def _tool_row(
         self, transition: Transition, call: ToolCall, content: str, result: ToolResult | None,
-        kind: str = "tool_result",
+        kind: str = "tool_result", stored: str | None = None,
     ) -> None:  # fmt: skip
-        """A `tool` row answering `call`, and its `tool_result` event."""
+        """A `tool` row answering `call` (holding `stored` when given, else `content`), and its
+        `tool_result` event."""
         error = result.error if result else None
         row_id, slot = transition.chat_message(
-            role="tool", content=content, tool_call_id=call.id, tool_name=call.name,
-            metadata={"kind": kind, "error": error},
+            role="tool", content=content if stored is None else stored, tool_call_id=call.id,
+            tool_name=call.name, metadata={"kind": kind, "error": error},
         )  # fmt: skip
         data: dict[str, JsonValue] = {
             "message_id": str(row_id), "tool_call_id": call.id, "tool_name": call.name,
@@ -519,25 +536,12 @@ class PlannerRun:
         await self._write(transition)
 
     async def _store_plan_results(self, call: ToolCall, steps: Sequence[PlanStep]) -> None:
-        transition = self.transition()
-        self._tool_row(transition, call, self._plan_results(steps), None, PLAN_RESULTS)
+        transition = self.transition()  # the row: empty (its text is the steps', read back)
+        self._tool_row(transition, call, plan_results(steps), None, PLAN_RESULTS, stored="")
         transition.reserve_tokens(  # the synthesis streams
             STREAMED_TOKENS, self.run.emitter.load_query(self.plan.id)
         )
         await self._write(transition)
-
-    def _plan_results(self, steps: Sequence[PlanStep]) -> str:
-        """The steps' outcomes, as stored; the model gets `prompts.PLAN_RESULTS` before them
-        (`history.planner_turn`: the instruction is the code's, like a system prompt, not a
-        copy in every complex turn)."""
-        lines = []
-        for step in steps:  # each step's description is in the plan above: not repeated
-            lines.append(f"Step {step.step_number}: {step.status}")
-            if step.result:
-                lines.append(f"Result: {step.result}")
-            if step.error:
-                lines.append(f"Problem: {step.error}")
-        return "\n".join(lines)
 
 
 @dataclass(slots=True)

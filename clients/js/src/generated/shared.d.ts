@@ -202,7 +202,7 @@ export interface components {
             plan_id: string;
             /**
              * What
-             * @description `dialogue`: the agents' messages and threads; `tool_rounds`: the planner's tool calls and their results; `executions`: the runs' detail; `receipts`: the write receipts.
+             * @description `dialogue`: the agents' messages; `tool_rounds`: the planner's tool calls and their results; `executions`: the runs' detail and the steps' threads; `receipts`: the write receipts.
              * @enum {string}
              */
             what: "dialogue" | "tool_rounds" | "receipts" | "executions";
