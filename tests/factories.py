@@ -5,7 +5,7 @@ from __future__ import annotations
 from uuid import UUID, uuid4
 
 from shared.db import Database, agents, chats, dialogue, plans, users
-from shared.db.records import AgentThread, ChatSession
+from shared.db.records import AgentThread, ChatSession, DialogueEntry
 
 
 async def make_user(db: Database, *, email: str | None = None) -> UUID:
@@ -47,7 +47,7 @@ async def make_world(db: Database, user_id: UUID) -> dict[str, UUID]:
             parent_agent_id=planner.id, child_agent_id=planner.id, max_turns=4, step_id=step.id,
         )  # fmt: skip
         said = await dialogue.add_agent_message(
-            conn, thread=thread, message_type="delegation", content="go"
+            conn, DialogueEntry("delegation", "go"), plan_id=plan.id, thread_id=thread.id
         )
         execution, _ = await executions.start_execution(
             conn, user_id=user_id, plan_id=plan.id, agent_id=planner.id,

@@ -17,7 +17,7 @@ from uuid import UUID
 from pydantic import JsonValue
 
 from shared.agents.history import without_text
-from shared.db.records import AgentMessageType, Approval, PlanStep
+from shared.db.records import Approval, DialogueEntry, PlanStep
 from shared.events.emitter import EventEmitter, Outbox
 from shared.events.pacing import LoadQuery, Pacer, RealtimeBudget
 from shared.kernel.usage import Usage
@@ -106,72 +106,44 @@ def _id(value: UUID | None) -> str | None:
 
 
 def dialogue_data(
-    message_id: UUID,
-    *,
-    thread_id: UUID | None,
-    step_id: UUID | None,
-    message_type: str,
-    sender_agent_id: UUID | None,
-    receiver_agent_id: UUID | None,
-    content: str,
-    tool_name: str | None = None,
-    tool_call_id: str | None = None,
-    tool_args: dict[str, Any] | None = None,
-    model: str | None = None,
+    message_id: UUID, entry: DialogueEntry, *, thread_id: UUID | None, step_id: UUID | None
 ) -> dict[str, JsonValue]:
-    """`agent_message`: one dialogue row, given its fields (the row may not be stored yet)."""
+    """`agent_message`: one dialogue row, given what it says (the row may not be stored yet)."""
     return {
         "message_id": str(message_id),
         "thread_id": _id(thread_id),
         "step_id": _id(step_id),
-        "message_type": message_type,
-        "sender_agent_id": _id(sender_agent_id),
-        "receiver_agent_id": _id(receiver_agent_id),
-        "content": clip(content),
-        "tool_name": tool_name,
-        "tool_call_id": tool_call_id,
-        "tool_args": _json(tool_args),
-        "model": model,
+        "message_type": entry.message_type,
+        "sender_agent_id": _id(entry.sender_agent_id),
+        "receiver_agent_id": _id(entry.receiver_agent_id),
+        "content": clip(entry.content),
+        "tool_name": entry.tool_name,
+        "tool_call_id": entry.tool_call_id,
+        "tool_args": _json(entry.tool_args),
+        "model": entry.model,
     }
 
 
 def add_dialogue(
     transition: Transition,
+    entry: DialogueEntry,
     *,
     thread_id: UUID | None,
     step_id: UUID | None,
     event_agent_id: UUID | None,
-    message_type: AgentMessageType,
-    content: str,
-    sender_agent_id: UUID | None,
-    receiver_agent_id: UUID | None,
-    tool_name: str | None = None,
-    tool_call_id: str | None = None,
-    tool_args: dict[str, Any] | None = None,
-    model: str | None = None,
-    reasoning_content: str | None = None,
     announce: bool = True,
 ) -> UUID:
     """Add a dialogue row to `transition` and (unless not `announce`) its `agent_message`
     event, sent as `event_agent_id`; the row's id. A control call's `tool_args` are not stored
     when they are just the text the row's `content` holds (`history.without_text`); the event
     carries them."""
-    stored = tool_args
-    if tool_args is not None and tool_name is not None:
-        stored = without_text(message_type, tool_name, tool_args, content)
-    row_id, slot = transition.agent_message(
-        thread_id=thread_id, message_type=message_type, content=content,
-        sender_agent_id=sender_agent_id, receiver_agent_id=receiver_agent_id,
-        tool_name=tool_name, tool_call_id=tool_call_id, tool_args=stored, model=model,
-        reasoning_content=reasoning_content,
-    )  # fmt: skip
+    stored = entry
+    if entry.tool_args is not None and entry.tool_name is not None:
+        args = without_text(entry.message_type, entry.tool_name, entry.tool_args, entry.content)
+        stored = entry._replace(tool_args=args)
+    row_id, slot = transition.agent_message(stored, thread_id=thread_id)
     if announce:
-        data = dialogue_data(
-            row_id, thread_id=thread_id, step_id=step_id, message_type=message_type,
-            sender_agent_id=sender_agent_id, receiver_agent_id=receiver_agent_id,
-            content=content, tool_name=tool_name, tool_call_id=tool_call_id,
-            tool_args=tool_args, model=model,
-        )  # fmt: skip
+        data = dialogue_data(row_id, entry, thread_id=thread_id, step_id=step_id)
         transition.event("agent_message", data, agent_id=event_agent_id, row=slot)
     return row_id
 

@@ -23,7 +23,7 @@ from shared.agents.errors import AwaitingApproval
 from shared.agents.event_data import add_dialogue
 from shared.agents.model_calls import AgentRun
 from shared.db import Database, agents
-from shared.db.records import Agent, AgentThread
+from shared.db.records import Agent, AgentThread, DialogueEntry
 from shared.db.transitions import Control, Transition
 from shared.llm import ToolCall
 from shared.observability import tracing
@@ -132,12 +132,23 @@ def _record_denial(
     a step's denial is an `agent_message` too; both are a `permission_denied` event."""
     reason = checked.denial or ""
     thread_id = thread.id if thread is not None else None
+    said = DialogueEntry(
+        "permission_denied",
+        reason,
+        checked.agent_id,
+        None,
+        call.name,
+        call.id,
+        tool_args=checked.arguments,
+    )
     row_id = add_dialogue(
-        transition, thread_id=thread_id, step_id=step_id, event_agent_id=run.agent.id,
-        message_type="permission_denied", content=reason, sender_agent_id=checked.agent_id,
-        receiver_agent_id=None, tool_name=call.name, tool_call_id=call.id,
-        tool_args=checked.arguments, announce=thread is not None,
-    )  # fmt: skip
+        transition,
+        said,
+        thread_id=thread_id,
+        step_id=step_id,
+        event_agent_id=run.agent.id,
+        announce=thread is not None,
+    )
     data: dict[str, JsonValue] = {
         "tool_name": call.name, "tool_call_id": call.id, "reason": reason,
         "message_id": str(row_id), "step_id": str(step_id) if step_id else None,

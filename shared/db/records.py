@@ -181,6 +181,22 @@ class AgentThread(NamedTuple):
     completed_at: datetime | None
 
 
+class DialogueEntry(NamedTuple):
+    """What a new `agent_chat_messages` row says; its ids and number come from where it is
+    written (`Transition.agent_message` in a run's statement, `dialogue.add_agent_message`
+    on its own)."""
+
+    message_type: AgentMessageType
+    content: str = ""
+    sender_agent_id: UUID | None = None
+    receiver_agent_id: UUID | None = None
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    tool_args: dict[str, Any] | None = None
+    model: str | None = None
+    reasoning_content: str | None = None
+
+
 class AgentMessage(NamedTuple):
     """An `agent_chat_messages` row: one message of the agent dialogue."""
 

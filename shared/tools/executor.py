@@ -36,7 +36,7 @@ import psycopg
 from shared.db import agents, dialogue, executions, receipts
 from shared.db.database import Connection, Database
 from shared.db.receipts import CallKey
-from shared.db.records import Agent
+from shared.db.records import Agent, DialogueEntry
 from shared.kernel.errors import AppError, Conflict, InvalidInput, NotFound, PermissionDenied
 from shared.kernel.usage import Usage
 from shared.tools.calls import CallContext, ToolCall
@@ -341,16 +341,12 @@ async def _record_denial(
     """The `permission_denied` dialogue row: in the call's thread, else on its plan."""
     sender = agent.id if agent is not None else None
     args = _recorded(arguments, call.arguments)
-    if context.thread is not None:
-        await dialogue.add_agent_message(
-            conn, thread=context.thread, message_type="permission_denied", content=reason,
-            sender_agent_id=sender, tool_name=call.name, tool_call_id=call.id, tool_args=args,
-        )  # fmt: skip
-    elif context.plan_id is not None:
-        await dialogue.add_planner_denial(
-            conn, plan_id=context.plan_id, sender_agent_id=sender, reason=reason,
-            tool_name=call.name, tool_call_id=call.id, tool_args=args,
-        )  # fmt: skip
+    thread = context.thread
+    plan_id = thread.plan_id if thread is not None else context.plan_id
+    if plan_id is not None:
+        said = DialogueEntry("permission_denied", reason, sender, None, call.name, call.id, args)
+        thread_id = thread.id if thread is not None else None
+        await dialogue.add_agent_message(conn, said, plan_id=plan_id, thread_id=thread_id)
 
 
 def _decoded(call: ToolCall) -> JsonObject | ToolCallError:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.dispatch.in_process import run_turn
 from shared.agents.history import plan_results
 from shared.agents.prompts import PLAN_RESULTS
 from shared.db import Database, chats, plans
+from shared.dispatch.in_process import run_turn
 from tests.agents.builders import stored
 from tests.agents.conftest import MakeServices
 from tests.agents.scripting import Script, requests_of

@@ -15,10 +15,10 @@ import psycopg
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.dispatch.in_process import InProcessInvoker, run_turn
 from shared.agents.changes import changes_note
 from shared.db import Database, receipts
 from shared.db.receipts import CallKey
+from shared.dispatch.in_process import InProcessInvoker, run_turn
 from shared.services import Services
 from tests.agents.builders import stored
 from tests.agents.holds import scalar

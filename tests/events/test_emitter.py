@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from shared.agents.event_data import dialogue_data
 from shared.db import Database, chats
+from shared.db.records import DialogueEntry
 from shared.events import Event, EventEmitter, FanoutPublisher
 from tests.event_check import done_data
 from tests.events.in_memory import InMemoryPublisher
@@ -30,8 +31,7 @@ async def test_events_and_rows_share_one_monotonic_seq(db: Database) -> None:
         row = await chats.add_message(
             conn, session_id=session.id, user_id=user, role="assistant", content="hi"
         )
-    said = dialogue_data(row.id, thread_id=None, step_id=None, message_type="status",
-                         sender_agent_id=None, receiver_agent_id=None, content="hi")  # fmt: skip
+    said = dialogue_data(row.id, DialogueEntry("status", "hi"), thread_id=None, step_id=None)
     await emitter.emit("agent_message", said, seq=row.seq)
     await emitter.emit("done", done_data())
     assert [e.seq for e in memory.events] == [1, 2, 3]

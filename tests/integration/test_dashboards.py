@@ -10,7 +10,7 @@ from uuid import UUID
 import pytest
 
 from shared.db import Database, agents, chats, dialogue, executions, plans
-from shared.db.records import AgentRole, ExecutionStatus, PlanStrategy
+from shared.db.records import AgentRole, DialogueEntry, ExecutionStatus, PlanStrategy
 from shared.kernel.usage import Usage
 from tests.factories import make_session, make_user
 
@@ -79,15 +79,16 @@ async def _fixture(db: Database) -> UUID:
                 (f"{DAY}T12:00:00Z", f"{DAY}T12:00:00Z", ms, run.id),
             )
             for k in range(denials):  # recorded on the plan: a thread would be a run too
-                said = await dialogue.add_planner_denial(
-                    conn,
-                    plan_id=first_plan.id,
-                    sender_agent_id=agent.id,
-                    reason="denied",
-                    tool_name="create_task",
-                    tool_call_id=f"call-{n}-{k}",
-                    tool_args={},
+                denial = DialogueEntry(
+                    "permission_denied",
+                    "denied",
+                    agent.id,
+                    None,
+                    "create_task",
+                    f"call-{n}-{k}",
+                    {},
                 )
+                said = await dialogue.add_agent_message(conn, denial, plan_id=first_plan.id)
                 await conn.execute(
                     "UPDATE agent_chat_messages SET created_at = %s::timestamptz WHERE id = %s",
                     (f"{DAY}T12:00:00Z", said.id),

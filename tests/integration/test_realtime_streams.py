@@ -15,7 +15,7 @@ from psycopg.types.json import Jsonb
 
 from shared.db import Database
 from shared.db.database import Connection
-from shared.db.transitions import STREAM_ENDED
+from shared.db.transition_sql import STREAM_ENDED
 from shared.events.pacing import LOAD_SQL, Load, LoadQuery, RealtimeBudget
 
 FREE = RealtimeBudget(100)

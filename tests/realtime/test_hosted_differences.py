@@ -12,6 +12,7 @@ from local.realtime import RealtimeServer
 from local.realtime.bindings import binding_id
 from local.realtime.plans import PLANS
 from shared.db import Database, dialogue
+from shared.db.records import DialogueEntry
 from tests.factories import make_thread, make_user
 from tests.realtime.helpers import RawSocket, anon_key, config, service_key
 
@@ -59,7 +60,8 @@ async def test_identical_bindings_get_the_same_id_and_both_hear_a_change(
     assert ids[2] != ids[0]
     assert (await sock.recv_json())[4]["message"] == "Subscribed to PostgreSQL"
     async with db.service() as conn:
-        await dialogue.add_agent_message(conn, thread=thread, message_type="answer", content="hi")
+        said = DialogueEntry("answer", "hi")
+        await dialogue.add_agent_message(conn, said, plan_id=thread.plan_id, thread_id=thread.id)
     change = await sock.recv_json()
     assert change[3] == "postgres_changes"
     assert sorted(change[4]["ids"]) == sorted(ids)  # each binding once, duplicates included

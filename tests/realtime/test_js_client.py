@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 
 from local.realtime import RealtimeServer
 from shared.db import Database, dialogue
+from shared.db.records import DialogueEntry
 from tests.factories import make_session, make_thread, make_user
 from tests.realtime.helpers import ClientFactory, Inbox, anon_key, config, service_key, user_token
 from tests.realtime.node import NodeFlow, node_project
@@ -57,8 +58,9 @@ async def test_supabase_js_subscribes_broadcasts_and_follows_changes(
         assert await heard.get() == {"n": 2}
 
         async with db.service() as conn:
+            said = DialogueEntry("answer", "hello js")
             message = await dialogue.add_agent_message(
-                conn, thread=thread, message_type="answer", content="hello js"
+                conn, said, plan_id=thread.plan_id, thread_id=thread.id
             )
         insert = await flow.next("change")
         assert (insert["eventType"], insert["new"]["content"]) == ("INSERT", "hello js")

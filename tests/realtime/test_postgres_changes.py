@@ -15,7 +15,7 @@ from local.realtime import RealtimeServer
 from local.realtime.changes import capture
 from local.realtime.listener import APPLICATION_NAME
 from shared.db import Database, chats, dialogue
-from shared.db.records import AgentThread
+from shared.db.records import AgentThread, DialogueEntry
 from tests.factories import make_session, make_thread, make_user
 from tests.realtime.helpers import (
     ClientFactory,
@@ -60,7 +60,7 @@ async def subscribed(channel: AsyncRealtimeChannel) -> AsyncRealtimeChannel:
 async def say(db: Database, thread: AgentThread, content: str) -> UUID:
     async with db.service() as conn:
         message = await dialogue.add_agent_message(
-            conn, thread=thread, message_type="answer", content=content
+            conn, DialogueEntry("answer", content), plan_id=thread.plan_id, thread_id=thread.id
         )
     return message.id
 

@@ -25,7 +25,7 @@ from supabase import acreate_client
 
 from local.realtime import RealtimeServer
 from shared.db import Database, dialogue
-from shared.db.records import AgentThread
+from shared.db.records import AgentThread, DialogueEntry
 from tests.factories import make_thread, make_user
 from tests.realtime.helpers import (
     TIMEOUT,
@@ -191,7 +191,7 @@ async def test_postgres_changes_on_agent_dialogue(db: Database, clients: ClientF
 async def say(db: Database, thread: AgentThread, content: str) -> UUID:
     async with db.service() as conn:
         message = await dialogue.add_agent_message(
-            conn, thread=thread, message_type="question", content=content
+            conn, DialogueEntry("question", content), plan_id=thread.plan_id, thread_id=thread.id
         )
     return message.id
 

@@ -47,6 +47,7 @@ from shared.db.records import (
     AgentMessage,
     AgentMessageType,
     AgentThread,
+    DialogueEntry,
     ExecutionStatus,
     PlanStep,
     StepStatus,
@@ -299,12 +300,12 @@ class StepWorker:
     ) -> None:
         """A row of the thread and its `agent_message` event."""
         name, call_id = (call.name, call.id) if call is not None else (None, None)
+        said = DialogueEntry(
+            message_type, content, sender, receiver, name, call_id, tool_args, model, reasoning
+        )
         add_dialogue(
-            transition, thread_id=self.thread.id, step_id=self.step.id, event_agent_id=sender,
-            message_type=message_type, content=content, sender_agent_id=sender,
-            receiver_agent_id=receiver, tool_name=name, tool_call_id=call_id,
-            tool_args=tool_args, model=model, reasoning_content=reasoning,
-        )  # fmt: skip
+            transition, said, thread_id=self.thread.id, step_id=self.step.id, event_agent_id=sender
+        )
 
     def _kind(self, call: ToolCall, single_ending: bool) -> AgentMessageType:
         if single_ending:

@@ -1,6 +1,6 @@
 """Opening one step attempt: its agent, thread, delegation and execution — exactly once.
 
-One statement claims the step (`transitions.claim_step`): it takes the step's run lease and
+One statement claims the step (`step_claims.claim_step`): it takes the step's run lease and
 reads everything working on it needs. While another invocation holds the lease, opening
 answers `StepBusy` and nothing is done. An attempt that started already (a redelivery, a
 resumed plan) is worked on in its thread, from its stored rows. A new attempt is opened by one
@@ -29,8 +29,17 @@ from shared.agents.event_data import add_dialogue, session_outbox, step_started_
 from shared.agents.lease_holder import Lease, give_back, new_owner
 from shared.db import plans
 from shared.db.database import Connection
-from shared.db.records import Agent, AgentMessage, AgentThread, Execution, Plan, PlanStep
-from shared.db.transitions import ClaimedStep, Control, Transition, claim_step
+from shared.db.records import (
+    Agent,
+    AgentMessage,
+    AgentThread,
+    DialogueEntry,
+    Execution,
+    Plan,
+    PlanStep,
+)
+from shared.db.step_claims import ClaimedStep, claim_step
+from shared.db.transitions import Control, Transition
 from shared.events import Event
 from shared.kernel.errors import InvalidInput, NotFound
 from shared.observability import tracing
@@ -142,11 +151,14 @@ async def _open(
                                 attempt=attempt, model=model)  # fmt: skip
     transition.event("step_started", started, agent_id=agent_id)
     content = _delegation(services, claimed, budget=budget)
+    delegation = DialogueEntry("delegation", content, plan.planner_agent_id, agent_id)
     add_dialogue(
-        transition, thread_id=thread_id, step_id=step.id, event_agent_id=plan.planner_agent_id,
-        message_type="delegation", content=content, sender_agent_id=plan.planner_agent_id,
-        receiver_agent_id=agent_id,
-    )  # fmt: skip
+        transition,
+        delegation,
+        thread_id=thread_id,
+        step_id=step.id,
+        event_agent_id=plan.planner_agent_id,
+    )
     written = await transition.run(conn)
     agent = written.agent or claimed.planner
     assert written.thread is not None and written.execution is not None and written.step

@@ -59,7 +59,6 @@ from shared.agents.accounting import account_call
 from shared.agents.budget import FittedPrompt, Segment
 from shared.agents.errors import PlanNotWritten
 from shared.agents.event_data import clip, done_data, load_query, session_emitter
-from shared.agents.planner.finishing import TERMINAL, finish_plan, handed_off, outcome_of, settled_answer
 from shared.agents.history import (
     PLAN_STEPS,
     PlannerTurn,
@@ -69,8 +68,6 @@ from shared.agents.history import (
     wire_calls,
     without_steps,
 )
-from shared.dispatch.in_process import InProcessInvoker
-from shared.agents.ports import Invoker
 from shared.agents.lease_holder import Lease, LeaseLost, holding, new_owner
 from shared.agents.model_calls import AgentRun, build_request, call_model, tool_schemas
 from shared.agents.outcomes import PlanOutcome
@@ -88,8 +85,9 @@ from shared.agents.ports import Invoker
 from shared.agents.quotes import Quotes
 from shared.agents.tool_runs import State, record_result, run_tool
 from shared.db import leases, plans
+from shared.db.planner_runs import OpenedPlan, open_planner_run
 from shared.db.records import Agent, ChatMessage, Plan, PlanStep
-from shared.db.transitions import Control, OpenedPlan, Transition, open_planner_run
+from shared.db.transitions import Control, Transition
 from shared.events import EventEmitter, FanoutPublisher, Publisher
 from shared.kernel.errors import NotFound
 from shared.llm import (
