@@ -25,7 +25,7 @@ from local.deepseek import FakeModelServer
 from local.deepseek.contract import rule_named
 from shared.agents import control_tools, prompts
 from shared.agents.model_calls import forced_choice, requested_thinking, tool_schemas
-from shared.agents.planner.runs import routing_tools
+from shared.agents.planner.planner_loop import routing_tools
 from shared.db.records import Agent
 from shared.kernel.settings import Settings
 from shared.llm import (

@@ -15,7 +15,7 @@ import pytest
 from mcp.types import CallToolResult, TextContent
 
 from local.deepseek import FakeModelServer, error, raw_tool_call, reply, tool_call
-from shared.agents.planner.runs import ANSWER_CUT, ANSWER_FILTERED, NO_ANSWER
+from shared.agents.planner.planner_loop import ANSWER_CUT, ANSWER_FILTERED, NO_ANSWER
 from shared.db import Database
 from shared.dispatch.in_process import InProcessInvoker, run_turn
 from shared.events import Event
