@@ -42,8 +42,13 @@ from shared.db import Database
 from shared.kernel.settings import Settings
 from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services
-from tests import databases
-from tests.agents.plans import (
+from tests.functions.conftest import token
+from tests.support import databases
+from tests.support.cloud import Cloud, Function
+from tests.support.factories import make_user
+from tests.support.llm_models import EXECUTOR_MODEL, MODELS, PLANNER_MODEL, SERVED
+from tests.support.moto_server import NOT_INHERITED, environment, moto_server
+from tests.support.plan_calls import (
     CALENDAR_STEP,
     TASKS_STEP,
     WRITE_STEP,
@@ -51,14 +56,9 @@ from tests.agents.plans import (
     plan_call,
     synthesis,
 )
-from tests.agents.scripting import Script
-from tests.aws.cloud import Cloud, Function
-from tests.aws.moto_server import NOT_INHERITED, environment, moto_server
-from tests.factories import make_user
-from tests.functions.conftest import token
-from tests.functions.stack import Stack
-from tests.models import EXECUTOR_MODEL, MODELS, PLANNER_MODEL, SERVED
-from tests.turn_kinds import held
+from tests.support.scripting import Script
+from tests.support.stack import Stack
+from tests.support.turn_kinds import held
 
 MODES = ("wait", "accept", "accept-sqs")
 

@@ -33,7 +33,7 @@ Per round, interleaved so that the machine's load falls on all alike:
   at init — the Realtime broadcast's HTTP client among it: the tokens go to the local Realtime
   server (`local.realtime`, run in this process), which counts the messages it received;
 * tracing on (`OTEL_EXPORTER_OTLP_ENDPOINT`: an OTLP receiver in this process,
-  `tests.otlp_receiver`, which counts the spans it gets): the chat handler's import, and the
+  `tests.support.otlp_receiver`, which counts the spans it gets): the chat handler's import, and the
   deployed chat's and planner's import, first and warm invocations — each exports its spans
   before it returns; the planner's runs continue the chat's traces (the messages'
   `traceparent`). Off, no OpenTelemetry module is loaded: the import lines count the modules
@@ -68,13 +68,13 @@ from uuid import uuid4
 
 from local.realtime import RealtimeConfig, RealtimeServer
 from shared.auth.access_tokens import User
-from tests.aws.moto_server import FAKE_AWS, NOT_INHERITED, environment, moto_server
 from tests.functions.conftest import SECRET, token
-from tests.otlp_receiver import OtlpReceiver, otlp_receiver
-from tests.turn_kinds import Harness, harness
+from tests.support.moto_server import FAKE_AWS, NOT_INHERITED, environment, moto_server
+from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
+from tests.support.turn_kinds import Harness, harness
 
 ROOT = Path(__file__).resolve().parents[1]
-EVENT = ROOT / "tests" / "lambda_events" / "chat_send_message.json"
+EVENT = ROOT / "tests" / "support" / "lambda_events" / "chat_send_message.json"
 HANDLERS = ("chat", "agent_planner", "agent_executor")
 
 IMPORT = """
@@ -154,7 +154,7 @@ print(json.dumps({"import": imported, "first": times[0], "warm": times[1], "aws_
 """
 TRACED = ", tracing on"
 """The deployed chat and planner exporting their spans (`OTEL_EXPORTER_OTLP_ENDPOINT`)."""
-MCP_ECHO = ROOT / "tests" / "tools" / "mcp_echo_server.py"
+MCP_ECHO = ROOT / "tests" / "support" / "mcp_echo_server.py"
 SECRETS = (ROOT / "shared" / "aws" / "secrets.py").exists()
 """Whether this tree reads a stage's secret (a checkout from before it is measured without)."""
 MODES = ("", ", MCP configured", *((", settings from the secret",) if SECRETS else ()))

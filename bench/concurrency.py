@@ -34,9 +34,9 @@ from uuid import UUID, uuid4
 import httpx
 
 from shared.db import Database
-from tests.factories import make_user
 from tests.functions.conftest import token
-from tests.turn_kinds import MESSAGES, Harness, harness
+from tests.support.factories import make_user
+from tests.support.turn_kinds import MESSAGES, Harness, harness
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,8 +63,8 @@ MODEL = """
 import sys, threading
 from shared.llm.tokens import DeepSeekTokenizer
 from local.deepseek import FakeModelServer
-from tests.models import SERVED
-from tests.turn_kinds import script_turns
+from tests.support.llm_models import SERVED
+from tests.support.turn_kinds import script_turns
 fake = FakeModelServer(models=SERVED, tokenizer=DeepSeekTokenizer(), port=int(sys.argv[1]))
 script_turns(fake.start(), model_seconds=float(sys.argv[2]))
 print("ready", flush=True)

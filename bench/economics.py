@@ -74,8 +74,8 @@ from shared.llm.tokens import DeepSeekTokenizer, count_tools
 from shared.services import Services, load_settings
 from shared.tools import CallContext, ToolExecutor, TurnCache, builtin_registry, offered_tools
 from shared.tools import ToolCall as ExecutorCall
-from tests import databases
-from tests.events.in_memory import InMemoryPublisher
+from tests.support import databases
+from tests.support.in_memory_publisher import InMemoryPublisher
 
 PLANNER = "deepseek-v4-pro"
 EXECUTOR = "deepseek-flash"

@@ -42,8 +42,8 @@ from shared.db.records import AgentThread
 from shared.events import Event
 from shared.events.realtime import SupabaseRealtimePublisher
 from shared.kernel.settings import LOCAL_JWT_SECRET
-from tests import databases
-from tests.factories import make_thread, make_user
+from tests.support import databases
+from tests.support.factories import make_thread, make_user
 
 INSERT = """INSERT INTO agent_chat_messages
               (agent_session_id, session_id, user_id, plan_id, message_type, content)

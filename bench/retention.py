@@ -41,7 +41,7 @@ from shared.db.retention_batches import RETAINED, delete_batch
 from shared.kernel.settings import Settings
 from shared.services import Services
 from shared.usecases.retention import kept_days
-from tests import databases
+from tests.support import databases
 
 DETAIL: dict[Retained, list[tuple[str, str]]] = {
     # (table, the condition on its row `r` joined to its plan `p`)

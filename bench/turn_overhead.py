@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.turn_overhead [--turns 40] [--versus PATH] [--rounds 3]
 
-Direct, tool and complex turns (`tests.turn_kinds`) go through the chat function's own path
+Direct, tool and complex turns (`tests.support.turn_kinds`) go through the chat function's own path
 against the fake model answering at once; the time model calls were in flight (request out,
 reply in, over HTTP to the fake; calls that overlap — parallel executors — counted once) is
 measured around the model client and subtracted, so what is left is Parley's work on the
@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.turn_kinds import KINDS, Harness, Kind, ModelClock, harness, send
+from tests.support.turn_kinds import KINDS, Harness, Kind, ModelClock, harness, send
 
 ROOT = Path(__file__).resolve().parents[1]
 

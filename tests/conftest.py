@@ -9,8 +9,8 @@ import pytest
 
 from shared.db import Database
 from shared.llm.tokens import DeepSeekTokenizer
-from tests import databases
-from tests.models import MODELS
+from tests.support import databases
+from tests.support.llm_models import MODELS
 
 
 @pytest.fixture(scope="session")

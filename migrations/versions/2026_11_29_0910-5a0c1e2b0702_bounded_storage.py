@@ -57,7 +57,7 @@ down_revision: str | None = "5a0c1e2b0701"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# The same as `shared.db.prompt_store.prompt_id` (tests/integration/test_storage.py holds them equal).
+# The same as `shared.db.prompt_store.prompt_id` (tests/migrations/test_storage.py holds them equal).
 PROMPT_ID = "encode(substring(sha256(convert_to({body}, 'UTF8')) FROM 1 FOR 16), 'hex')::uuid"
 
 RETAINED = ("dialogue", "tool_rounds", "receipts", "executions")

@@ -26,7 +26,7 @@ from shared.aws.credentials import (
 from shared.aws.sigv4 import Credentials
 from shared.queues.senders import QueueSendFailed
 from shared.queues.sqs_http import SqsHttpSender
-from tests.aws.cloud import Cloud
+from tests.support.cloud import Cloud
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 AUTH_TOKEN = "lambda-snapstart-authorization-token"

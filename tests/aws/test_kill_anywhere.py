@@ -24,15 +24,15 @@ import pytest
 
 from local.deepseek import FakeModelServer, reply
 from shared.db import Database
-from tests.agents.builders import stored
-from tests.agents.holds import plan_row, scalar, set_plan_lease
-from tests.agents.plans import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_script
-from tests.agents.scripting import Script, requests_of
-from tests.aws.cloud import Cloud, Delivery, Function
 from tests.aws.test_queues import a_user_with_a_week, done_events, send
 from tests.aws.test_sweeper import expire_plan_lease, sweep
-from tests.events.in_memory import InMemoryPublisher
-from tests.kills import Kill
+from tests.support.cloud import Cloud, Delivery, Function
+from tests.support.holds import plan_row, scalar, set_plan_lease
+from tests.support.in_memory_publisher import InMemoryPublisher
+from tests.support.kills import Kill
+from tests.support.plan_calls import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_script
+from tests.support.scripting import Script, requests_of
+from tests.support.stored_rows import stored
 
 Functions = dict[str, Function]
 MARKERS = {1: ("executor", TASKS_STEP), 2: ("executor", CALENDAR_STEP),

@@ -16,9 +16,6 @@ import pytest
 
 from local.deepseek import FakeModelServer
 from shared.db import Database
-from tests.agents.holds import scalar, set_plan_lease
-from tests.agents.scripting import Script
-from tests.aws.cloud import Cloud, Delivery, Function
 from tests.aws.test_kill_anywhere import (
     POINTS,
     KillPoint,
@@ -28,8 +25,11 @@ from tests.aws.test_kill_anywhere import (
 )
 from tests.aws.test_queues import a_user_with_a_week
 from tests.aws.test_sweeper import set_step_lease, sweep
-from tests.events.in_memory import InMemoryPublisher
-from tests.kills import Kill
+from tests.support.cloud import Cloud, Delivery, Function
+from tests.support.holds import scalar, set_plan_lease
+from tests.support.in_memory_publisher import InMemoryPublisher
+from tests.support.kills import Kill
+from tests.support.scripting import Script
 
 Functions = dict[str, Function]
 

@@ -39,8 +39,6 @@ from local.deepseek import FakeModelServer
 from local.realtime import RealtimeServer
 from shared.db import Database
 from shared.events.realtime import session_topic
-from tests.agents.scripting import Script
-from tests.aws.cloud import Cloud
 from tests.aws.test_kill_anywhere import (
     POINTS,
     Functions,
@@ -50,15 +48,17 @@ from tests.aws.test_kill_anywhere import (
     script_week,
 )
 from tests.aws.test_queues import a_user_with_a_week
-from tests.events.in_memory import InMemoryPublisher
-from tests.factories import make_session
 from tests.functions.conftest import SECRET, token
-from tests.functions.stack import SERVICE_KEY
-from tests.kills import Kill
-from tests.models import EXECUTOR_MODEL
-from tests.realtime.helpers import Inbox, config
-from tests.realtime.test_db_broadcast import Received, options
-from tests.realtime.test_db_broadcast import join as join_channel
+from tests.local.realtime.test_db_broadcast import Received, options
+from tests.local.realtime.test_db_broadcast import join as join_channel
+from tests.support.cloud import Cloud
+from tests.support.factories import make_session
+from tests.support.in_memory_publisher import InMemoryPublisher
+from tests.support.kills import Kill
+from tests.support.llm_models import EXECUTOR_MODEL
+from tests.support.realtime_clients import Inbox, config
+from tests.support.scripting import Script
+from tests.support.stack import SERVICE_KEY
 
 EVENTS = "realtime.messages"
 END = "test_end"

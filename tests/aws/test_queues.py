@@ -26,17 +26,17 @@ from shared.db import Database
 from shared.kernel.settings import Settings
 from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services
-from tests.agents.builders import of_type, stored
-from tests.agents.holds import plan_row, scalar
-from tests.agents.plans import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_script
-from tests.agents.scripting import Script, requests_of
-from tests.aws.cloud import Cloud, Function, body_of, lambda_event
-from tests.events.in_memory import InMemoryPublisher
-from tests.factories import make_user
 from tests.functions.conftest import SECRET
 from tests.functions.test_handlers import load_event
-from tests.tools.builders import make_event, make_task
-from tests.user_facing import assert_names_no_setting
+from tests.support.cloud import Cloud, Function, body_of, lambda_event
+from tests.support.domain_rows import make_event, make_task
+from tests.support.factories import make_user
+from tests.support.holds import plan_row, scalar
+from tests.support.in_memory_publisher import InMemoryPublisher
+from tests.support.plan_calls import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_script
+from tests.support.scripting import Script, requests_of
+from tests.support.stored_rows import of_type, stored
+from tests.support.user_facing import assert_names_no_setting
 
 Functions = dict[str, Function]
 ROOT = Path(__file__).resolve().parents[2]
@@ -326,7 +326,7 @@ print(json.dumps({"response": response, "request_imported": sorted(set(sys.modul
 
 
 ECHO_SERVER = {"name": "echo", "command": sys.executable,
-               "args": [str(ROOT / "tests" / "tools" / "mcp_echo_server.py")]}  # fmt: skip
+               "args": [str(ROOT / "tests" / "support" / "mcp_echo_server.py")]}  # fmt: skip
 """A stdio MCP server: were it connected, the chat's process would start it and import the SDK."""
 
 

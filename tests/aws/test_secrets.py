@@ -19,9 +19,9 @@ from shared.aws.secrets import read_secret, secret_settings
 from shared.db import Database
 from shared.kernel.errors import ConfigurationError
 from shared.services import load_settings
-from tests.factories import make_user
 from tests.functions.conftest import SECRET
 from tests.functions.test_handlers import load_event
+from tests.support.factories import make_user
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -29,13 +29,13 @@ from shared.kernel.settings import Settings
 from shared.llm.tokens import DeepSeekTokenizer
 from shared.runtime.snapstart import CONNECTED
 from shared.services import Services
-from tests.agents.scripting import Script
-from tests.aws.cloud import Cloud, Function, body_of
-from tests.aws.proxy import Proxy
-from tests.events.in_memory import InMemoryPublisher
-from tests.factories import make_user
 from tests.functions.test_handlers import load_event
-from tests.turn_kinds import with_application_name
+from tests.support.cloud import Cloud, Function, body_of
+from tests.support.factories import make_user
+from tests.support.in_memory_publisher import InMemoryPublisher
+from tests.support.proxy import Proxy
+from tests.support.scripting import Script
+from tests.support.turn_kinds import with_application_name
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/net/tcp").exists(), reason="needs /proc")
 

@@ -40,8 +40,8 @@ from shared.queues.sqs_http import (
     SqsHttpSender,
 )
 from shared.services import Services
-from tests.aws.cloud import Cloud
-from tests.aws.proxy import Proxy
+from tests.support.cloud import Cloud
+from tests.support.proxy import Proxy
 
 FROZEN = datetime(2026, 11, 25, 9, 0, 7, tzinfo=UTC)
 SECRET_KEY = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"

@@ -16,14 +16,14 @@ from uuid import UUID, uuid4
 from local.deepseek import FakeModelServer, reply
 from shared.db import Database
 from shared.usecases.dead_letters import PLAN_DEAD, STEP_DEAD
-from tests.agents.builders import of_type, stored
-from tests.agents.holds import plan_row, scalar, set_plan_lease
-from tests.agents.plans import CALENDAR_STEP, WRITE_STEP, week_script
-from tests.agents.scripting import Script, requests_of
-from tests.aws.cloud import MAX_RECEIVES, Cloud, Delivery, Function, lambda_event
 from tests.aws.test_queues import a_user_with_a_week, done_events, send
-from tests.events.in_memory import InMemoryPublisher
-from tests.kills import Kill
+from tests.support.cloud import MAX_RECEIVES, Cloud, Delivery, Function, lambda_event
+from tests.support.holds import plan_row, scalar, set_plan_lease
+from tests.support.in_memory_publisher import InMemoryPublisher
+from tests.support.kills import Kill
+from tests.support.plan_calls import CALENDAR_STEP, WRITE_STEP, week_script
+from tests.support.scripting import Script, requests_of
+from tests.support.stored_rows import of_type, stored
 
 Functions = dict[str, Function]
 

@@ -25,14 +25,14 @@ from local.deepseek import FakeModelServer
 from shared.db import Database
 from shared.kernel.settings import Settings
 from shared.observability import tracing
-from tests.agents.builders import stored
-from tests.agents.plans import week_script
-from tests.agents.scripting import Script
-from tests.aws.cloud import Cloud, Function, body_of
 from tests.aws.test_queues import a_user_with_a_week
-from tests.functions.stack import SERVICE_KEY
 from tests.functions.test_handlers import load_event
-from tests.models import EXECUTOR_MODEL, PLANNER_MODEL
+from tests.support.cloud import Cloud, Function, body_of
+from tests.support.llm_models import EXECUTOR_MODEL, PLANNER_MODEL
+from tests.support.plan_calls import week_script
+from tests.support.scripting import Script
+from tests.support.stack import SERVICE_KEY
+from tests.support.stored_rows import stored
 
 Functions = dict[str, Function]
 MESSAGE = "Plan my week around the dentist on Thursday (ref ZX-4471)"

@@ -19,8 +19,9 @@ from local.seed import DEMO_EMAIL, DEMO_PASSWORD, DEMO_USER_ID
 from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack
 from shared.db import Database
 from shared.usecases.daily_dashboards import OPERATOR, OPERATOR_CLAIM
-from tests.clients.node import PACKAGE, ROOT, consumer_copy, package_copy
-from tests.factories import make_user
+from tests.support import ROOT
+from tests.support.client_node import PACKAGE, consumer_copy, package_copy
+from tests.support.factories import make_user
 
 UNIT = sorted(path.name for path in (PACKAGE / "test").glob("*.test.js"))
 STACK = sorted(path.name for path in (PACKAGE / "test" / "stack").glob("*.test.js"))

@@ -15,11 +15,11 @@ import pytest
 from local.deepseek import FakeModelServer, reply
 from shared.db import Database
 from shared.llm.tokens import DeepSeekTokenizer
-from tests.agents.holds import Hold
-from tests.agents.scripting import Script
-from tests.factories import make_user
-from tests.functions.stack import Stack
 from tests.functions.test_chat_sessions import problem
+from tests.support.factories import make_user
+from tests.support.holds import Hold
+from tests.support.scripting import Script
+from tests.support.stack import Stack
 
 Auth = Callable[[UUID], dict[str, str]]
 

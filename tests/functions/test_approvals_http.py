@@ -15,11 +15,11 @@ import pytest
 
 from local.deepseek import FakeModelServer, RecordedRequest, reply, tool_call
 from shared.db import Database
-from tests.agents.scripting import Script, tool_results
-from tests.factories import make_user
-from tests.functions.stack import Stack
 from tests.functions.test_chat_sessions import problem
-from tests.tools.builders import fetch_row, make_event
+from tests.support.domain_rows import fetch_row, make_event
+from tests.support.factories import make_user
+from tests.support.scripting import Script, tool_results
+from tests.support.stack import Stack
 
 Auth = Callable[[UUID], dict[str, str]]
 pytestmark = pytest.mark.usefixtures("script")  # every test starts with a fresh script

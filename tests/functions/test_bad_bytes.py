@@ -16,11 +16,11 @@ import pytest
 
 from local.deepseek import reply, tool_call
 from shared.db import Database
-from tests.agents.scripting import Script
-from tests.factories import make_session, make_user
-from tests.functions.stack import Stack
 from tests.functions.test_chat_sessions import problem
 from tests.functions.test_turns import count
+from tests.support.factories import make_session, make_user
+from tests.support.scripting import Script
+from tests.support.stack import Stack
 
 Auth = Callable[[UUID], dict[str, str]]
 NUL, MARK = "\x00", "\ufffd"

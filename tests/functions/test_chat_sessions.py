@@ -12,8 +12,8 @@ from functions.chat.app import create_app
 from shared.api.problems import PROBLEM_TYPES
 from shared.db import Database
 from shared.services import Services
-from tests.factories import make_user, make_world
 from tests.functions.conftest import serve, token
+from tests.support.factories import make_user, make_world
 
 Auth = Callable[[UUID], dict[str, str]]
 

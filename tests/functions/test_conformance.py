@@ -20,9 +20,9 @@ import pytest
 from local.deepseek import FakeModelServer
 from shared.db import Database
 from shared.llm.tokens import DeepSeekTokenizer
-from tests.factories import make_user
 from tests.functions.conftest import token
-from tests.functions.stack import SERVICE_KEY, Stack
+from tests.support.factories import make_user
+from tests.support.stack import SERVICE_KEY, Stack
 
 EXAMPLES = os.environ.get("SCHEMATHESIS_EXAMPLES", "5")
 SEED = os.environ.get("SCHEMATHESIS_SEED", "21")

@@ -14,9 +14,9 @@ from local.auth.keys import mint_token
 from shared.db import Database, agents, chats, executions, plans
 from shared.kernel.usage import Usage
 from shared.services import Services
-from tests.factories import make_session, make_user
 from tests.functions.conftest import SECRET, serve
 from tests.functions.test_chat_sessions import problem
+from tests.support.factories import make_session, make_user
 
 OPERATOR: dict[str, object] = {"app_metadata": {"parley_role": "operator"}}
 

@@ -1,6 +1,6 @@
 """The events' JSON Schema: served by the chat function, in every function's OpenAPI, and held
-against every event the suite sends (`tests/event_check.py`, run as test databases and stacks
-are torn down)."""
+against every event the suite sends (`tests/support/event_check.py`, run as test databases and
+stacks are torn down)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from functions.chat.app import create_app as chat_app
 from local.serving import BackgroundServer
 from shared.events import EVENT_TYPES
 from shared.wire.event_schema import events_json_schema, openapi_components
-from tests.event_check import done_data, problems
+from tests.support.event_check import done_data, problems
 
 
 @pytest.fixture(scope="module")

@@ -21,10 +21,10 @@ import pytest
 from shared.db import Database
 from shared.runtime.lambda_handler import event_kind
 from shared.services import Services, get_services
-from tests.factories import make_user, make_world
 from tests.functions.conftest import token
+from tests.support.factories import make_user, make_world
 
-EVENTS = Path(__file__).resolve().parents[1] / "lambda_events"
+EVENTS = Path(__file__).resolve().parents[1] / "support" / "lambda_events"
 
 
 @dataclass

@@ -15,8 +15,8 @@ from local.serving import BackgroundServer
 from local.stack import gateway
 from shared.db import Database
 from shared.services import Services, load_settings
-from tests.factories import make_user
 from tests.functions.conftest import SECRET, token
+from tests.support.factories import make_user
 
 DEV_SERVER = "http://localhost:5173"
 PREFLIGHT = {

@@ -11,10 +11,10 @@ from uuid import uuid4
 import httpx
 
 from shared.db import Database
-from tests.factories import make_user, make_world
 from tests.functions.conftest import token
-from tests.functions.stack import Stack
 from tests.functions.test_chat_sessions import problem
+from tests.support.factories import make_user, make_world
+from tests.support.stack import Stack
 
 PUBLIC = {"/health", "/schemas/events.json", "/openapi.json", "/docs", "/redoc"}
 INTERNAL = {"/plans/{plan_id}/run", "/steps/{step_id}/run"}  # the service-role key's

@@ -13,12 +13,12 @@ import pytest
 
 from local.deepseek import FakeModelServer, reply
 from shared.db import Database
-from tests.agents.holds import Hold
-from tests.agents.scripting import Script
-from tests.factories import make_user
-from tests.functions.stack import Stack
 from tests.functions.test_chat_sessions import problem
-from tests.user_facing import assert_names_no_setting
+from tests.support.factories import make_user
+from tests.support.holds import Hold
+from tests.support.scripting import Script
+from tests.support.stack import Stack
+from tests.support.user_facing import assert_names_no_setting
 
 Auth = Callable[[UUID], dict[str, str]]
 pytestmark = pytest.mark.usefixtures("script")

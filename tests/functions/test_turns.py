@@ -19,21 +19,21 @@ import pytest
 from local.deepseek import FakeModelServer, reply, tool_call
 from shared.db import Database
 from shared.llm.tokens import DeepSeekTokenizer
-from tests.agents.plans import (
+from tests.functions.test_chat_sessions import problem
+from tests.support.domain_rows import make_event
+from tests.support.event_check import assert_valid
+from tests.support.factories import make_user
+from tests.support.in_memory_publisher import InMemoryPublisher
+from tests.support.plan_calls import (
     CALENDAR_STEP,
     TASKS_STEP,
     complete_with_results,
     synthesis,
     week_script,
 )
-from tests.agents.scripting import Script, delegation, requests_of
-from tests.event_check import assert_valid
-from tests.events.in_memory import InMemoryPublisher
-from tests.factories import make_user
-from tests.functions.stack import SERVICE_KEY, Stack
-from tests.functions.test_chat_sessions import problem
-from tests.tools.builders import make_event
-from tests.user_facing import assert_names_no_setting
+from tests.support.scripting import Script, delegation, requests_of
+from tests.support.stack import SERVICE_KEY, Stack
+from tests.support.user_facing import assert_names_no_setting
 
 Auth = Callable[[UUID], dict[str, str]]
 pytestmark = pytest.mark.usefixtures("script")  # every test starts with a fresh script

@@ -193,7 +193,7 @@ def test_the_bundle_alone_runs_each_function(tmp_path: Path) -> None:
          "--python-bin", sys.executable],
         cwd=ROOT, check=True, capture_output=True,
     )  # fmt: skip
-    event = (ROOT / "tests" / "lambda_events" / "agent_planner_health.json").read_text()
+    event = (ROOT / "tests" / "support" / "lambda_events" / "agent_planner_health.json").read_text()
     done = subprocess.run(
         [sys.executable, "-I", "-S", "-c", HANDLERS, str(build), event],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
