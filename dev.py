@@ -164,11 +164,19 @@ def lock() -> int:
         option for name in ("local", "dev", "aws", "mcp", "otel") for option in ("--extra", name)
     ]
     return run(
-        [str(uv), "pip", "compile", "pyproject.toml", *extras, *common,
-         "--output-file", "requirements.lock"]
+        [
+            str(uv),
+            "pip",
+            "compile",
+            "pyproject.toml",
+            *extras,
+            *common,
+            "--output-file",
+            "requirements.lock",
+        ]
     ) or run(
         [str(uv), "pip", "compile", "infra/scan.in", *common, "--output-file", "infra/scan.lock"]
-    )  # fmt: skip
+    )
 
 
 def fingerprint() -> str:

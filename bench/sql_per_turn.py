@@ -126,8 +126,11 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=3, help="measured turns per kind")
     parser.add_argument("--top", type=int, default=12, help="repeated statements to show")
     parser.add_argument("--kinds", default=",".join(KINDS))
-    parser.add_argument("--tokens-from-database", action="store_true",
-                        help="also send each token batch from the database")  # fmt: skip
+    parser.add_argument(
+        "--tokens-from-database",
+        action="store_true",
+        help="also send each token batch from the database",
+    )
     args = parser.parse_args()
     args.kinds = [k for k in args.kinds.split(",") if k]
     with tempfile.TemporaryDirectory(prefix="parley-sql-bench-") as tmp:

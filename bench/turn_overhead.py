@@ -65,8 +65,16 @@ def versus(path: Path, args: argparse.Namespace) -> None:
     taken: dict[str, list[dict[str, list[float]]]] = {name: [] for name in trees}
     for _ in range(args.rounds):
         for name, tree in trees.items():
-            command = [sys.executable, "-m", "bench.turn_overhead", "--json",
-                       "--turns", str(args.turns), "--kinds", ",".join(args.kinds)]  # fmt: skip
+            command = [
+                sys.executable,
+                "-m",
+                "bench.turn_overhead",
+                "--json",
+                "--turns",
+                str(args.turns),
+                "--kinds",
+                ",".join(args.kinds),
+            ]
             out = subprocess.run(command, cwd=tree, check=True, capture_output=True, text=True)
             taken[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
     print(f"{'':<8} {'this p50':>10} {'versus p50':>11} {'ratio':>6}   (ms; median of rounds)")

@@ -239,8 +239,11 @@ class Services:
     async def aclose(self) -> None:
         """Close the clients these services built (not the ones they were given); they are
         built afresh on next use (tests and the local stack; a Lambda just freezes)."""
-        built = {name: self.__dict__.pop(name) for name in ("db", "http", "llm", "_mcp")
-                 if name in self.__dict__ and name not in self._given}  # fmt: skip
+        built = {
+            name: self.__dict__.pop(name)
+            for name in ("db", "http", "llm", "_mcp")
+            if name in self.__dict__ and name not in self._given
+        }
         if (sender := self.__dict__.pop("queue_sender", None)) is not None:
             sender.close()
         if built.get("_mcp") is not None:

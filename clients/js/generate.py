@@ -70,8 +70,9 @@ def node_generate(*, check: bool) -> int:
     if node is None or npm is None:
         sys.exit("clients/js/generate.py: Node.js 20+ and npm are needed for the declarations")
     if not (PACKAGE / "node_modules" / "openapi-typescript").exists():
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                       cwd=PACKAGE, check=True)  # fmt: skip
+        subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=PACKAGE, check=True
+        )
     script = PACKAGE / "scripts" / "generate.mjs"
     args = [node, str(script), "--root", str(PACKAGE), *(["--check"] if check else [])]
     return subprocess.run(args).returncode

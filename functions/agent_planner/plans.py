@@ -87,9 +87,13 @@ async def decide_approval(
     respond-async`, or `INVOKER_TRANSPORT=sqs` (the plan is queued), it answers **202** once
     the decision is recorded and the plan handed on (`plan.handed_off`: watch Realtime)."""
     decided = await approvals.decide_approval(
-        services, user, plan_id=plan_id, approval_id=approval_id, decision=body.decision,
+        services,
+        user,
+        plan_id=plan_id,
+        approval_id=approval_id,
+        decision=body.decision,
         text=body.text,
-    )  # fmt: skip
+    )
     asked = respond_async(prefer)
     resumed = await resume_plan(services, plan_id=plan_id, wait=not asked)
     reply = DecisionReply(

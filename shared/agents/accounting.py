@@ -51,9 +51,11 @@ def account_call(
     it: a `usage` event with the call's tokens and cost and the plan's totals after it."""
     transition.account(execution_id, completion.usage, llm_calls=1)
     transition.event(
-        "usage", {"model": completion.model, "call": completion.usage.json()},
-        agent_id=agent_id, totals_at="plan",
-    )  # fmt: skip
+        "usage",
+        {"model": completion.model, "call": completion.usage.json()},
+        agent_id=agent_id,
+        totals_at="plan",
+    )
 
 
 def plan_usage(plan: Plan) -> Usage:

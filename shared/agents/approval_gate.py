@@ -100,10 +100,15 @@ class DatabaseApprovals:
     async def review_tool_call(self, request: ToolApproval) -> Verdict:
         async with self.db.service() as conn:
             row, _ = await approvals.request_approval(
-                conn, plan_id=request.plan_id, step_id=request.step_id,
-                agent_id=request.agent_id, kind="tool_call", tool_call_id=request.tool_call_id,
-                tool_name=request.tool_name, tool_args=request.arguments,
-            )  # fmt: skip
+                conn,
+                plan_id=request.plan_id,
+                step_id=request.step_id,
+                agent_id=request.agent_id,
+                kind="tool_call",
+                tool_call_id=request.tool_call_id,
+                tool_name=request.tool_name,
+                tool_args=request.arguments,
+            )
         if row.status == "pending":
             return WAIT
         if row.status == "approved":
@@ -113,10 +118,15 @@ class DatabaseApprovals:
     async def review_escalation(self, request: Escalation) -> Verdict:
         async with self.db.service() as conn:
             row, _ = await approvals.request_approval(
-                conn, plan_id=request.plan_id, step_id=request.step_id,
-                agent_id=request.agent_id, kind="escalation", tool_call_id=request.tool_call_id,
-                tool_name="escalate", reason=request.reason,
-            )  # fmt: skip
+                conn,
+                plan_id=request.plan_id,
+                step_id=request.step_id,
+                agent_id=request.agent_id,
+                kind="escalation",
+                tool_call_id=request.tool_call_id,
+                tool_name="escalate",
+                reason=request.reason,
+            )
         if row.status == "pending":
             return WAIT
         if row.status == "answered":

@@ -94,9 +94,12 @@ async def _renew_until_lost(db: Database, lease: Lease, stop_work: Callable[[], 
         try:
             async with db.autocommit() as conn:
                 state = await leases.renew(
-                    conn, table=lease.table, row_id=lease.row_id, owner=lease.owner,
+                    conn,
+                    table=lease.table,
+                    row_id=lease.row_id,
+                    owner=lease.owner,
                     seconds=lease.seconds,
-                )  # fmt: skip
+                )
         except psycopg.Error:
             # A blip: try again next beat. If it lasts past expiry, another run may take over,
             # and the next successful renewal finds that out.

@@ -154,9 +154,13 @@ async def call_model(
     if not tracing.enabled():
         return await _call(run, request, stream_text=stream_text, quotes=quotes)
     attributes = genai.request_attributes(
-        request, base_url=settings.llm_base_url, session_id=run.plan.session_id,
-        plan_id=run.plan.id, agent_name=run.agent.role, agent_id=run.agent.id,
-    )  # fmt: skip
+        request,
+        base_url=settings.llm_base_url,
+        session_id=run.plan.session_id,
+        plan_id=run.plan.id,
+        agent_name=run.agent.role,
+        agent_id=run.agent.id,
+    )
     with tracing.span(genai.span_name(request), kind="client", attributes=attributes) as span:
         completion = await _call(run, request, stream_text=stream_text, quotes=quotes)
         span.set_attributes(genai.completion_attributes(completion))

@@ -41,8 +41,9 @@ async def answer_question(
         system=prompts.with_date(prompts.ANSWER),
         segments=[Segment((UserMessage(f"{context}\n\nThe executor asks: {question}"),), True)],
     )
-    completion = await call_model(planner, request, stream_text=False,
-                                  control=Control.of(view.plan))  # fmt: skip
+    completion = await call_model(
+        planner, request, stream_text=False, control=Control.of(view.plan)
+    )
     answer = completion.text.strip() or "I have no more to add: use your best judgement."
     plan = view.plan
     transition = Transition(plan.session_id, plan.user_id, plan.id, asking.emitter.outbox())
@@ -59,8 +60,9 @@ async def answer_question(
     add_dialogue(
         transition, said, thread_id=thread.id, step_id=step.id, event_agent_id=view.planner.id
     )
-    account_call(transition, execution_id=view.execution.id, completion=completion,
-                 agent_id=view.planner.id)  # fmt: skip
+    account_call(
+        transition, execution_id=view.execution.id, completion=completion, agent_id=view.planner.id
+    )
     transition.read_agent(asking.agent.id)  # the asking agent's next tool call decides on it
     return transition
 
@@ -75,7 +77,9 @@ def _plan_context(planner: AgentRun, view: PlannerView, asking: PlanStep) -> str
     how = "answer from what is shown, or say what is missing"
     for step in view.steps:
         outcome = clip(planner.services.tokens, step.result or step.error or "", share, how=how)
-        lines.append(f"{step.step_number}. [{step.status}] {step.description}"
-                     + (f" — {outcome}" if outcome else ""))  # fmt: skip
+        lines.append(
+            f"{step.step_number}. [{step.status}] {step.description}"
+            + (f" — {outcome}" if outcome else "")
+        )
     lines.append(f"The question comes from the executor working on step {asking.step_number}.")
     return "\n".join(lines)

@@ -58,12 +58,18 @@ async def run_tool(
     check_cancel(state.control or await read_control(run.services.db, run.plan.id))
     if not tracing.enabled():
         return await _run(run, call, state=state, turn=turn, thread=thread, step_id=step_id)
-    attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name,
-                  "gen_ai.tool.call.id": call.id, "gen_ai.tool.type": "function",
-                  "gen_ai.agent.name": run.agent.role, "gen_ai.agent.id": str(run.agent.id),
-                  "parley.plan.id": str(run.plan.id)}  # fmt: skip
-    with tracing.span(f"execute_tool {call.name}", attributes=attributes,
-                      expected=(AwaitingApproval,)) as span:  # fmt: skip
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": call.name,
+        "gen_ai.tool.call.id": call.id,
+        "gen_ai.tool.type": "function",
+        "gen_ai.agent.name": run.agent.role,
+        "gen_ai.agent.id": str(run.agent.id),
+        "parley.plan.id": str(run.plan.id),
+    }
+    with tracing.span(
+        f"execute_tool {call.name}", attributes=attributes, expected=(AwaitingApproval,)
+    ) as span:
         outcome = await _run(run, call, state=state, turn=turn, thread=thread, step_id=step_id)
         if outcome.result.error is not None:
             span.set_attribute("error.type", outcome.result.error)  # the tool's answer says why
@@ -91,9 +97,11 @@ async def _run(
         execution_id=run.execution.id,
     )
     return await run.services.tool_executor.execute_checked(
-        ExecutorCall(call.id, call.name, call.arguments_json), agent=agent, context=context,
+        ExecutorCall(call.id, call.name, call.arguments_json),
+        agent=agent,
+        context=context,
         turn=turn,
-    )  # fmt: skip
+    )
 
 
 def record_result(
@@ -150,9 +158,12 @@ def _record_denial(
         announce=thread is not None,
     )
     data: dict[str, JsonValue] = {
-        "tool_name": call.name, "tool_call_id": call.id, "reason": reason,
-        "message_id": str(row_id), "step_id": str(step_id) if step_id else None,
-    }  # fmt: skip
+        "tool_name": call.name,
+        "tool_call_id": call.id,
+        "reason": reason,
+        "message_id": str(row_id),
+        "step_id": str(step_id) if step_id else None,
+    }
     transition.event("permission_denied", data, agent_id=run.agent.id)
 
 
@@ -180,6 +191,10 @@ async def _gate(
         return None
     if verdict.decision == "deny":
         reason = f"Not approved: {verdict.text or 'the user did not approve this action'}"
-        return Checked(failure(call.id, call.name, "permission_denied", reason), reason,
-                       dict(call.arguments), agent.id if agent else None)  # fmt: skip
+        return Checked(
+            failure(call.id, call.name, "permission_denied", reason),
+            reason,
+            dict(call.arguments),
+            agent.id if agent else None,
+        )
     raise AwaitingApproval(f"Waiting for the user to approve {call.name}.")

@@ -342,8 +342,14 @@ def error_problem(error: AppError) -> JSONResponse:
     if isinstance(error, ConfigurationError):
         log.error("%s: %s", type(error).__name__, detail)
         detail = NOT_CONFIGURED
-    return problem(status_of(error), detail, kind=kind_of(error), title=error.title,
-                   headers=error.headers(), **error.problem_fields())  # fmt: skip
+    return problem(
+        status_of(error),
+        detail,
+        kind=kind_of(error),
+        title=error.title,
+        headers=error.headers(),
+        **error.problem_fields(),
+    )
 
 
 def kind_of(error: AppError) -> str:

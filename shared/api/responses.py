@@ -41,14 +41,17 @@ def accepted_response(model: type[BaseModel], description: str, *, location: str
         "model": model,
         "description": description,
         "headers": {
-            "Location": {"description": location, "required": True,
-                         "schema": {"type": "string", "format": "uri-reference"}},
+            "Location": {
+                "description": location,
+                "required": True,
+                "schema": {"type": "string", "format": "uri-reference"},
+            },
             "Preference-Applied": {
                 "description": "`respond-async` when `Prefer: respond-async` was honoured.",
                 "schema": {"type": "string", "enum": ["respond-async"]},
             },
         },
-    }  # fmt: skip
+    }
 
 
 def accepted(body: BaseModel, location: str, *, preference_applied: bool) -> JSONResponse:
@@ -62,6 +65,7 @@ def accepted(body: BaseModel, location: str, *, preference_applied: bool) -> JSO
 
 def respond_async(prefer: str | None) -> bool:
     """Whether a `Prefer` header (RFC 7240) asks for `respond-async`."""
-    tokens = (part.split("=")[0].strip().lower() for part in (prefer or "").replace(";", ",")
-              .split(","))  # fmt: skip
+    tokens = (
+        part.split("=")[0].strip().lower() for part in (prefer or "").replace(";", ",").split(",")
+    )
     return "respond-async" in tokens

@@ -134,8 +134,15 @@ def _post(endpoint: str, body: bytes, credentials: Credentials) -> tuple[int, by
     parts = urlsplit(endpoint)
     url = f"{parts.scheme}://{parts.netloc}/"
     headers = {"Host": host_of(url), "Content-Type": CONTENT_TYPE, "X-Amz-Target": TARGET}
-    headers |= sign(credentials, service="secretsmanager", method="POST", url=url,
-                    headers=headers, body=body, now=datetime.now(UTC))  # fmt: skip
+    headers |= sign(
+        credentials,
+        service="secretsmanager",
+        method="POST",
+        url=url,
+        headers=headers,
+        body=body,
+        now=datetime.now(UTC),
+    )
     return exchange("POST", url, headers, body, TIMEOUT_SECONDS)
 
 

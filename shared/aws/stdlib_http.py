@@ -33,8 +33,12 @@ def exchange(
     path = parts.path or "/"
     connection = connect(url, timeout)
     try:
-        connection.request(method, f"{path}?{parts.query}" if parts.query else path,
-                           body=body, headers=dict(headers))  # fmt: skip
+        connection.request(
+            method,
+            f"{path}?{parts.query}" if parts.query else path,
+            body=body,
+            headers=dict(headers),
+        )
         response = connection.getresponse()
         return response.status, response.read()
     finally:

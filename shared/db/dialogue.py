@@ -53,9 +53,15 @@ async def create_thread(
                 FROM agents a WHERE a.id = %(child)s
               RETURNING *)
             SELECT {THREAD_OF_RUN} FROM run JOIN agent_plans p ON p.id = run.plan_id""",
-        {"id": new_id(), "user": user_id, "plan": plan_id, "step": step_id,
-         "child": child_agent_id, "max_turns": max_turns},
-    )  # fmt: skip
+        {
+            "id": new_id(),
+            "user": user_id,
+            "plan": plan_id,
+            "step": step_id,
+            "child": child_agent_id,
+            "max_turns": max_turns,
+        },
+    )
 
 
 async def list_threads(conn: Connection, *, plan_id: UUID) -> list[AgentThread]:

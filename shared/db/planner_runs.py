@@ -120,10 +120,19 @@ async def open_planner_run(
     ts = datetime.now(UTC)
     cur = await conn.execute(
         OPEN_PLAN,
-        {"plan": plan_id, "owner": owner, "seconds": seconds, "numbers": numbers,
-         "history": history, "announce": announce, "private": private, "trace": trace_id,
-         "ts": ts.isoformat().replace("+00:00", "Z"), **load_params(load)},
-    )  # fmt: skip
+        {
+            "plan": plan_id,
+            "owner": owner,
+            "seconds": seconds,
+            "numbers": numbers,
+            "history": history,
+            "announce": announce,
+            "private": private,
+            "trace": trace_id,
+            "ts": ts.isoformat().replace("+00:00", "Z"),
+            **load_params(load),
+        },
+    )
     row = await cur.fetchone()
     if row is None:
         return None
@@ -131,10 +140,17 @@ async def open_planner_run(
     planner = record_from_json(Agent, row["planner"])
     events: list[Event] = []
     if row["base"] is not None:
-        events.append(Event(
-            type="status_update", session_id=plan.session_id, plan_id=plan.id,
-            agent_id=planner.id, seq=int(row["base"]) + 1, ts=ts, data={"status": "thinking"},
-        ))  # fmt: skip
+        events.append(
+            Event(
+                type="status_update",
+                session_id=plan.session_id,
+                plan_id=plan.id,
+                agent_id=planner.id,
+                seq=int(row["base"]) + 1,
+                ts=ts,
+                data={"status": "thinking"},
+            )
+        )
     return OpenedPlan(
         plan=plan,
         was_parked=bool(row["was_parked"]),

@@ -88,9 +88,14 @@ async def claim_step(
     statement. None when there is no such step."""
     cur = await conn.execute(
         CLAIM_STEP,
-        {"step": step_id, "attempt": attempt, "owner": owner, "seconds": seconds,
-         "executor_only": executor_only},
-    )  # fmt: skip
+        {
+            "step": step_id,
+            "attempt": attempt,
+            "owner": owner,
+            "seconds": seconds,
+            "executor_only": executor_only,
+        },
+    )
     row = await cur.fetchone()
     if row is None:
         return None

@@ -13,9 +13,14 @@ from shared.events.emitter import SEND
 from shared.events.pacing import LOAD_SQL, LoadQuery
 
 NO_EXECUTION: dict[str, Any] = {
-    "execution": None, "llm_calls": 0, "tool_calls": 0, "denials": 0, "close": None,
-    "error": None, "close_open": False,
-}  # fmt: skip
+    "execution": None,
+    "llm_calls": 0,
+    "tool_calls": 0,
+    "denials": 0,
+    "close": None,
+    "error": None,
+    "close_open": False,
+}
 
 
 """The execution parameters of a statement that accounts to no execution (shared: copy it to

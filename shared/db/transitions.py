@@ -164,12 +164,21 @@ class Transition:
     ) -> tuple[UUID, int]:
         """Append a `chat_messages` row of the plan; returns its id and number."""
         row_id, slot, usage = new_id(), self.number(), usage or Usage()
-        self._chat.append({
-            "id": str(row_id), "slot": slot, "role": role, "content": content, "model": model,
-            **usage.json(), "tool_calls": tool_calls, "tool_call_id": tool_call_id,
-            "tool_name": tool_name, "metadata": metadata or {},
-            "reasoning_content": reasoning_content,
-        })  # fmt: skip
+        self._chat.append(
+            {
+                "id": str(row_id),
+                "slot": slot,
+                "role": role,
+                "content": content,
+                "model": model,
+                **usage.json(),
+                "tool_calls": tool_calls,
+                "tool_call_id": tool_call_id,
+                "tool_name": tool_name,
+                "metadata": metadata or {},
+                "reasoning_content": reasoning_content,
+            }
+        )
         return row_id, slot
 
     def agent_message(self, entry: DialogueEntry, *, thread_id: UUID | None) -> tuple[UUID, int]:
@@ -194,8 +203,9 @@ class Transition:
         """An event of the plan: about a row added here (`row`: its number), or with a number
         of its own; `totals_at` puts the plan's totals (as this statement leaves them) there."""
         slot = row if row is not None else self.number()
-        self.outbox.add(type, data, plan_id=self.plan_id, agent_id=agent_id, slot=slot,
-                        totals_at=totals_at)  # fmt: skip
+        self.outbox.add(
+            type, data, plan_id=self.plan_id, agent_id=agent_id, slot=slot, totals_at=totals_at
+        )
 
     def account(
         self,
@@ -234,8 +244,13 @@ class Transition:
     ) -> None:
         """Change the plan's row (its usage is added anyway); `release_lease` gives the run's
         lease back (a run that settles the plan)."""
-        self._plan = {"status": status, "strategy": strategy, "goal": goal, "error": error,
-                      "release": release_lease}  # fmt: skip
+        self._plan = {
+            "status": status,
+            "strategy": strategy,
+            "goal": goal,
+            "error": error,
+            "release": release_lease,
+        }
 
     def set_step(
         self,
@@ -247,8 +262,13 @@ class Transition:
         assigned_agent_id: UUID | None = None,
     ) -> None:
         """Move a step to `status` (a settled one gives its lease back)."""
-        self._step = {"step": step_id, "step_status": status, "step_result": result,
-                      "step_error": error, "step_agent": assigned_agent_id}  # fmt: skip
+        self._step = {
+            "step": step_id,
+            "step_status": status,
+            "step_result": result,
+            "step_error": error,
+            "step_agent": assigned_agent_id,
+        }
 
     def set_thread(
         self,
@@ -275,11 +295,16 @@ class Transition:
         """Store the plan's steps (validated already); returns their ids, in order."""
         ids = [new_id() for _ in steps]
         self._steps = [
-            {"id": str(step_id), "step_number": s.step_number, "description": s.description,
-             "executor_required": s.executor_required, "depends_on": list(s.depends_on),
-             "tools": list(s.tools)}
+            {
+                "id": str(step_id),
+                "step_number": s.step_number,
+                "description": s.description,
+                "executor_required": s.executor_required,
+                "depends_on": list(s.depends_on),
+                "tools": list(s.tools),
+            }
             for step_id, s in zip(ids, steps, strict=True)
-        ]  # fmt: skip
+        ]
         return ids
 
     def new_agent(
@@ -296,11 +321,15 @@ class Transition:
         """An executor's `agents` row (`read_only`: the row decides what it may do)."""
         agent_id = new_id()
         self._new["agent"] = {
-            "new_agent": agent_id, "agent_session": chat_session_id, "agent_name": name,
-            "agent_model": model, "agent_budget": token_budget,
+            "new_agent": agent_id,
+            "agent_session": chat_session_id,
+            "agent_name": name,
+            "agent_model": model,
+            "agent_budget": token_budget,
             "agent_tools": list(allowed_tools) if allowed_tools is not None else None,
-            "agent_parent": parent_agent_id, **prompt_params(system_prompt),
-        }  # fmt: skip
+            "agent_parent": parent_agent_id,
+            **prompt_params(system_prompt),
+        }
         return agent_id
 
     def new_execution(
@@ -319,11 +348,15 @@ class Transition:
         run's id), `active`, of at most `max_turns` turns."""
         execution_id = new_id()
         self._new["execution"] = {
-            "new_execution": execution_id, "execution_agent": agent_id,
-            "execution_role": agent_role, "execution_model": model, "execution_step": step_id,
-            "execution_attempt": attempt, "execution_max_turns": max_turns,
+            "new_execution": execution_id,
+            "execution_agent": agent_id,
+            "execution_role": agent_role,
+            "execution_model": model,
+            "execution_step": step_id,
+            "execution_attempt": attempt,
+            "execution_max_turns": max_turns,
             "execution_trace": trace_id,
-        }  # fmt: skip
+        }
         return execution_id
 
     def result_stored(self, call_id: str, payload: dict[str, Any]) -> None:
@@ -378,26 +411,49 @@ class Transition:
     def _params(self) -> dict[str, Any]:
         usage = self._usage
         execution = self._execution or NO_EXECUTION
-        plan = self._plan or {"status": None, "strategy": None, "goal": None, "error": None,
-                              "release": False}  # fmt: skip
+        plan = self._plan or {
+            "status": None,
+            "strategy": None,
+            "goal": None,
+            "error": None,
+            "release": False,
+        }
         return {
             **self.outbox.params(),
-            "numbers": self.reserved, "session": self.session_id, "user": self.user_id,
-            "plan": self.plan_id, "p": usage.prompt_tokens, "c": usage.completion_tokens,
-            "h": usage.cache_hit_tokens, "cost": usage.cost_usd,
-            "chat": Jsonb(self._chat), "dialogue": Jsonb(self._dialogue),
-            "steps": Jsonb(self._steps), "stored_results": Jsonb(self._stored_results),
-            **execution, **plan,
-            **(self._step or {"step": None, "step_status": None, "step_result": None,
-                              "step_error": None, "step_agent": None}),
+            "numbers": self.reserved,
+            "session": self.session_id,
+            "user": self.user_id,
+            "plan": self.plan_id,
+            "p": usage.prompt_tokens,
+            "c": usage.completion_tokens,
+            "h": usage.cache_hit_tokens,
+            "cost": usage.cost_usd,
+            "chat": Jsonb(self._chat),
+            "dialogue": Jsonb(self._dialogue),
+            "steps": Jsonb(self._steps),
+            "stored_results": Jsonb(self._stored_results),
+            **execution,
+            **plan,
+            **(
+                self._step
+                or {
+                    "step": None,
+                    "step_status": None,
+                    "step_result": None,
+                    "step_error": None,
+                    "step_agent": None,
+                }
+            ),
             **{k: v for new in self._new.values() for k, v in new.items()},
-            **(self._thread or {"thread": None, "turns": 0, "thread_status": None,
-                                "thread_error": None}),
+            **(
+                self._thread
+                or {"thread": None, "turns": 0, "thread_status": None, "thread_error": None}
+            ),
             "agent_status_id": self._agent_status[0] if self._agent_status else None,
             "agent_status": self._agent_status[1] if self._agent_status else None,
             "read_agent": self._read_agent,
             **(self._load.params() if self._load is not None else {}),
-        }  # fmt: skip
+        }
 
     def _sql(self) -> str:
         ctes = [SESSION_BLOCK, PLAN_UPDATE]

@@ -60,8 +60,11 @@ async def run_turn(
 ) -> TurnOutcome:
     """`start_turn`, then `run_plan` in this process (executor steps in-process too)."""
     started = await start_turn(
-        services, user_id=user_id, session_id=session_id, message=message,
+        services,
+        user_id=user_id,
+        session_id=session_id,
+        message=message,
         client_message_id=client_message_id,
-    )  # fmt: skip
+    )
     outcome = await InProcessInvoker(services, publisher).run_plan(plan_id=started.plan_id)
     return TurnOutcome(started, outcome)

@@ -69,9 +69,12 @@ class SqsInvoker:
         sender = self.services.queue_sender
         body = dump(message)
         queue = url.rsplit("/", 1)[-1]
-        attributes = {"messaging.system": "aws_sqs", "messaging.operation.type": "send",
-                      "messaging.destination.name": queue,
-                      "parley.message.type": message.type}  # fmt: skip
+        attributes = {
+            "messaging.system": "aws_sqs",
+            "messaging.operation.type": "send",
+            "messaging.destination.name": queue,
+            "parley.message.type": message.type,
+        }
         try:
             with tracing.span(f"send {queue}", kind="producer", attributes=attributes) as span:
                 # the trace goes on where the message is handled: its context in the message

@@ -99,9 +99,12 @@ async def run_plan_here(
     publisher = open_publisher(services, *([extra] if extra else []))
     try:
         return await run_plan(
-            services, plan_id=plan_id, publisher=publisher,
-            invoker=invoker_for(services, publisher), replay_ended=replay_ended,
-        )  # fmt: skip
+            services,
+            plan_id=plan_id,
+            publisher=publisher,
+            invoker=invoker_for(services, publisher),
+            replay_ended=replay_ended,
+        )
     finally:
         await publisher.aclose()
 

@@ -33,8 +33,9 @@ class TurnSlots:
 
     def overloaded(self) -> Overloaded:
         """The error that refuses a turn while every slot is taken."""
-        return Overloaded(BUSY.format(limit=self.limit, seconds=self.retry_after),
-                          retry_after=self.retry_after)  # fmt: skip
+        return Overloaded(
+            BUSY.format(limit=self.limit, seconds=self.retry_after), retry_after=self.retry_after
+        )
 
     def take(self) -> Slot:
         """A slot for one turn; raises `Overloaded` when none is free."""

@@ -93,7 +93,11 @@ def _scan(messages: Sequence[Message]) -> tuple[list[Message], list[HistoryProbl
 
 def _unanswered(pending: dict[str, ToolCall], index: int) -> list[HistoryProblem]:
     return [
-        HistoryProblem(index, "unanswered_tool_call", f"tool call {call.id!r} ({call.name}) "
-                       "has no tool result before the next non-tool message")
+        HistoryProblem(
+            index,
+            "unanswered_tool_call",
+            f"tool call {call.id!r} ({call.name}) "
+            "has no tool result before the next non-tool message",
+        )
         for call in pending.values()
-    ]  # fmt: skip
+    ]

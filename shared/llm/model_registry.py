@@ -74,9 +74,12 @@ class ModelInfo(NamedTuple):
 
 
 _FALLBACK: dict[str, Any] = {
-    "context_window": 8192, "supports_tools": True, "thinking": False, "thinking_toggle": False,
+    "context_window": 8192,
+    "supports_tools": True,
+    "thinking": False,
+    "thinking_toggle": False,
     "role": "any",
-}  # fmt: skip
+}
 
 
 class ModelRegistry:
@@ -91,8 +94,9 @@ class ModelRegistry:
             self._entries += [
                 (re.compile(entry["match"]), entry) for entry in file.get("model", [])
             ]
-            self._schedules |= {name: schedule(name, table)
-                                for name, table in file.get("peak_hours", {}).items()}  # fmt: skip
+            self._schedules |= {
+                name: schedule(name, table) for name, table in file.get("peak_hours", {}).items()
+            }
         named = [self._defaults.get("peak_hours"), *(e.get("peak_hours") for _, e in self._entries)]
         for name in named:
             if name is not None and name not in self._schedules:
@@ -107,8 +111,11 @@ class ModelRegistry:
         if (info := self._cache.get(name)) is None:
             info = self._cache[name] = self._resolve(name)
             if not info.known:
-                log.warning("model %r is not in the registry: price unknown, cost recorded as 0 "
-                            "(add it to a file named by LLM_MODELS_FILE)", name)  # fmt: skip
+                log.warning(
+                    "model %r is not in the registry: price unknown, cost recorded as 0 "
+                    "(add it to a file named by LLM_MODELS_FILE)",
+                    name,
+                )
         return info
 
     def _resolve(self, name: str) -> ModelInfo:

@@ -108,17 +108,24 @@ def _parts(message: Message) -> dict[str, Any]:
 
     parts: list[dict[str, Any]] = []
     if isinstance(message, ToolMessage):
-        parts.append({"type": "tool_call_response", "id": message.tool_call_id,
-                      "result": message.content})  # fmt: skip
+        parts.append(
+            {"type": "tool_call_response", "id": message.tool_call_id, "result": message.content}
+        )
         return {"role": "tool", "parts": parts}
     if isinstance(message, AssistantMessage):
         if message.reasoning_content:
             parts.append({"type": "reasoning", "content": message.reasoning_content})
         if message.content:
             parts.append({"type": "text", "content": message.content})
-        parts += [{"type": "tool_call", "id": call.id, "name": call.name,
-                   "arguments": dict(call.arguments) if call.valid else call.arguments_json}
-                  for call in message.tool_calls]  # fmt: skip
+        parts += [
+            {
+                "type": "tool_call",
+                "id": call.id,
+                "name": call.name,
+                "arguments": dict(call.arguments) if call.valid else call.arguments_json,
+            }
+            for call in message.tool_calls
+        ]
         return {"role": "assistant", "parts": parts}
     return {"role": message.role, "parts": [{"type": "text", "content": message.content}]}
 

@@ -42,8 +42,16 @@ if TYPE_CHECKING:
 
     from shared.kernel.settings import Settings
 
-FIELDS = ("session_id", "plan_id", "step_id", "message_id", "attempt", "aws_request_id",
-          "trace_id", "span_id")  # fmt: skip
+FIELDS = (
+    "session_id",
+    "plan_id",
+    "step_id",
+    "message_id",
+    "attempt",
+    "aws_request_id",
+    "trace_id",
+    "span_id",
+)
 """What a record may carry about the work it is about, in the order text logs show them."""
 Value = str | int
 QUIET = ("httpx2", "httpx")
@@ -65,9 +73,14 @@ def bound(
 ) -> Iterator[None]:
     """Name the ids of the work that begins here: records made inside carry them (beside any
     named further out; None leaves one as it was)."""
-    given = {"session_id": session_id, "plan_id": plan_id, "step_id": step_id,
-             "message_id": message_id, "attempt": attempt,
-             "aws_request_id": aws_request_id}  # fmt: skip
+    given = {
+        "session_id": session_id,
+        "plan_id": plan_id,
+        "step_id": step_id,
+        "message_id": message_id,
+        "attempt": attempt,
+        "aws_request_id": aws_request_id,
+    }
     added = {k: v if isinstance(v, int) else str(v) for k, v in given.items() if v is not None}
     token = _ids.set({**_ids.get(), **added})
     try:
@@ -173,6 +186,9 @@ class JsonFormatter(logging.Formatter):
         line.update(ids)
         if record.exc_info and record.exc_info[0] is not None:
             kind, error, trace = record.exc_info
-            line |= {"errorType": kind.__name__, "errorMessage": str(error),
-                     "stackTrace": traceback.format_tb(trace)}  # fmt: skip
+            line |= {
+                "errorType": kind.__name__,
+                "errorMessage": str(error),
+                "stackTrace": traceback.format_tb(trace),
+            }
         return json.dumps(line, ensure_ascii=False, default=str)

@@ -77,8 +77,10 @@ class LambdaHandler:
                 f"{', '.join(sorted(self.accepts))} events"
             )
         request_id = getattr(context, "aws_request_id", None)
-        invocation: dict[str, str | bool] = {"faas.trigger": TRIGGERS[kind],
-                                             "faas.coldstart": self._cold}  # fmt: skip
+        invocation: dict[str, str | bool] = {
+            "faas.trigger": TRIGGERS[kind],
+            "faas.coldstart": self._cold,
+        }
         if request_id:
             invocation["faas.invocation_id"] = request_id
         self._cold = False

@@ -45,8 +45,11 @@ MAX_VISIBILITY = 900
 
 async def consume(services: Services, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Handle an SQS batch; the response Lambda expects for `ReportBatchItemFailures`."""
-    failures = [{"itemIdentifier": str(record["messageId"])} for record in records
-                if not await _consumed(services, record)]  # fmt: skip
+    failures = [
+        {"itemIdentifier": str(record["messageId"])}
+        for record in records
+        if not await _consumed(services, record)
+    ]
     return {"batchItemFailures": failures}
 
 
@@ -60,10 +63,14 @@ async def _consumed(services: Services, record: Mapping[str, Any]) -> bool:
     except ValidationError as exc:
         message, invalid = None, exc
     queue = str(record.get("eventSourceARN", "")).rsplit(":", 1)[-1]
-    attributes = {"messaging.system": "aws_sqs", "messaging.operation.type": "process",
-                  "messaging.destination.name": queue, "messaging.message.id": message_id,
-                  "messaging.message.delivery_count": _delivery(record),
-                  **tracing.invocation()}  # fmt: skip
+    attributes = {
+        "messaging.system": "aws_sqs",
+        "messaging.operation.type": "process",
+        "messaging.destination.name": queue,
+        "messaging.message.id": message_id,
+        "messaging.message.delivery_count": _delivery(record),
+        **tracing.invocation(),
+    }
     with (
         logs.bound(**_ids(message)),
         tracing.span(
@@ -75,8 +82,11 @@ async def _consumed(services: Services, record: Mapping[str, Any]) -> bool:
                 raise invalid
             await handle(services, message)
         except Exception as exc:
-            log.exception("message %s failed on delivery %s: it will be delivered again "
-                          "(then dead-lettered)", message_id, _delivery(record))  # fmt: skip
+            log.exception(
+                "message %s failed on delivery %s: it will be delivered again (then dead-lettered)",
+                message_id,
+                _delivery(record),
+            )
             tracing.failed(span, exc)
             await _retry_soon(services, record)
             return False
@@ -87,8 +97,7 @@ def _ids(message: Message | None) -> dict[str, Any]:
     """The ids a message names, for its log records (a resume's step is the planner's news,
     not the work: only the plan)."""
     if isinstance(message, RunStep):
-        return {"plan_id": message.plan_id, "step_id": message.step_id,
-                "attempt": message.attempt}  # fmt: skip
+        return {"plan_id": message.plan_id, "step_id": message.step_id, "attempt": message.attempt}
     return {"plan_id": message.plan_id} if message is not None else {}
 
 
@@ -96,8 +105,11 @@ def trace_context(record: Mapping[str, Any]) -> dict[str, str]:
     """The W3C trace context a record's message carries (its `traceparent` and `tracestate`
     message attributes, as Lambda's SQS event gives them); empty without one."""
     found = record.get("messageAttributes") or {}
-    return {name: str(found[name]["stringValue"]) for name in ("traceparent", "tracestate")
-            if isinstance(found.get(name), dict) and found[name].get("stringValue")}  # fmt: skip
+    return {
+        name: str(found[name]["stringValue"])
+        for name in ("traceparent", "tracestate")
+        if isinstance(found.get(name), dict) and found[name].get("stringValue")
+    }
 
 
 def _delivery(record: Mapping[str, Any]) -> int:
@@ -117,9 +129,11 @@ async def _retry_soon(services: Services, record: Mapping[str, Any]) -> None:
         if url is None:
             raise LookupError(f"no configured queue is named {name!r}")
         await asyncio.to_thread(
-            services.sqs.change_message_visibility, QueueUrl=url,
-            ReceiptHandle=record["receiptHandle"], VisibilityTimeout=delay,
-        )  # fmt: skip
+            services.sqs.change_message_visibility,
+            QueueUrl=url,
+            ReceiptHandle=record["receiptHandle"],
+            VisibilityTimeout=delay,
+        )
     except Exception:
         log.warning(
             "message %s comes back after its queue's visibility timeout (its retry "
@@ -135,8 +149,12 @@ async def handle(services: Services, message: Message) -> None:
         match message:
             case RunPlan() | ResumePlan():
                 outcome = await run_plan_here(services, plan_id=message.plan_id, replay_ended=False)
-                log.info("plan %s: %s%s", message.plan_id, outcome.status,
-                         " (waits for its steps)" if outcome.handed_off else "")  # fmt: skip
+                log.info(
+                    "plan %s: %s%s",
+                    message.plan_id,
+                    outcome.status,
+                    " (waits for its steps)" if outcome.handed_off else "",
+                )
             case RunStep():
                 await _run_step(services, message)
     except NotFound as exc:

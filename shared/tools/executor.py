@@ -153,8 +153,12 @@ class ToolExecutor:
         denied); a denial is logged."""
         decision = ALLOWED if tool is None else self.policy(agent, tool, user_id=context.user_id)
         if not decision.allowed:
-            logger.warning("permission denied: agent %s tool %s: %s",
-                           context.agent_id, call.name, decision.reason)  # fmt: skip
+            logger.warning(
+                "permission denied: agent %s tool %s: %s",
+                context.agent_id,
+                call.name,
+                decision.reason,
+            )
         return decision
 
     async def _perform(
@@ -310,8 +314,9 @@ class ToolExecutor:
             receipt = await receipts.find(conn, key)
         if receipt is None or receipt.result is None:
             return None
-        logger.info("write call %s of plan %s already done; its result is reused",
-                    key.call_id, key.plan_id)  # fmt: skip
+        logger.info(
+            "write call %s of plan %s already done; its result is reused", key.call_id, key.plan_id
+        )
         return receipt.result
 
     def _app_failure(self, call: ToolCall, exc: AppError) -> ToolResult:

@@ -85,9 +85,12 @@ class DatabaseTool(Generic[A]):
     @property
     def definition(self) -> ToolDefinition:
         return ToolDefinition(
-            self.name, self.description, function_parameters(self.args), self.access,
+            self.name,
+            self.description,
+            function_parameters(self.args),
+            self.access,
             self.destructive,
-        )  # fmt: skip
+        )
 
     def parse(self, arguments: JsonObject) -> ParsedArguments:
         """Validate `arguments`; raises `ToolCallError("invalid_arguments", ...)`."""

@@ -86,9 +86,12 @@ async def list_sessions(
     before = _read_cursor(cursor) if cursor is not None else None
     async with db.as_user(user.id, read_only=True, claims=user.claims) as conn:
         found = await chats.list_sessions(
-            conn, user_id=user.id, include_archived=include_archived, limit=limit + 1,
+            conn,
+            user_id=user.id,
+            include_archived=include_archived,
+            limit=limit + 1,
             before=before,
-        )  # fmt: skip
+        )
     page = found[:limit]
     more = len(found) > limit
     return SessionPage(page, _cursor(page[-1]) if more else None)

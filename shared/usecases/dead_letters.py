@@ -72,9 +72,12 @@ async def handle_dead_letters(services: Services, publisher: Publisher) -> DeadL
 
 async def _receive(services: Services, url: str) -> list[dict[str, Any]]:
     response = await asyncio.to_thread(
-        services.sqs.receive_message, QueueUrl=url, MaxNumberOfMessages=10,
-        VisibilityTimeout=RECHECK_SECONDS, WaitTimeSeconds=0,
-    )  # fmt: skip
+        services.sqs.receive_message,
+        QueueUrl=url,
+        MaxNumberOfMessages=10,
+        VisibilityTimeout=RECHECK_SECONDS,
+        WaitTimeSeconds=0,
+    )
     messages: list[dict[str, Any]] = response.get("Messages", [])
     return messages
 
@@ -85,8 +88,11 @@ async def _handle(
     try:
         message: Message = parse(letter["Body"])
     except ValidationError:
-        log.error("dead letter %s is not a Parley message: %r", letter.get("MessageId"),
-                  letter.get("Body", "")[:500])  # fmt: skip
+        log.error(
+            "dead letter %s is not a Parley message: %r",
+            letter.get("MessageId"),
+            letter.get("Body", "")[:500],
+        )
         found.unreadable += 1
         return
     log.error("dead letter: %s", letter["Body"])
@@ -102,6 +108,8 @@ async def _handle(
     if done == "busy":
         found.busy += 1
     elif done == "gone":
-        log.warning("dead letter %s names no plan or step (its user deleted?): purge it",
-                    letter.get("MessageId"))  # fmt: skip
+        log.warning(
+            "dead letter %s names no plan or step (its user deleted?): purge it",
+            letter.get("MessageId"),
+        )
         found.gone += 1

@@ -82,29 +82,33 @@ async def _details(conn: Connection, found: Sequence[Mapping[str, Any]]) -> list
         return []
     ids = [row["id"] for row in found]
     steps = await fetch_all(
-        conn, PlanStep,
+        conn,
+        PlanStep,
         f"""SELECT {columns(PlanStep)} FROM agent_plan_steps
              WHERE plan_id = ANY(%s) ORDER BY step_number""",
         (ids,),
-    )  # fmt: skip
+    )
     threads = await fetch_all(
-        conn, AgentThread,
+        conn,
+        AgentThread,
         f"""SELECT {columns(AgentThread)} FROM agent_chat_sessions
              WHERE plan_id = ANY(%s) ORDER BY created_at, id""",
         (ids,),
-    )  # fmt: skip
+    )
     runs = await fetch_all(
-        conn, Execution,
+        conn,
+        Execution,
         f"""SELECT {columns(Execution)} FROM agent_executions
              WHERE plan_id = ANY(%s) ORDER BY created_at, id""",
         (ids,),
-    )  # fmt: skip
+    )
     asked = await fetch_all(
-        conn, Approval,
+        conn,
+        Approval,
         f"""SELECT {columns(Approval)} FROM agent_approvals
              WHERE plan_id = ANY(%s) ORDER BY created_at, id""",
         (ids,),
-    )  # fmt: skip
+    )
     removed = await removed_details(conn, ids, SHOWN_REMOVED)
     parts: dict[str, Mapping[UUID, Sequence[BaseModel]]] = {
         "steps": _by_plan(steps, StepOut),

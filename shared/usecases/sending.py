@@ -131,10 +131,13 @@ async def _hand_over(
     else:
         await start_plan(services, plan_id=started.plan_id, slot=slot)  # gives it back
     return ChatTurnAccepted(
-        session_id=started.session_id, message_id=started.message_id, plan_id=started.plan_id,
-        created=started.created, status=started.plan_status,
+        session_id=started.session_id,
+        message_id=started.message_id,
+        plan_id=started.plan_id,
+        created=started.created,
+        status=started.plan_status,
         watch=watch(services, started, chat_url),
-    )  # fmt: skip
+    )
 
 
 def watch(services: Services, started: TurnStarted, chat_url: str) -> TurnWatch:

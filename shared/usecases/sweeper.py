@@ -78,9 +78,10 @@ async def sweep(services: Services) -> SweepReport:
         report.plans_too_old = await _fail_old(services, publisher)
         async with services.db.service() as conn:
             report.plans_redriven = await plans.redrive_plans(
-                conn, grace_seconds=settings.run_lease_seconds,
+                conn,
+                grace_seconds=settings.run_lease_seconds,
                 max_age_seconds=settings.plan_max_age_seconds,
-            )  # fmt: skip
+            )
             for plan_id in report.plans_redriven:
                 with logs.bound(plan_id=plan_id):
                     await start_plan(services, plan_id=plan_id)

@@ -44,9 +44,11 @@ async def plan_transcript(db: Database, user: User, plan_id: UUID) -> str:
 
 async def _agents(conn: Connection, plan: Plan) -> dict[UUID, Agent]:
     rows = await fetch_all(
-        conn, Agent, f"SELECT {columns(Agent)} FROM agents WHERE chat_session_id = %s",
+        conn,
+        Agent,
+        f"SELECT {columns(Agent)} FROM agents WHERE chat_session_id = %s",
         (plan.session_id,),
-    )  # fmt: skip
+    )
     return {agent.id: agent for agent in rows}
 
 

@@ -108,8 +108,9 @@ class ChatTurnAccepted(BaseModel):
     message_id: UUID = Field(description="The stored user message.")
     plan_id: UUID
     created: bool = Field(description="False when `client_message_id` matched an earlier send.")
-    status: PlanStatus = Field(description="The plan's status now: pending, executing, … (or "
-                               "how a resent turn ended).")  # fmt: skip
+    status: PlanStatus = Field(
+        description="The plan's status now: pending, executing, … (or how a resent turn ended)."
+    )
     watch: TurnWatch
 
 

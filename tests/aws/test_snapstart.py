@@ -41,9 +41,11 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/net/tcp").exists(), reason=
 
 
 def run_hooks(
-    registry: list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]], handler: object,
-    *, reverse: bool,
-) -> int:  # fmt: skip
+    registry: list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]],
+    handler: object,
+    *,
+    reverse: bool,
+) -> int:
     """Run `handler`'s hooks of the runtime's registry, in the runtime's order (before the
     snapshot: last registered first; after the restore: as registered); how many ran."""
     hooks = [(f, a, k) for f, a, k in registry if a and a[0] is handler]
@@ -101,9 +103,13 @@ def proxy(aws: str) -> Iterator[Proxy]:
 
 @pytest.fixture
 def warm(
-    settings: dict[str, Any], cloud: Cloud, proxy: Proxy, tokenizer: DeepSeekTokenizer,
-    events: InMemoryPublisher, monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[dict[str, Function]]:  # fmt: skip
+    settings: dict[str, Any],
+    cloud: Cloud,
+    proxy: Proxy,
+    tokenizer: DeepSeekTokenizer,
+    events: InMemoryPublisher,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[dict[str, Function]]:
     """The chat and the planner, each on a database URL of its own name (`snapstart-<name>`),
     sending to the queue at its URL on the keep-alive front (not at `AWS_ENDPOINT_URL_SQS`,
     which the test's own boto3 client keeps using)."""
@@ -132,9 +138,13 @@ async def send(chat: Function, user: Any) -> dict[str, Any]:
 
 
 async def test_nothing_connected_survives_a_snapshot_and_a_restored_copy_reconnects(
-    db: Database, cloud: Cloud, warm: dict[str, Function], proxy: Proxy, script: Script,
+    db: Database,
+    cloud: Cloud,
+    warm: dict[str, Function],
+    proxy: Proxy,
+    script: Script,
     fake: FakeModelServer,
-) -> None:  # fmt: skip
+) -> None:
     user = await make_user(db)
     script.planner(reply("Hello."), reply("Hello again."))
     chat, planner = warm["chat"], warm["agent_planner"]

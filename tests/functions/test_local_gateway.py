@@ -68,8 +68,9 @@ async def test_the_origins_are_configurable(database_url: str) -> None:
 async def test_a_202_names_the_functions_behind_their_prefixes(url: str, db: Database) -> None:
     user = {"Authorization": f"Bearer {token(await make_user(db))}"}
     async with httpx.AsyncClient() as http:
-        sent = await http.post(f"{url}/chat/chat", json={"message": "Hi", "wait": False},
-                               headers=user)  # fmt: skip
+        sent = await http.post(
+            f"{url}/chat/chat", json={"message": "Hi", "wait": False}, headers=user
+        )
     assert sent.status_code == 202, sent.text
     watch = sent.json()["watch"]
     assert watch["messages"] == f"{url}/chat/sessions/{sent.json()['session_id']}/messages"

@@ -32,8 +32,11 @@ async def test_every_user_route_refuses_a_token_whose_user_is_gone(
 ) -> None:
     user_id = await make_user(db)
     world = await make_world(db, user_id)  # the rows the routes would have found
-    ids = {"session_id": world["chat_sessions"], "plan_id": world["agent_plans"],
-           "approval_id": uuid4()}  # fmt: skip
+    ids = {
+        "session_id": world["chat_sessions"],
+        "plan_id": world["agent_plans"],
+        "approval_id": uuid4(),
+    }
     headers = {
         "Authorization": f"Bearer {token(user_id, app_metadata={'parley_role': 'operator'})}"
     }

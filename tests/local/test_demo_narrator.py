@@ -97,10 +97,12 @@ async def test_a_dropped_narrator_rejoins_with_replay_and_misses_nothing(
                 loop.call_later(0.5, network.restore)
 
         turn = await demo.play(
-            functions_url=stack.url, realtime_url=f"{network.url}/realtime/v1",
-            anon_key=stack.anon_key, user_token=str(session["access_token"]),
+            functions_url=stack.url,
+            realtime_url=f"{network.url}/realtime/v1",
+            anon_key=stack.anon_key,
+            user_token=str(session["access_token"]),
             say=say,
-        )  # fmt: skip
+        )
 
     assert turn.reply["status"] == "completed"
     assert turn.rejoins == 1 and any("connection lost" in line for line in lines)

@@ -64,8 +64,9 @@ def test_run_command_serves_the_stack_and_a_demo_turn_twice(
         assert "plan_created" in output and "done           status=completed" in output
         link = re.search(r"^  console +(http://127\.0\.0\.1:\d+/#/demo) ", output, re.MULTILINE)
         assert link is not None and f"Watch a turn live: open {link.group(1)}" in output
-        assert re.search(r"^  keys +publishable sb_publishable_\S+ +secret sb_secret_", output,
-                         re.MULTILINE)  # fmt: skip
+        assert re.search(
+            r"^  keys +publishable sb_publishable_\S+ +secret sb_secret_", output, re.MULTILINE
+        )
         assert "the demo user signs in with demo@parley.local / parley-demo" in output
         assert re.search(
             r"^  curl -s http://127\.0\.0\.1:\d+/auth/v1/signup ", output, re.MULTILINE

@@ -28,10 +28,20 @@ VERSIONS = ROOT / "migrations" / "versions"
 HEAD = ScriptDirectory.from_config(Config(str(ALEMBIC_INI))).get_current_head()
 
 USER_TABLES = {
-    "chat_sessions", "chat_messages", "agents", "agent_plans", "agent_plan_steps",
-    "agent_chat_messages", "agent_executions", "agent_approvals",
-    "projects", "tasks", "notes", "brain_dumps", "calendar_events",
-}  # fmt: skip
+    "chat_sessions",
+    "chat_messages",
+    "agents",
+    "agent_plans",
+    "agent_plan_steps",
+    "agent_chat_messages",
+    "agent_executions",
+    "agent_approvals",
+    "projects",
+    "tasks",
+    "notes",
+    "brain_dumps",
+    "calendar_events",
+}
 PRIVATE_TABLES = {
     "alembic_version",
     "realtime_streams",
@@ -46,10 +56,20 @@ PRIVATE_TABLES = {
 }
 """In `parley_private`: the service's only (RLS on where it holds user data, no grants; the
 dashboard views' rollups readable by `service_role`, through the views)."""
-VIEWS = {"execution_stats_daily", "plan_outcomes_daily", "permission_denials_daily",
-         "session_timeline", "agent_chat_sessions"}  # fmt: skip
-PUBLISHED = {"chat_messages", "agent_chat_messages", "agent_plans", "agent_plan_steps",
-             "agent_approvals"}  # fmt: skip
+VIEWS = {
+    "execution_stats_daily",
+    "plan_outcomes_daily",
+    "permission_denials_daily",
+    "session_timeline",
+    "agent_chat_sessions",
+}
+PUBLISHED = {
+    "chat_messages",
+    "agent_chat_messages",
+    "agent_plans",
+    "agent_plan_steps",
+    "agent_approvals",
+}
 
 
 @pytest.fixture
@@ -121,8 +141,9 @@ def test_upgrade_downgrade_upgrade_round_trips(empty_database: str) -> None:
     upgrade(empty_database)
     with psycopg.connect(empty_database) as conn:
         assert conn.execute("SELECT auth.uid()").fetchone() == (None,)
-        assert conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
-                            ).fetchone() == (False,)  # fmt: skip
+        assert conn.execute(
+            "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
+        ).fetchone() == (False,)
 
 
 def test_a_version_table_left_in_public_is_moved_before_alembic_reads_it(
@@ -142,8 +163,9 @@ def test_a_version_table_left_in_public_is_moved_before_alembic_reads_it(
             "WHERE table_name = 'alembic_version'"
         ).fetchall()
         version = conn.execute("SELECT version_num FROM parley_private.alembic_version").fetchall()
-        moved = conn.execute("SELECT to_regprocedure('parley_private.set_updated_at()') IS NOT NULL"
-                             ).fetchone()  # fmt: skip
+        moved = conn.execute(
+            "SELECT to_regprocedure('parley_private.set_updated_at()') IS NOT NULL"
+        ).fetchone()
         grants = conn.execute(
             "SELECT count(*) FROM information_schema.role_table_grants "
             "WHERE table_name = 'alembic_version' AND grantee = ANY(%s)",
@@ -191,8 +213,9 @@ def test_the_first_revision_stops_when_it_cannot_create_the_roles(
     conn.execute("SET ROLE parley_managed_owner")
     with pytest.raises(psycopg.errors.InsufficientPrivilege) as raised, conn.transaction():
         conn.execute(_compat_sql("ROLES"))
-    roles = conn.execute("SELECT rolname FROM pg_roles WHERE rolname = ANY(%s)",
-                         (list(API_ROLES),)).fetchall()  # fmt: skip
+    roles = conn.execute(
+        "SELECT rolname FROM pg_roles WHERE rolname = ANY(%s)", (list(API_ROLES),)
+    ).fetchall()
     diagnostic = raised.value.diag
     assert diagnostic.message_primary is not None and diagnostic.message_hint is not None
     assert "parley_managed_owner cannot create or join anon, authenticated, service_role" in (
@@ -218,8 +241,11 @@ def test_the_first_revision_creates_the_roles_where_it_may(
         "WHERE rolname = ANY(%s) ORDER BY rolname",
         (list(API_ROLES),),
     ).fetchall()
-    assert roles == [("anon", False, False, False), ("authenticated", False, False, False),
-                     ("service_role", False, False, True)]  # fmt: skip
+    assert roles == [
+        ("anon", False, False, False),
+        ("authenticated", False, False, False),
+        ("service_role", False, False, True),
+    ]
 
 
 SUPABASE_LIKE = """
@@ -310,8 +336,9 @@ def test_a_database_that_ran_the_old_revision_upgrades_its_messages(empty_databa
         kept = conn.execute("SELECT payload FROM realtime.messages").fetchall()
         policies = _names(conn, "SELECT policyname FROM pg_policies WHERE tablename = 'messages'")
         assert (_session_channel_visible(conn, owner), _session_channel_visible(conn, other)) == (
-            True, False,
-        )  # fmt: skip
+            True,
+            False,
+        )
         conn.execute("SELECT realtime.send('{\"a\": 1}', 'e', 'anywhere', false)")
         sent = conn.execute("SELECT count(*) FROM realtime.messages").fetchone()
     assert kind == ("p",)

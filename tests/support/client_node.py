@@ -69,5 +69,8 @@ def installed(folder: Path, cache: Path) -> None:
         (cache / "package-lock.json").write_text(lock)
         subprocess.run(
             ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=cache, check=True, capture_output=True, timeout=600,
-        )  # fmt: skip
+            cwd=cache,
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )

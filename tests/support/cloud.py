@@ -124,15 +124,15 @@ class Cloud:
             dlq: Queue = "planner_dlq" if function == "planner" else "executor_dlq"
             self._create(dlq, {"MessageRetentionPeriod": "1209600"})
             redrive = {"deadLetterTargetArn": self.arns[dlq], "maxReceiveCount": MAX_RECEIVES}
-            self._create(function, {"VisibilityTimeout": "900",
-                                    "RedrivePolicy": json.dumps(redrive)})  # fmt: skip
+            self._create(
+                function, {"VisibilityTimeout": "900", "RedrivePolicy": json.dumps(redrive)}
+            )
         return self
 
     def _create(self, queue: Queue, attributes: dict[str, str]) -> None:
         url = self.sqs.create_queue(QueueName=f"{self.prefix}-{queue}", Attributes=attributes)
         self.urls[queue] = url["QueueUrl"]
-        found = self.sqs.get_queue_attributes(QueueUrl=url["QueueUrl"],
-                                              AttributeNames=["QueueArn"])  # fmt: skip
+        found = self.sqs.get_queue_attributes(QueueUrl=url["QueueUrl"], AttributeNames=["QueueArn"])
         self.arns[queue] = found["Attributes"]["QueueArn"]
 
     def settings(self) -> dict[str, str]:
@@ -158,14 +158,16 @@ class Cloud:
     def bodies(self, queue: Queue) -> list[dict[str, Any]]:
         """The bodies waiting in a queue (received and released at once: nothing consumed,
         but each counts as a receive towards `MAX_RECEIVES`)."""
-        messages = self.sqs.receive_message(QueueUrl=self.urls[queue], MaxNumberOfMessages=10,
-                                            VisibilityTimeout=0)  # fmt: skip
+        messages = self.sqs.receive_message(
+            QueueUrl=self.urls[queue], MaxNumberOfMessages=10, VisibilityTimeout=0
+        )
         return [json.loads(m["Body"]) for m in messages.get("Messages", [])]
 
     def take(self, queue: Queue) -> dict[str, Any]:
         """Receive and delete one message (it is lost); its body."""
-        (message,) = self.sqs.receive_message(QueueUrl=self.urls[queue],
-                                              MaxNumberOfMessages=1)["Messages"]  # fmt: skip
+        (message,) = self.sqs.receive_message(QueueUrl=self.urls[queue], MaxNumberOfMessages=1)[
+            "Messages"
+        ]
         self.sqs.delete_message(QueueUrl=self.urls[queue], ReceiptHandle=message["ReceiptHandle"])
         body: dict[str, Any] = json.loads(message["Body"])
         return body
@@ -174,29 +176,38 @@ class Cloud:
         self.sqs.send_message(QueueUrl=self.urls[queue], MessageBody=json.dumps(body))
 
     async def deliver(
-        self, queue: Queue, function: Function, *, after: Callable[[Delivery], Awaitable[None]]
-        | None = None,
-    ) -> Delivery | None:  # fmt: skip
+        self,
+        queue: Queue,
+        function: Function,
+        *,
+        after: Callable[[Delivery], Awaitable[None]] | None = None,
+    ) -> Delivery | None:
         """Receive one message and invoke `function` with it, like the event source mapping;
         None when the queue has nothing visible (moto moves a message past its last delivery
         to the dead-letter queue on that receive)."""
         received = self.sqs.receive_message(
-            QueueUrl=self.urls[queue], MaxNumberOfMessages=1, WaitTimeSeconds=0,
-            MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"],
-        ).get("Messages", [])  # fmt: skip
+            QueueUrl=self.urls[queue],
+            MaxNumberOfMessages=1,
+            WaitTimeSeconds=0,
+            MessageSystemAttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
         if not received:
             return None
         message = received[0]
         response = await function.invoke(self.event(queue, message))
         failures = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
         delivery = Delivery(
-            queue, json.loads(message["Body"]),
-            int(message["Attributes"]["ApproximateReceiveCount"]), message["MessageId"] in failures,
-        )  # fmt: skip
+            queue,
+            json.loads(message["Body"]),
+            int(message["Attributes"]["ApproximateReceiveCount"]),
+            message["MessageId"] in failures,
+        )
         self.deliveries.append(delivery)
         if not delivery.failed:  # a failed one comes back when the consumer said it would
-            self.sqs.delete_message(QueueUrl=self.urls[queue],
-                                    ReceiptHandle=message["ReceiptHandle"])  # fmt: skip
+            self.sqs.delete_message(
+                QueueUrl=self.urls[queue], ReceiptHandle=message["ReceiptHandle"]
+            )
         if after is not None:
             await after(delivery)
         return delivery
@@ -209,16 +220,22 @@ class Cloud:
         record = event["Records"][0]
         attributes = message["Attributes"]
         record.update(
-            messageId=message["MessageId"], receiptHandle=message["ReceiptHandle"],
-            body=message["Body"], md5OfBody=hashlib.md5(message["Body"].encode()).hexdigest(),
+            messageId=message["MessageId"],
+            receiptHandle=message["ReceiptHandle"],
+            body=message["Body"],
+            md5OfBody=hashlib.md5(message["Body"].encode()).hexdigest(),
             eventSourceARN=self.arns[queue],
             awsRegion=self.arns[queue].split(":")[3],
-        )  # fmt: skip
+        )
         record["messageAttributes"] = {  # as Lambda gives them: camelCase, lists empty
-            name: {"stringValue": value["StringValue"], "stringListValues": [],
-                   "binaryListValues": [], "dataType": value["DataType"]}
+            name: {
+                "stringValue": value["StringValue"],
+                "stringListValues": [],
+                "binaryListValues": [],
+                "dataType": value["DataType"],
+            }
             for name, value in message.get("MessageAttributes", {}).items()
-        }  # fmt: skip
+        }
         record["attributes"].update(
             ApproximateReceiveCount=attributes["ApproximateReceiveCount"],
             SentTimestamp=attributes["SentTimestamp"],

@@ -83,5 +83,13 @@ def check_database_events(database_url: str) -> None:
 
 def done_data(status: str = "completed") -> dict[str, Any]:
     """A `done` event's data as the schema has it, for tests of the emitting machinery."""
-    return {"status": status, "strategy": None, "answer": None, "message_id": None,
-            "error": None, "usage": None, "model": None, "call": None}  # fmt: skip
+    return {
+        "status": status,
+        "strategy": None,
+        "answer": None,
+        "message_id": None,
+        "error": None,
+        "usage": None,
+        "model": None,
+        "call": None,
+    }

@@ -31,38 +31,72 @@ async def make_world(db: Database, user_id: UUID) -> dict[str, UUID]:
             conn, session_id=session.id, user_id=user_id, role="user", content="hi"
         )
         planner = await agents.create_agent(
-            conn, user_id=user_id, chat_session_id=session.id, role="planner", name="planner",
-            model="deepseek-chat", permissions="read_write", token_budget=8000,
-        )  # fmt: skip
+            conn,
+            user_id=user_id,
+            chat_session_id=session.id,
+            role="planner",
+            name="planner",
+            model="deepseek-chat",
+            permissions="read_write",
+            token_budget=8000,
+        )
         plan, _ = await plans.create_plan(
-            conn, session_id=session.id, user_id=user_id, user_message_id=message.id,
-            planner_agent_id=planner.id, strategy="complex",
-        )  # fmt: skip
+            conn,
+            session_id=session.id,
+            user_id=user_id,
+            user_message_id=message.id,
+            planner_agent_id=planner.id,
+            strategy="complex",
+        )
         (step,) = await plans.add_steps(
-            conn, plan_id=plan.id, user_id=user_id,
+            conn,
+            plan_id=plan.id,
+            user_id=user_id,
             steps=[plans.NewStep(1, "look things up", executor_required=True)],
-        )  # fmt: skip
+        )
         thread = await dialogue.create_thread(
-            conn, session_id=session.id, user_id=user_id, plan_id=plan.id,
-            parent_agent_id=planner.id, child_agent_id=planner.id, max_turns=4, step_id=step.id,
-        )  # fmt: skip
+            conn,
+            session_id=session.id,
+            user_id=user_id,
+            plan_id=plan.id,
+            parent_agent_id=planner.id,
+            child_agent_id=planner.id,
+            max_turns=4,
+            step_id=step.id,
+        )
         said = await dialogue.add_agent_message(
             conn, DialogueEntry("delegation", "go"), plan_id=plan.id, thread_id=thread.id
         )
         execution, _ = await executions.start_execution(
-            conn, user_id=user_id, plan_id=plan.id, agent_id=planner.id,
-            agent_role="planner", model="deepseek-chat", step_id=step.id,
-        )  # fmt: skip
+            conn,
+            user_id=user_id,
+            plan_id=plan.id,
+            agent_id=planner.id,
+            agent_role="planner",
+            model="deepseek-chat",
+            step_id=step.id,
+        )
         approval, _ = await approvals.request_approval(
-            conn, plan_id=plan.id, step_id=None, agent_id=planner.id, kind="tool_call",
-            tool_call_id="call-1", tool_name="delete_note", tool_args={"note_id": "x"},
-        )  # fmt: skip
+            conn,
+            plan_id=plan.id,
+            step_id=None,
+            agent_id=planner.id,
+            kind="tool_call",
+            tool_call_id="call-1",
+            tool_name="delete_note",
+            tool_args={"note_id": "x"},
+        )
         ids.update(
-            chat_sessions=session.id, chat_messages=message.id, agents=planner.id,
-            agent_plans=plan.id, agent_plan_steps=step.id, agent_chat_sessions=thread.id,
-            agent_chat_messages=said.id, agent_executions=execution.id,
+            chat_sessions=session.id,
+            chat_messages=message.id,
+            agents=planner.id,
+            agent_plans=plan.id,
+            agent_plan_steps=step.id,
+            agent_chat_sessions=thread.id,
+            agent_chat_messages=said.id,
+            agent_executions=execution.id,
             agent_approvals=approval.id,
-        )  # fmt: skip
+        )
         for table, sql_ in DOMAIN_INSERTS.items():
             cur = await conn.execute(sql_, {"user": user_id, **ids})
             row = await cur.fetchone()
@@ -90,19 +124,39 @@ async def make_thread(db: Database, user_id: UUID) -> AgentThread:
             conn, session_id=session.id, user_id=user_id, content="Plan something"
         )
         planner = await agents.create_agent(
-            conn, user_id=user_id, chat_session_id=session.id, role="planner", name="planner",
-            model="test-model", permissions="read_write", token_budget=10_000,
-        )  # fmt: skip
+            conn,
+            user_id=user_id,
+            chat_session_id=session.id,
+            role="planner",
+            name="planner",
+            model="test-model",
+            permissions="read_write",
+            token_budget=10_000,
+        )
         executor = await agents.create_agent(
-            conn, user_id=user_id, chat_session_id=session.id, role="executor", name="executor",
-            model="test-model", permissions="read_only", token_budget=1_000,
+            conn,
+            user_id=user_id,
+            chat_session_id=session.id,
+            role="executor",
+            name="executor",
+            model="test-model",
+            permissions="read_only",
+            token_budget=1_000,
             parent_agent_id=planner.id,
-        )  # fmt: skip
+        )
         plan, _ = await plans.create_plan(
-            conn, session_id=session.id, user_id=user_id, user_message_id=message.id,
+            conn,
+            session_id=session.id,
+            user_id=user_id,
+            user_message_id=message.id,
             planner_agent_id=planner.id,
-        )  # fmt: skip
+        )
         return await dialogue.create_thread(
-            conn, session_id=session.id, user_id=user_id, plan_id=plan.id,
-            parent_agent_id=planner.id, child_agent_id=executor.id, max_turns=5,
-        )  # fmt: skip
+            conn,
+            session_id=session.id,
+            user_id=user_id,
+            plan_id=plan.id,
+            parent_agent_id=planner.id,
+            child_agent_id=executor.id,
+            max_turns=5,
+        )

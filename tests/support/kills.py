@@ -80,13 +80,16 @@ class Kill:
                     "CREATE TRIGGER {trigger} BEFORE {on} ON {table} FOR EACH ROW "
                     "WHEN ({when}) EXECUTE FUNCTION public.test_kill({args})"
                 ).format(
-                    trigger=ident, on=sql.SQL(self.on), table=self._table,
+                    trigger=ident,
+                    on=sql.SQL(self.on),
+                    table=self._table,
                     when=sql.SQL(self.when),
-                    args=sql.SQL(", ").join(sql.Literal(a) for a in (
-                        f"public.{self._id}", self.name,
-                        str(self.times or 0)))
+                    args=sql.SQL(", ").join(
+                        sql.Literal(a)
+                        for a in (f"public.{self._id}", self.name, str(self.times or 0))
+                    ),
                 )
-            )  # fmt: skip
+            )
         return self
 
     async def disarm(self) -> None:
@@ -102,9 +105,10 @@ class Kill:
         """How many times the kill has struck so far."""
         async with self.db.service() as conn:
             cur = await conn.execute(
-                sql.SQL("SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS n FROM {}")
-                .format(self._sequence)
-            )  # fmt: skip
+                sql.SQL(
+                    "SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS n FROM {}"
+                ).format(self._sequence)
+            )
             row = await cur.fetchone()
         assert row is not None
         return int(row["n"]) if self.times is None else min(int(row["n"]), self.times)

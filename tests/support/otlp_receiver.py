@@ -73,11 +73,18 @@ def otlp_receiver() -> Iterator[OtlpReceiver]:
                 self.send_error(415)
                 return
             request = ExportTraceServiceRequest.FromString(body)
-            spans = [span for resource in request.resource_spans
-                     for scope in resource.scope_spans for span in scope.spans]  # fmt: skip
-            services = [attribute.value.string_value for resource in request.resource_spans
-                        for attribute in resource.resource.attributes
-                        if attribute.key == "service.name"]  # fmt: skip
+            spans = [
+                span
+                for resource in request.resource_spans
+                for scope in resource.scope_spans
+                for span in scope.spans
+            ]
+            services = [
+                attribute.value.string_value
+                for resource in request.resource_spans
+                for attribute in resource.resource.attributes
+                if attribute.key == "service.name"
+            ]
             headers = {name.lower(): value for name, value in self.headers.items()}
             receiver.add(Export(headers, spans, services))
             answer = ExportTraceServiceResponse().SerializeToString()

@@ -69,9 +69,12 @@ class RawSocket:
 
     @classmethod
     async def open(
-        cls, base_url: str, token: str, vsn: str | None = None,
+        cls,
+        base_url: str,
+        token: str,
+        vsn: str | None = None,
         headers: dict[str, str] | None = None,
-    ) -> RawSocket:  # fmt: skip
+    ) -> RawSocket:
         url = base_url.replace("http://", "ws://") + f"/websocket?apikey={token}"
         if vsn:
             url += f"&vsn={vsn}"

@@ -30,8 +30,11 @@ def node_project(*scripts: Path) -> Path:
         (CACHE / "package.json").write_text(manifest)
         subprocess.run(
             ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=CACHE, check=True, capture_output=True, timeout=300,
-        )  # fmt: skip
+            cwd=CACHE,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
     for script in (SOURCE / "flow.mjs", *scripts):  # ESM resolves packages beside the script
         shutil.copy(script, CACHE / script.name)
     return CACHE
@@ -47,10 +50,14 @@ class NodeFlow:
     @classmethod
     async def start(cls, project: Path, settings: dict[str, Any]) -> NodeFlow:
         process = await asyncio.create_subprocess_exec(
-            "node", str(project / "flow.mjs"), json.dumps(settings), cwd=project,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            "node",
+            str(project / "flow.mjs"),
+            json.dumps(settings),
+            cwd=project,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
-        )  # fmt: skip
+        )
         return cls(process)
 
     async def next(self, kind: str) -> dict[str, Any]:

@@ -82,8 +82,10 @@ def script_turns(fake: FakeModelServer, *, model_seconds: float = 0.0) -> Script
         return reply("Hello! How can I help?")
 
     def planner_second(request: RecordedRequest) -> Reply:
-        if any(m.get("name") == "create_plan" or "create_plan" in str(m.get("tool_calls"))
-               for m in request.messages):  # fmt: skip
+        if any(
+            m.get("name") == "create_plan" or "create_plan" in str(m.get("tool_calls"))
+            for m in request.messages
+        ):
             return synthesis(request)
         return reply("Done: the task is on your list.")
 

@@ -171,12 +171,15 @@ class StepWorker:
         transition.set_step(step.id, status=step_status, result=result, error=error)
         transition.account(self.run.execution.id, close=run_status, error=error)
         if agent.role == "executor":
-            transition.set_agent_status(agent.id, "completed" if step_status == "completed" else
-                                        "failed")  # fmt: skip
-        closed = step._replace(status=step_status, result=result or step.result,
-                               error=error or step.error)  # fmt: skip
-        transition.event("step_completed", step_completed_data(closed, thread_status),
-                         agent_id=agent.id)  # fmt: skip
+            transition.set_agent_status(
+                agent.id, "completed" if step_status == "completed" else "failed"
+            )
+        closed = step._replace(
+            status=step_status, result=result or step.result, error=error or step.error
+        )
+        transition.event(
+            "step_completed", step_completed_data(closed, thread_status), agent_id=agent.id
+        )
 
     def _closed(self, written: Written) -> StepOutcome:
         assert written.step is not None
@@ -200,9 +203,13 @@ class StepWorker:
                 continue  # not the first row of one of the agent's turns
             before = thread_view(self.rows[:index], agent_id=agent_id)
             try:
-                _, fitted = build_request(self.run, system=with_date(self.system_prompt),
-                                          segments=before.segments(), tools=self.tools,
-                                          tool_choice=self.run.forced_choice)  # fmt: skip
+                _, fitted = build_request(
+                    self.run,
+                    system=with_date(self.system_prompt),
+                    segments=before.segments(),
+                    tools=self.tools,
+                    tool_choice=self.run.forced_choice,
+                )
             except PromptTooLarge:  # settings changed since: that call's prompt is unknown
                 continue
             found += fitted.left_out
@@ -229,8 +236,10 @@ class StepWorker:
         if not found:
             return Ending("timeout", f"{head}: nothing yet.", why)
         if len(results) > len(shown):
-            head += (f"; the last {len(shown)} of the {len(results)} tool results it saw, the "
-                     f"first {len(results) - len(shown)} left out")  # fmt: skip
+            head += (
+                f"; the last {len(shown)} of the {len(results)} tool results it saw, the "
+                f"first {len(results) - len(shown)} left out"
+            )
         return Ending("timeout", f"{head}:\n" + "\n".join(found), why)
 
     def _take_state(self) -> State:
@@ -240,16 +249,18 @@ class StepWorker:
 
     async def _take_turn(self, view: ThreadView) -> StepOutcome | None:
         request, fitted = build_request(
-            self.run, system=with_date(self.system_prompt), segments=view.segments(),
-            tools=self.tools, tool_choice=self.run.forced_choice,
-        )  # fmt: skip
+            self.run,
+            system=with_date(self.system_prompt),
+            segments=view.segments(),
+            tools=self.tools,
+            tool_choice=self.run.forced_choice,
+        )
         self.left_out.update(dict.fromkeys(fitted.left_out))
         remaining = (self.deadline - datetime.now(UTC)).total_seconds()
         control, self.control = self.control, None
         try:
             async with asyncio.timeout(max(remaining, 0.001)):
-                completion = await call_model(self.run, request, stream_text=False,
-                                              control=control)  # fmt: skip
+                completion = await call_model(self.run, request, stream_text=False, control=control)
         except TimeoutError:
             return await self.close(self.timeout(view, "ran out of time"))
         return await self._store_turn(completion)
@@ -268,15 +279,23 @@ class StepWorker:
         for index, (kind, content, call) in enumerate(said):
             first = index == 0  # the turn's first row carries the call's accounting
             self._agent_row(
-                transition, message_type=kind, content=content, sender=self.run.agent.id,
-                receiver=self.thread.parent_agent_id, call=call,
+                transition,
+                message_type=kind,
+                content=content,
+                sender=self.run.agent.id,
+                receiver=self.thread.parent_agent_id,
+                call=call,
                 tool_args=stored_arguments(call) if call is not None else None,
                 model=completion.model if first else None,
                 reasoning=completion.message.reasoning_content if first else None,
-            )  # fmt: skip
+            )
         transition.set_thread(self.thread.id, turns=1)
-        account_call(transition, execution_id=self.run.execution.id, completion=completion,
-                     agent_id=self.run.agent.id)  # fmt: skip
+        account_call(
+            transition,
+            execution_id=self.run.execution.id,
+            completion=completion,
+            agent_id=self.run.agent.id,
+        )
         ending = _final(calls[0]) if single_ending else None
         if ending is not None:
             self._close_into(transition, ending)
@@ -326,9 +345,14 @@ class StepWorker:
             elif call.name in control.ENDINGS:
                 await self._store_result(call, ALONE.format(name=call.name))
             else:
-                outcome = await run_tool(self.run, call, turn=self.cache,
-                                         state=self._take_state(), thread=self.thread,
-                                         step_id=self.step.id)  # fmt: skip
+                outcome = await run_tool(
+                    self.run,
+                    call,
+                    turn=self.cache,
+                    state=self._take_state(),
+                    thread=self.thread,
+                    step_id=self.step.id,
+                )
                 await self._store_outcome(call, outcome)
         return None
 
@@ -358,14 +382,17 @@ class StepWorker:
         if isinstance(parsed, str):
             await self._store_result(call, parsed)
             return
-        await self.write(await answer_question(
-            self.run, step=self.step, thread=self.thread, call=call, question=parsed.text
-        ))  # fmt: skip
+        await self.write(
+            await answer_question(
+                self.run, step=self.step, thread=self.thread, call=call, question=parsed.text
+            )
+        )
 
     async def _store_outcome(self, call: ToolCall, outcome: Checked | ToolResult) -> None:
         transition = self.transition()
-        result = record_result(transition, self.run, call, outcome, thread=self.thread,
-                               step_id=self.step.id)  # fmt: skip
+        result = record_result(
+            transition, self.run, call, outcome, thread=self.thread, step_id=self.step.id
+        )
         self._result_row(transition, call, result.content())
         await self.write(transition)
 
@@ -387,8 +414,14 @@ class StepWorker:
 
     async def _store_answer(self, call: ToolCall, content: str) -> None:
         transition = self.transition()
-        self._agent_row(transition, message_type="answer", content=content, sender=None,
-                        receiver=self.run.agent.id, call=call)  # fmt: skip
+        self._agent_row(
+            transition,
+            message_type="answer",
+            content=content,
+            sender=None,
+            receiver=self.run.agent.id,
+            call=call,
+        )
         transition.read_agent(self.run.agent.id)
         await self.write(transition)
 

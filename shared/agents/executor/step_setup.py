@@ -93,9 +93,13 @@ async def open_step(
     lease = Lease("agent_plan_steps", step_id, new_owner(), services.settings.run_lease_seconds)
     async with services.db.autocommit() as conn:
         claimed = await claim_step(
-            conn, step_id=step_id, attempt=attempt, owner=lease.owner, seconds=lease.seconds,
+            conn,
+            step_id=step_id,
+            attempt=attempt,
+            owner=lease.owner,
+            seconds=lease.seconds,
             executor_only=executor_only,
-        )  # fmt: skip
+        )
     if claimed is None:
         raise NotFound(f"Plan step {step_id} not found")
     step = claimed.step
@@ -129,26 +133,43 @@ async def _reopen(conn: Connection, claimed: ClaimedStep, lease: Lease) -> Opene
     started = execution.started_at or execution.created_at
     decided = claimed.decided_at
     clock_from = max(started, decided) if decided is not None else started
-    return OpenedStep(claimed.plan, step, agent, thread, execution, claimed.messages, lease,
-                      clock_from, Control.of(claimed.plan), [])  # fmt: skip
+    return OpenedStep(
+        claimed.plan,
+        step,
+        agent,
+        thread,
+        execution,
+        claimed.messages,
+        lease,
+        clock_from,
+        Control.of(claimed.plan),
+        [],
+    )
 
 
 async def _open(
     conn: Connection, services: AgentServices, claimed: ClaimedStep, attempt: int, lease: Lease
 ) -> OpenedStep:
     plan, step = claimed.plan, claimed.step
-    transition = Transition(plan.session_id, plan.user_id, plan.id,
-                            session_outbox(services, plan.session_id))  # fmt: skip
+    transition = Transition(
+        plan.session_id, plan.user_id, plan.id, session_outbox(services, plan.session_id)
+    )
     agent_id, model, budget = _agent_for(transition, services, claimed)
     role = "executor" if step.executor_required else "planner"
     execution_id = transition.new_execution(
-        agent_id=agent_id, agent_role=role, model=model, step_id=step.id, attempt=attempt,
-        max_turns=services.settings.executor_max_turns, trace_id=tracing.trace_id(),
-    )  # fmt: skip
+        agent_id=agent_id,
+        agent_role=role,
+        model=model,
+        step_id=step.id,
+        attempt=attempt,
+        max_turns=services.settings.executor_max_turns,
+        trace_id=tracing.trace_id(),
+    )
     thread_id = execution_id  # the run holds the step attempt's thread
     transition.set_step(step.id, status="running", assigned_agent_id=agent_id)
-    started = step_started_data(step, thread_id=thread_id, execution_id=execution_id,
-                                attempt=attempt, model=model)  # fmt: skip
+    started = step_started_data(
+        step, thread_id=thread_id, execution_id=execution_id, attempt=attempt, model=model
+    )
     transition.event("step_started", started, agent_id=agent_id)
     content = _delegation(services, claimed, budget=budget)
     delegation = DialogueEntry("delegation", content, plan.planner_agent_id, agent_id)
@@ -164,9 +185,17 @@ async def _open(
     assert written.thread is not None and written.execution is not None and written.step
     execution = written.execution
     return OpenedStep(
-        written.plan, written.step, agent, written.thread, execution, written.dialogue, lease,
-        execution.started_at or execution.created_at, written.control, written.events,
-    )  # fmt: skip
+        written.plan,
+        written.step,
+        agent,
+        written.thread,
+        execution,
+        written.dialogue,
+        lease,
+        execution.started_at or execution.created_at,
+        written.control,
+        written.events,
+    )
 
 
 def _agent_for(
@@ -180,10 +209,14 @@ def _agent_for(
     model, budget = services.settings.llm_executor_model, services.executor_budget
     reads = [name for name in step.tools if _is_read(services, name)]
     agent_id = transition.new_agent(
-        chat_session_id=plan.session_id, name=f"executor {step.step_number}", model=model,
-        token_budget=budget, allowed_tools=reads or None, parent_agent_id=plan.planner_agent_id,
+        chat_session_id=plan.session_id,
+        name=f"executor {step.step_number}",
+        model=model,
+        token_budget=budget,
+        allowed_tools=reads or None,
+        parent_agent_id=plan.planner_agent_id,
         system_prompt=prompts.EXECUTOR,
-    )  # fmt: skip
+    )
     return agent_id, model, budget
 
 
@@ -198,8 +231,10 @@ def _delegation(services: AgentServices, claimed: ClaimedStep, *, budget: int) -
     share = max(budget // DELEGATION_SHARE // max(len(done), 1), 40)
     executor = step.executor_required
     how = "ask_planner for it if you need it" if executor else "it is in the plan"
-    results = [(s, clip(services.tokens, s.result or s.error or "(no result)", share, how=how))
-               for s in done]  # fmt: skip
+    results = [
+        (s, clip(services.tokens, s.result or s.error or "(no result)", share, how=how))
+        for s in done
+    ]
     if not plan.goal and claimed.request is not None:
         plan = plan._replace(goal=claimed.request)
     return prompts.delegation(plan, step, results)

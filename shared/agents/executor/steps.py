@@ -77,8 +77,9 @@ async def _run_step(
 ) -> StepOutcome:
     """Open the step's attempt and work it, or report where it stands."""
     with _step_scope(agent, step_id, attempt) as span:
-        opened = await open_step(services, step_id=step_id, attempt=attempt,
-                                 executor_only=agent == "executor")  # fmt: skip
+        opened = await open_step(
+            services, step_id=step_id, attempt=attempt, executor_only=agent == "executor"
+        )
         if isinstance(opened, PlanStep):
             return _reported(span, StepOutcome.of(opened))
         if isinstance(opened, StepBusy):
@@ -91,9 +92,11 @@ async def _run_step(
 def _step_scope(agent: str, step_id: UUID, attempt: int) -> Iterator[tracing.Span]:
     """The step's ids on log records, and its span."""
     attributes: tracing.Attributes = {
-        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
-        "parley.step.id": str(step_id), "parley.step.attempt": attempt,
-    }  # fmt: skip
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": agent,
+        "parley.step.id": str(step_id),
+        "parley.step.attempt": attempt,
+    }
     with (
         logs.bound(step_id=step_id, attempt=attempt),
         tracing.span(f"invoke_agent {agent}", attributes=attributes) as span,
@@ -104,14 +107,23 @@ def _step_scope(agent: str, step_id: UUID, attempt: int) -> Iterator[tracing.Spa
 def _annotate(opened: OpenedStep) -> None:
     plan, step = opened.plan, opened.step
     logs.annotate(session_id=plan.session_id, plan_id=plan.id, message_id=plan.user_message_id)
-    tracing.annotate({"parley.plan.id": str(plan.id), "parley.step.number": step.step_number,
-                      "gen_ai.conversation.id": str(plan.session_id),
-                      "gen_ai.agent.id": str(opened.agent.id)})  # fmt: skip
+    tracing.annotate(
+        {
+            "parley.plan.id": str(plan.id),
+            "parley.step.number": step.step_number,
+            "gen_ai.conversation.id": str(plan.session_id),
+            "gen_ai.agent.id": str(opened.agent.id),
+        }
+    )
 
 
 def _reported(span: tracing.Span, outcome: StepOutcome) -> StepOutcome:
-    span.set_attributes({"parley.step.status": outcome.status,
-                         "parley.step.running_elsewhere": outcome.running_elsewhere})  # fmt: skip
+    span.set_attributes(
+        {
+            "parley.step.status": outcome.status,
+            "parley.step.running_elsewhere": outcome.running_elsewhere,
+        }
+    )
     return outcome
 
 
@@ -163,8 +175,7 @@ async def _changes(services: AgentServices, worker: StepWorker) -> str:
     if not calls:
         return ""
     async with services.db.autocommit() as conn:
-        return await changes_note(conn, plan_id=worker.run.plan.id, who="this step",
-                                  call_ids=calls)  # fmt: skip
+        return await changes_note(conn, plan_id=worker.run.plan.id, who="this step", call_ids=calls)
 
 
 def _worker(services: AgentServices, opened: OpenedStep, emitter: EventEmitter) -> StepWorker:
@@ -207,15 +218,21 @@ def for_operators(exc: Exception) -> str:
 
 def _model_failure(exc: LLMError) -> str:
     if isinstance(exc, LLMNotConfigured):  # its message names the settings to set
-        return ("No language model is configured, so this could not be answered. Your message "
-                "is saved (the operator has been told).")  # fmt: skip
+        return (
+            "No language model is configured, so this could not be answered. Your message "
+            "is saved (the operator has been told)."
+        )
     if isinstance(exc, LLMOutOfBalance):
-        return ("The language model's account has no balance left, so this could not be "
-                "answered. Your message is saved: send it again once the account is topped up "
-                "(the operator has been told).")  # fmt: skip
+        return (
+            "The language model's account has no balance left, so this could not be "
+            "answered. Your message is saved: send it again once the account is topped up "
+            "(the operator has been told)."
+        )
     if isinstance(exc, LLMAuthenticationFailed):
-        return ("The language model's provider refused Parley's key, so this could not be "
-                "answered. Your message is saved (the operator has been told).")  # fmt: skip
+        return (
+            "The language model's provider refused Parley's key, so this could not be "
+            "answered. Your message is saved (the operator has been told)."
+        )
     if isinstance(exc, LLMBadRequest):  # the provider's own words: trying again cannot help
         return (
             f"The language model refused the request: {storable(str(exc))}. Your message is saved."

@@ -39,9 +39,11 @@ async def fail_plan(
     """End the plan `failed` with `error`, unless it has ended already or a live run holds it."""
     async with services.db.service() as conn:
         leased = await leases.take_plan_lease(
-            conn, plan_id=plan_id, owner=new_owner(),
+            conn,
+            plan_id=plan_id,
+            owner=new_owner(),
             seconds=services.settings.run_lease_seconds,
-        )  # fmt: skip
+        )
         if leased is None:
             current = await plans.get_plan(conn, plan_id=plan_id)
             if current is None:
@@ -71,8 +73,9 @@ async def fail_step(
             return "gone"
         if step.status not in OPEN_STEP:
             return "ended"
-        if not await plans.take_step_lease(conn, step_id=step_id, owner=new_owner(),
-                                           seconds=seconds):  # fmt: skip
+        if not await plans.take_step_lease(
+            conn, step_id=step_id, owner=new_owner(), seconds=seconds
+        ):
             return "busy"
         await dialogue.abandon_open_threads(conn, plan_id=plan.id, error=error, step_id=step_id)
         await executions.close_open_executions(

@@ -204,12 +204,20 @@ async def _not_configured(plan: Plan, emitter: EventEmitter, exc: LLMNotConfigur
     notice = NOT_CONFIGURED
     async with emitter.unit() as (conn, outbox):
         message = await chats.add_message(
-            conn, session_id=plan.session_id, user_id=plan.user_id, role="assistant",
-            content=notice, plan_id=plan.id, metadata={"kind": "configuration"},
-        )  # fmt: skip
+            conn,
+            session_id=plan.session_id,
+            user_id=plan.user_id,
+            role="assistant",
+            content=notice,
+            plan_id=plan.id,
+            metadata={"kind": "configuration"},
+        )
         ended = await plans.update_plan(conn, plan_id=plan.id, status="failed", error=notice)
-        outbox.add("error", error_data(notice, code="llm_not_configured", message_id=message.id),
-                   plan_id=plan.id)  # fmt: skip
+        outbox.add(
+            "error",
+            error_data(notice, code="llm_not_configured", message_id=message.id),
+            plan_id=plan.id,
+        )
         outcome = _outcome(ended, message)
         outbox.add("done", _done(outcome, ended), plan_id=plan.id)
     return outcome
@@ -230,8 +238,10 @@ async def outcome_of(services: AgentServices, plan: Plan) -> PlanOutcome:
     async with services.db.autocommit() as conn:
         rows = await chats.list_plan_messages(conn, plan_id=plan.id)
     kinds = ("answer", "configuration")
-    answer = next((r for r in reversed(rows) if r.role == "assistant"
-                   and r.metadata.get("kind") in kinds), None)  # fmt: skip
+    answer = next(
+        (r for r in reversed(rows) if r.role == "assistant" and r.metadata.get("kind") in kinds),
+        None,
+    )
     return _outcome(plan, answer)
 
 
@@ -248,6 +258,7 @@ def _outcome(plan: Plan, answer: ChatMessage | None) -> PlanOutcome:
 
 
 def _done(outcome: PlanOutcome, plan: Plan) -> dict[str, JsonValue]:
-    data = done_data(outcome.status, outcome.strategy, outcome.answer, outcome.message_id,
-                     outcome.error)  # fmt: skip
+    data = done_data(
+        outcome.status, outcome.strategy, outcome.answer, outcome.message_id, outcome.error
+    )
     return {**data, "usage": plan_usage(plan).json()}

@@ -65,8 +65,10 @@ def _executor_problems(
         if step.assignee != "executor":
             continue
         if not step.tools:
-            problems.append(f"step {step.step_number} is for an executor but names no tools: list "
-                            "the read tools it needs")  # fmt: skip
+            problems.append(
+                f"step {step.step_number} is for an executor but names no tools: list "
+                "the read tools it needs"
+            )
             continue
         schemas = [s for s in (_wire(registry, name) for name in step.tools) if s]
         if count_tools(UTF8_BOUND, schemas) <= limit:

@@ -149,10 +149,17 @@ class PlannerRun:
         assert opened.execution is not None  # opened with a model to call
         run = AgentRun(services, emitter, opened.plan, opened.planner, opened.execution)
         return cls(
-            run, invoker, opened.request, opened.past, opened.turn, opened.steps,
-            routing_tools(opened.planner, services.tools), lease, Control.of(opened.plan),
+            run,
+            invoker,
+            opened.request,
+            opened.past,
+            opened.turn,
+            opened.steps,
+            routing_tools(opened.planner, services.tools),
+            lease,
+            Control.of(opened.plan),
             opened.planner,
-        )  # fmt: skip
+        )
 
     @property
     def services(self) -> AgentServices:
@@ -209,9 +216,11 @@ class PlannerRun:
         plan_call = next((c for c in calls if c.name == control_tools.CREATE_PLAN), None)
         if plan_call is not None:  # unanswered create_plan = the accepted plan: run it
             await self.run.emitter.emit(
-                "status_update", {"status": "executing"}, plan_id=self.plan.id,
+                "status_update",
+                {"status": "executing"},
+                plan_id=self.plan.id,
                 agent_id=self.run.agent.id,
-            )  # fmt: skip
+            )
             scheduler = StepScheduler(self.run, self.invoker, self.steps, self._take_control())
             try:
                 steps = await scheduler.run()
@@ -228,9 +237,11 @@ class PlannerRun:
         segments, earlier = self._segments(turn)
         request, fitted = build_request(  # a call that may not call tools is sent none to call
             self._answering(turn) if synthesis else self.run,
-            system=prompts.with_date(prompts.PLANNER), segments=segments,
-            tools=() if final else self.tools, earlier=earlier,
-        )  # fmt: skip
+            system=prompts.with_date(prompts.PLANNER),
+            segments=segments,
+            tools=() if final else self.tools,
+            earlier=earlier,
+        )
         quotes = Quotes.of(self.steps) if synthesis else None  # {{step N}}: its result
         completion = await call_model(
             self.run, request, stream_text=True, control=self._take_control(), quotes=quotes
@@ -280,10 +291,13 @@ class PlannerRun:
             text += added
         transition = self.transition()
         row_id, _ = transition.chat_message(
-            role="assistant", content=text, model=completion.model,
-            usage=completion.usage, reasoning_content=completion.message.reasoning_content,
+            role="assistant",
+            content=text,
+            model=completion.model,
+            usage=completion.usage,
+            reasoning_content=completion.message.reasoning_content,
             metadata=metadata,
-        )  # fmt: skip
+        )
         # The answer's call is accounted here, its usage announced by `done` (no `usage` event).
         transition.account(
             self.run.execution.id, completion.usage, llm_calls=1, close="completed", close_open=True
@@ -299,8 +313,15 @@ class PlannerRun:
         await self._write(transition)
         self.lease.settled = True
         answer = next(r for r in self.rows if r.id == row_id)
-        return PlanOutcome(self.plan.id, self.plan.session_id, "completed", final_strategy,
-                           answer.content, answer.id, None)  # fmt: skip
+        return PlanOutcome(
+            self.plan.id,
+            self.plan.session_id,
+            "completed",
+            final_strategy,
+            answer.content,
+            answer.id,
+            None,
+        )
 
     async def _store_turn(
         self, completion: Completion, turn: PlannerTurn, calls: Sequence[ToolCall]
@@ -314,10 +335,14 @@ class PlannerRun:
             stored = [without_steps(c) if c is decided.plan_call else c for c in calls]
             metadata[PLAN_STEPS] = decided.plan_call.id
         row_id, _ = transition.chat_message(
-            role="assistant", content=completion.text, model=completion.model,
-            usage=completion.usage, tool_calls=wire_calls(stored),
-            reasoning_content=completion.message.reasoning_content, metadata=metadata,
-        )  # fmt: skip
+            role="assistant",
+            content=completion.text,
+            model=completion.model,
+            usage=completion.usage,
+            tool_calls=wire_calls(stored),
+            reasoning_content=completion.message.reasoning_content,
+            metadata=metadata,
+        )
         for call in calls:
             transition.event("tool_call", _call_data(row_id, call), agent_id=self.run.agent.id)
         decided.store(transition, self.plan)
@@ -325,10 +350,15 @@ class PlannerRun:
             self._tool_row(transition, call, text, None)
         if decided.draft is not None:
             step_ids = transition.add_steps(plan_checks.new_steps(decided.draft))
-            transition.event("plan_created", _plan_data(decided.draft, step_ids),
-                             agent_id=self.run.agent.id)  # fmt: skip
-        account_call(transition, execution_id=self.run.execution.id, completion=completion,
-                     agent_id=self.run.agent.id)  # fmt: skip
+            transition.event(
+                "plan_created", _plan_data(decided.draft, step_ids), agent_id=self.run.agent.id
+            )
+        account_call(
+            transition,
+            execution_id=self.run.execution.id,
+            completion=completion,
+            agent_id=self.run.agent.id,
+        )
         transition.read_agent(self.run.agent.id)  # the calls' permission checks decide on it
         self._end_stream(transition)
         await self._write(transition)
@@ -340,20 +370,32 @@ class PlannerRun:
             transition.end_stream()
 
     def _tool_row(
-        self, transition: Transition, call: ToolCall, content: str, result: ToolResult | None,
-        kind: str = "tool_result", stored: str | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        transition: Transition,
+        call: ToolCall,
+        content: str,
+        result: ToolResult | None,
+        kind: str = "tool_result",
+        stored: str | None = None,
+    ) -> None:
         """A `tool` row answering `call` (holding `stored` when given, else `content`), and its
         `tool_result` event."""
         error = result.error if result else None
         row_id, slot = transition.chat_message(
-            role="tool", content=content if stored is None else stored, tool_call_id=call.id,
-            tool_name=call.name, metadata={"kind": kind, "error": error},
-        )  # fmt: skip
+            role="tool",
+            content=content if stored is None else stored,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            metadata={"kind": kind, "error": error},
+        )
         data: dict[str, JsonValue] = {
-            "message_id": str(row_id), "tool_call_id": call.id, "tool_name": call.name,
-            "ok": result.ok if result else True, "error": error, "content": clip(content),
-        }  # fmt: skip
+            "message_id": str(row_id),
+            "tool_call_id": call.id,
+            "tool_name": call.name,
+            "ok": result.ok if result else True,
+            "error": error,
+            "content": clip(content),
+        }
         transition.event("tool_result", data, agent_id=self.run.agent.id, row=slot)
 
     async def _store_result(
@@ -396,18 +438,24 @@ class _Decision:
         assert plan_call is not None
         services = planner.services
         read = plan_checks.read_plan(
-            plan_call, registry=services.tools, counter=services.tokens,
+            plan_call,
+            registry=services.tools,
+            counter=services.tokens,
             executor_budget=services.executor_budget,
-        )  # fmt: skip
+        )
         extra = [
             c for c in self.calls if c.name == control_tools.CREATE_PLAN and c is not plan_call
         ]
         self.answers += [(c, ONE_PLAN) for c in extra]
         if isinstance(read, PlanDraft):  # no goal written: the user's message is the goal
-            self.draft = read if read.goal else read.model_copy(
-                update={"goal": planner.request.content[:1000]})  # fmt: skip
-            self.answers += [(c, NOT_RUN) for c in self.calls
-                             if c.name != control_tools.CREATE_PLAN]  # fmt: skip
+            self.draft = (
+                read
+                if read.goal
+                else read.model_copy(update={"goal": planner.request.content[:1000]})
+            )
+            self.answers += [
+                (c, NOT_RUN) for c in self.calls if c.name != control_tools.CREATE_PLAN
+            ]
         else:
             self.problems = read
             text = "The plan was not accepted. Fix these problems and call create_plan again:\n"
@@ -475,16 +523,26 @@ def _call_data(message_id: UUID, call: ToolCall) -> dict[str, JsonValue]:
     arguments: JsonValue = (
         dict(call.arguments) if call.valid else {"unparsed": call.arguments_json[:2000]}
     )
-    return {"message_id": str(message_id), "tool_call_id": call.id, "tool_name": call.name,
-            "tool_args": arguments}  # fmt: skip
+    return {
+        "message_id": str(message_id),
+        "tool_call_id": call.id,
+        "tool_name": call.name,
+        "tool_args": arguments,
+    }
 
 
 def _plan_data(draft: PlanDraft, step_ids: Sequence[UUID]) -> dict[str, JsonValue]:
     return {
         "goal": draft.goal,
         "steps": [
-            {"step_id": str(step_id), "step_number": s.step_number, "description": s.description,
-             "assignee": s.assignee, "depends_on": list(s.depends_on), "tools": list(s.tools)}
+            {
+                "step_id": str(step_id),
+                "step_number": s.step_number,
+                "description": s.description,
+                "assignee": s.assignee,
+                "depends_on": list(s.depends_on),
+                "tools": list(s.tools),
+            }
             for step_id, s in zip(step_ids, draft.steps, strict=True)
         ],
-    }  # fmt: skip
+    }

@@ -75,10 +75,15 @@ async def run_plan(
     Log records made meanwhile carry the plan's ids (`shared.observability.logs`); with tracing on,
     the run is an `invoke_agent planner` span, its model calls, tools and steps inside it.
     """
-    attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner",
-                  "parley.plan.id": str(plan_id)}  # fmt: skip
-    with logs.bound(plan_id=plan_id), tracing.span("invoke_agent planner",
-                                                   attributes=attributes) as span:  # fmt: skip
+    attributes = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "planner",
+        "parley.plan.id": str(plan_id),
+    }
+    with (
+        logs.bound(plan_id=plan_id),
+        tracing.span("invoke_agent planner", attributes=attributes) as span,
+    ):
         while True:
             outcome = await _run_leased(
                 services, plan_id, emitter, publisher, invoker, replay_ended
@@ -89,9 +94,12 @@ async def run_plan(
 
 
 def _outcome_attributes(outcome: PlanOutcome) -> dict[str, str | bool]:
-    return {"parley.plan.status": outcome.status, "parley.plan.strategy": outcome.strategy or "",
-            "parley.plan.handed_off": outcome.handed_off,
-            "parley.plan.running_elsewhere": outcome.running_elsewhere}  # fmt: skip
+    return {
+        "parley.plan.status": outcome.status,
+        "parley.plan.strategy": outcome.strategy or "",
+        "parley.plan.handed_off": outcome.handed_off,
+        "parley.plan.running_elsewhere": outcome.running_elsewhere,
+    }
 
 
 async def _run_leased(
@@ -108,24 +116,35 @@ async def _run_leased(
     lease = Lease("agent_plans", plan_id, new_owner(), settings.run_lease_seconds)
     async with services.db.autocommit() as conn:
         opened = await open_planner_run(
-            conn, plan_id=plan_id, owner=lease.owner, seconds=lease.seconds,
-            announce=unconfigured is None, private=settings.realtime_private_channels,
-            tokens=STREAMED_TOKENS, history=HISTORY_LOADED, trace_id=tracing.trace_id(),
+            conn,
+            plan_id=plan_id,
+            owner=lease.owner,
+            seconds=lease.seconds,
+            announce=unconfigured is None,
+            private=settings.realtime_private_channels,
+            tokens=STREAMED_TOKENS,
+            history=HISTORY_LOADED,
+            trace_id=tracing.trace_id(),
             load=load_query(services, plan_id),
-        )  # fmt: skip
+        )
     if opened is None:
         return await _not_leased(services, plan_id, emitter, publisher, replay_ended)
     plan = opened.plan
     logs.annotate(session_id=plan.session_id, message_id=plan.user_message_id)
-    tracing.annotate({"gen_ai.conversation.id": str(plan.session_id),
-                      "gen_ai.agent.id": str(plan.planner_agent_id)})  # fmt: skip
+    tracing.annotate(
+        {
+            "gen_ai.conversation.id": str(plan.session_id),
+            "gen_ai.agent.id": str(plan.planner_agent_id),
+        }
+    )
     emitter = emitter or _emitter(services, opened.plan, publisher)
     if opened.was_parked and not has_work(opened.steps):
         await _park(services, lease)
         return await handed_off(services, plan_id)
     if opened.was_parked and unconfigured is None:
-        await emitter.emit("status_update", {"status": "thinking"}, plan_id=plan_id,
-                           agent_id=opened.planner.id)  # fmt: skip
+        await emitter.emit(
+            "status_update", {"status": "thinking"}, plan_id=plan_id, agent_id=opened.planner.id
+        )
     await emitter.deliver(opened.events)
     if opened.tokens_last is not None:
         emitter.reserve_tokens(opened.tokens_last, STREAMED_TOKENS, opened.load)
@@ -138,8 +157,9 @@ async def _run_leased(
 
     try:
         async with holding(services.db, lease):
-            outcome = await finish_plan(services, opened.plan, emitter, work,
-                                        unconfigured=unconfigured)  # fmt: skip
+            outcome = await finish_plan(
+                services, opened.plan, emitter, work, unconfigured=unconfigured
+            )
             if outcome.handed_off:
                 lease.park_seconds = settings.plan_park_seconds
             return outcome
@@ -180,8 +200,12 @@ async def _not_leased(
 async def _park(services: AgentServices, lease: Lease) -> None:
     """Give a resumed plan's lease back as parked: it still waits for its steps."""
     async with services.db.autocommit() as conn:
-        await leases.park_plan(conn, plan_id=lease.row_id, owner=lease.owner,
-                               seconds=services.settings.plan_park_seconds)  # fmt: skip
+        await leases.park_plan(
+            conn,
+            plan_id=lease.row_id,
+            owner=lease.owner,
+            seconds=services.settings.plan_park_seconds,
+        )
     lease.settled = True
 
 

@@ -126,10 +126,12 @@ class StepScheduler:
         if not due:
             return
         plan_id = self.planner.plan.id
-        await asyncio.gather(*(
-            self.invoker.start_step(plan_id=plan_id, step_id=step.id, attempt=ATTEMPT)
-            for step in due
-        ))  # fmt: skip
+        await asyncio.gather(
+            *(
+                self.invoker.start_step(plan_id=plan_id, step_id=step.id, attempt=ATTEMPT)
+                for step in due
+            )
+        )
         async with self.planner.services.db.autocommit() as conn:
             await plans.mark_dispatched(conn, step_ids=[step.id for step in due])
 
@@ -148,9 +150,10 @@ class StepScheduler:
     def _ready(self, steps: Sequence[PlanStep]) -> list[PlanStep]:
         done = {s.step_number for s in steps if s.status == "completed"}
         return [
-            s for s in steps
+            s
+            for s in steps
             if s.status in OPEN and s.id not in self._tried and set(s.depends_on) <= done
-        ]  # fmt: skip
+        ]
 
     async def _skip_blocked(self, steps: list[PlanStep]) -> list[PlanStep]:
         """Mark `skipped` every open step that depends on a step that did not complete."""
@@ -161,11 +164,16 @@ class StepScheduler:
                 emitter = self.planner.emitter
                 async with emitter.unit() as (conn, outbox):
                     skipped = await plans.update_step(
-                        conn, step_id=step.id, status="skipped",
+                        conn,
+                        step_id=step.id,
+                        status="skipped",
                         error=f"not run: step {', '.join(map(str, broken))} did not complete",
-                    )  # fmt: skip
-                    outbox.add("step_completed", step_completed_data(skipped, None),
-                               plan_id=skipped.plan_id)  # fmt: skip
+                    )
+                    outbox.add(
+                        "step_completed",
+                        step_completed_data(skipped, None),
+                        plan_id=skipped.plan_id,
+                    )
                 self.steps[step.id] = skipped
         return self._steps()
 
@@ -214,14 +222,16 @@ def has_work(steps: Sequence[PlanStep]) -> bool:
     handed-off step is still unsettled (the planner goes on: synthesis, its own steps, an
     approval), or a step can start (its dependencies completed) or must be skipped (one of
     them did not)."""
-    in_flight = [s for s in steps
-                 if s.executor_required and s.dispatched_at and s.status in UNSETTLED]  # fmt: skip
+    in_flight = [
+        s for s in steps if s.executor_required and s.dispatched_at and s.status in UNSETTLED
+    ]
     if not in_flight:
         return True
     done = {s.step_number for s in steps if s.status == "completed"}
     ended = done | {s.step_number for s in steps if s.status in ("failed", "skipped", "cancelled")}
     return any(
-        s.status == "pending" and not (s.executor_required and s.dispatched_at)
+        s.status == "pending"
+        and not (s.executor_required and s.dispatched_at)
         and set(s.depends_on) <= ended
         for s in steps
-    )  # fmt: skip
+    )

@@ -71,11 +71,17 @@ async def start_turn(
     async with services.db.service() as conn:
         session = await _locked_session(conn, user_id, session_id, text, client_message_id)
         stored = await chats.store_turn(
-            conn, session_id=session.id, user_id=user_id, content=text,
-            client_message_id=client_message_id, fresh_seconds=settings.run_lease_seconds,
-            planner_model=settings.llm_planner_model, planner_budget=services.planner_budget,
-            planner_prompt=PLANNER, trace_id=tracing.trace_id(),
-        )  # fmt: skip
+            conn,
+            session_id=session.id,
+            user_id=user_id,
+            content=text,
+            client_message_id=client_message_id,
+            fresh_seconds=settings.run_lease_seconds,
+            planner_model=settings.llm_planner_model,
+            planner_budget=services.planner_budget,
+            planner_prompt=PLANNER,
+            trace_id=tracing.trace_id(),
+        )
         if stored.running is not None:
             raise TurnStillRunning(stored.running)
     assert stored.message is not None and stored.plan_id is not None
@@ -86,10 +92,21 @@ async def start_turn(
         )
     assert stored.planner_id is not None and stored.plan_status is not None
     logs.annotate(session_id=session.id, message_id=stored.message.id, plan_id=stored.plan_id)
-    tracing.annotate({"parley.session.id": str(session.id), "parley.plan.id": str(stored.plan_id),
-                      "parley.message.id": str(stored.message.id)})  # fmt: skip
-    return TurnStarted(session.id, stored.message.id, stored.plan_id, stored.planner_id,
-                       stored.created, stored.plan_status)  # fmt: skip
+    tracing.annotate(
+        {
+            "parley.session.id": str(session.id),
+            "parley.plan.id": str(stored.plan_id),
+            "parley.message.id": str(stored.message.id),
+        }
+    )
+    return TurnStarted(
+        session.id,
+        stored.message.id,
+        stored.plan_id,
+        stored.planner_id,
+        stored.created,
+        stored.plan_status,
+    )
 
 
 def message_token_limit(services: AgentServices) -> int:

@@ -76,9 +76,13 @@ class Tracing:
     ) -> Iterator[Span]:
         context = self.propagator.extract(parent) if parent is not None else None
         with self.tracer.start_as_current_span(
-            name, context=context, kind=KINDS[kind], attributes=attributes,
-            record_exception=False, set_status_on_exception=False,
-        ) as opened:  # fmt: skip
+            name,
+            context=context,
+            kind=KINDS[kind],
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as opened:
             try:
                 yield opened
             except expected:
@@ -121,8 +125,9 @@ def build(settings: Settings, *, service: str, exporter: SpanExporter | None = N
     if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
         attributes["cloud.provider"] = "aws"
         attributes["cloud.platform"] = "aws_lambda"
-        attributes |= {key: os.environ[name] for key, name in LAMBDA_RESOURCE.items()
-                       if os.environ.get(name)}  # fmt: skip
+        attributes |= {
+            key: os.environ[name] for key, name in LAMBDA_RESOURCE.items() if os.environ.get(name)
+        }
     provider = TracerProvider(resource=Resource.create(attributes))
     provider.add_span_processor(BatchSpanProcessor(exporter or _exporter(settings)))
     return Tracing(
@@ -136,11 +141,18 @@ def _exporter(settings: Settings) -> SpanExporter:
     # the exporter: only when used: imported here, off the cold start
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    protocol = (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-                or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or PROTOCOL)  # fmt: skip
+    protocol = (
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or PROTOCOL
+    )
     if protocol != PROTOCOL:
-        log.error("OTLP protocol %r is not supported: spans are sent as %s (the collector's "
-                  "HTTP port, 4318 by default)", protocol, PROTOCOL)  # fmt: skip
+        log.error(
+            "OTLP protocol %r is not supported: spans are sent as %s (the collector's "
+            "HTTP port, 4318 by default)",
+            protocol,
+            PROTOCOL,
+        )
     endpoint = settings.otel_exporter_otlp_traces_endpoint
     if endpoint is None and settings.otel_exporter_otlp_endpoint:
         endpoint = f"{settings.otel_exporter_otlp_endpoint}/v1/traces"  # as the spec appends it

@@ -162,8 +162,10 @@ async def get_project_details(conn: Connection, args: GetProjectDetailsArgs) -> 
         details[table] = listed
         if total > len(listed):
             what = table.replace("_", " ")
-            more.append(f"{total - len(listed)} more {what} — call {tool} with "
-                        f"project_id={args.project_id} and offset={len(listed)}.")  # fmt: skip
+            more.append(
+                f"{total - len(listed)} more {what} — call {tool} with "
+                f"project_id={args.project_id} and offset={len(listed)}."
+            )
     return ProjectDetails.model_validate({**details, "more": more or None})
 
 

@@ -73,8 +73,7 @@ async def find_available_slots(conn: Connection, args: FindAvailableSlotsArgs) -
         Slot(start_at=s.start, end_at=s.end, minutes=int(s.length.total_seconds() // 60))
         for s in spans[args.offset : args.offset + args.limit]
     ]
-    paging = page_of("find_available_slots", offset=args.offset, count=len(slots),
-                     total=len(spans))  # fmt: skip
+    paging = page_of("find_available_slots", offset=args.offset, count=len(slots), total=len(spans))
     return SlotList(slots=slots, busy_count=len(busy), **paging)
 
 
@@ -191,9 +190,13 @@ async def _insert_event(
            RETURNING {}"""
     ).format(EVENT)
     params = {
-        "task": task.id, "title": task.title, "description": task.description,
-        "start": span.start, "end": span.end, "pattern": pattern,
-    }  # fmt: skip
+        "task": task.id,
+        "title": task.title,
+        "description": task.description,
+        "start": span.start,
+        "end": span.end,
+        "pattern": pattern,
+    }
     return await require(conn, CalendarEvent, query, params, "new event")
 
 
@@ -227,10 +230,13 @@ async def _finish(
                                       ELSE coalesce(%(ends)s, recurrence_ends) END
            WHERE id = %(id)s""",
         {
-            "start": span.start, "minutes": int(span.length.total_seconds() // 60),
-            "pattern": pattern, "ends": ends, "id": event.task_id,
+            "start": span.start,
+            "minutes": int(span.length.total_seconds() // 60),
+            "pattern": pattern,
+            "ends": ends,
+            "id": event.task_id,
         },
-    )  # fmt: skip
+    )
     task = await _task(conn, event.task_id) if event.task_id else None
     if task is None:
         raise NotFound("the scheduled task disappeared")

@@ -153,8 +153,10 @@ async def get_task_details(conn: Connection, args: GetTaskDetailsArgs) -> TaskDe
         subtasks, total = await fetch_page(conn, TaskSummary, *list_query(listed))
         more = None
         if total > len(subtasks):
-            more = (f"{total - len(subtasks)} more subtasks — call list_tasks with "
-                    f"parent_task_id={task.id} and offset={len(subtasks)}.")  # fmt: skip
+            more = (
+                f"{total - len(subtasks)} more subtasks — call list_tasks with "
+                f"parent_task_id={task.id} and offset={len(subtasks)}."
+            )
         details = details.model_copy(update={"subtasks": subtasks, "more_subtasks": more})
     if args.include_project_context and task.project_id is not None:
         project = await fetch_model(

@@ -33,9 +33,15 @@ class Project:
         return self.url + JWKS_PATH
 
     async def call(
-        self, method: str, path: str, *, key: str | None = None, token: str | None = None,
-        version: str | None = "2024-01-01", **kwargs: Any,
-    ) -> httpx.Response:  # fmt: skip
+        self,
+        method: str,
+        path: str,
+        *,
+        key: str | None = None,
+        token: str | None = None,
+        version: str | None = "2024-01-01",
+        **kwargs: Any,
+    ) -> httpx.Response:
         """A request to `/auth/v1{path}` as supabase-js sends it (apikey, API version);
         `key=""`: no apikey at all."""
         apikey = self.keys.publishable if key is None else key
@@ -45,8 +51,9 @@ class Project:
         if version:
             headers["X-Supabase-Api-Version"] = version
         async with httpx.AsyncClient() as http:
-            return await http.request(method, f"{self.url}/auth/v1{path}", headers=headers,
-                                      **kwargs)  # fmt: skip
+            return await http.request(
+                method, f"{self.url}/auth/v1{path}", headers=headers, **kwargs
+            )
 
     async def sign_up(self, email: str, password: str = "a-good-password") -> dict[str, Any]:
         response = await self.call("POST", "/signup", json={"email": email, "password": password})

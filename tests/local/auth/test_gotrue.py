@@ -27,14 +27,23 @@ async def test_sign_up_confirms_and_signs_in_with_an_es256_session(
 ) -> None:
     address = email()
     session = await project.sign_up(address.upper(), "a-good-password")
-    assert set(session) == {"access_token", "token_type", "expires_in", "expires_at",
-                            "refresh_token", "user"}  # fmt: skip
+    assert set(session) == {
+        "access_token",
+        "token_type",
+        "expires_in",
+        "expires_at",
+        "refresh_token",
+        "user",
+    }
     assert (session["token_type"], session["expires_in"]) == ("bearer", 3600)
     assert len(session["refresh_token"]) == 12 and session["refresh_token"].isalnum()
     user = session["user"]
     assert (user["email"], user["aud"], user["role"], user["phone"]) == (
-        address, "authenticated", "authenticated", "",
-    )  # fmt: skip
+        address,
+        "authenticated",
+        "authenticated",
+        "",
+    )
     assert user["app_metadata"] == {"provider": "email", "providers": ["email"]}
     assert user["user_metadata"]["email_verified"] is True and user["email_confirmed_at"]
     assert [i["provider"] for i in user["identities"]] == ["email"]
@@ -46,8 +55,10 @@ async def test_sign_up_confirms_and_signs_in_with_an_es256_session(
     )
     assert claims["sub"] == user["id"] and claims["iss"] == f"{project.url}/auth/v1"
     assert (claims["aal"], claims["amr"][0]["method"], claims["is_anonymous"]) == (
-        "aal1", "password", False,
-    )  # fmt: skip
+        "aal1",
+        "password",
+        False,
+    )
     async with db.service() as conn:
         cur = await conn.execute(
             "SELECT u.encrypted_password, u.confirmed_at IS NOT NULL AS confirmed, "
@@ -67,27 +78,50 @@ async def test_jwks_is_public_and_cached(project: Project) -> None:
     assert response.headers["cache-control"] == "public, max-age=600"
     (key,) = response.json()["keys"]
     assert (key["kty"], key["crv"], key["alg"], key["kid"]) == (
-        "EC", "P-256", "ES256", project.auth.signing.kid,
-    )  # fmt: skip
+        "EC",
+        "P-256",
+        "ES256",
+        project.auth.signing.kid,
+    )
     assert "d" not in key  # never the private part
 
 
 @pytest.mark.parametrize(
     ("body", "status", "code", "message"),
     [
-        ({"email": "x@example.com", "password": "12345"}, 422, "weak_password",
-         "Password should be at least 6 characters."),
-        ({"email": "x@example.com", "password": "p" * 73}, 400, "validation_failed",
-         "Password cannot be longer than 72 characters"),
+        (
+            {"email": "x@example.com", "password": "12345"},
+            422,
+            "weak_password",
+            "Password should be at least 6 characters.",
+        ),
+        (
+            {"email": "x@example.com", "password": "p" * 73},
+            400,
+            "validation_failed",
+            "Password cannot be longer than 72 characters",
+        ),
         ({"email": "x@example.com"}, 400, "validation_failed", "Signup requires a valid password"),
-        ({"email": "not-an-email", "password": "a-good-password"}, 400, "validation_failed",
-         "Unable to validate email address: invalid format"),
-        ({"phone": "+15555550100", "password": "a-good-password"}, 400,
-         "phone_provider_disabled", "Phone signups are disabled"),
-        ({"password": "a-good-password"}, 422, "anonymous_provider_disabled",
-         "Anonymous sign-ins are disabled"),
+        (
+            {"email": "not-an-email", "password": "a-good-password"},
+            400,
+            "validation_failed",
+            "Unable to validate email address: invalid format",
+        ),
+        (
+            {"phone": "+15555550100", "password": "a-good-password"},
+            400,
+            "phone_provider_disabled",
+            "Phone signups are disabled",
+        ),
+        (
+            {"password": "a-good-password"},
+            422,
+            "anonymous_provider_disabled",
+            "Anonymous sign-ins are disabled",
+        ),
     ],
-)  # fmt: skip
+)
 async def test_sign_up_refusals(
     project: Project, body: dict[str, Any], status: int, code: str, message: str
 ) -> None:
@@ -108,26 +142,35 @@ async def test_a_second_sign_up_is_user_already_exists_in_either_api_version(
     again = {"email": address, "password": "another-password"}
     new = await project.call("POST", "/signup", json=again)
     assert (new.status_code, new.json()) == (
-        422, {"code": "user_already_exists", "message": "User already registered"},
-    )  # fmt: skip
+        422,
+        {"code": "user_already_exists", "message": "User already registered"},
+    )
     assert new.headers["x-supabase-api-version"] == "2024-01-01"
     old = await project.call("POST", "/signup", json=again, version=None)
-    assert old.json() == {"code": 422, "error_code": "user_already_exists",
-                          "msg": "User already registered"}  # fmt: skip
+    assert old.json() == {
+        "code": 422,
+        "error_code": "user_already_exists",
+        "msg": "User already registered",
+    }
 
 
 async def test_wrong_password_and_unknown_user_are_invalid_credentials(project: Project) -> None:
     address = email()
     await project.sign_up(address)
-    for body in ({"email": address, "password": "wrong-password"},
-                 {"email": email(), "password": "a-good-password"}):  # fmt: skip
+    for body in (
+        {"email": address, "password": "wrong-password"},
+        {"email": email(), "password": "a-good-password"},
+    ):
         response = await project.call("POST", "/token?grant_type=password", json=body)
         assert (response.status_code, response.json()) == (
-            400, {"code": "invalid_credentials", "message": "Invalid login credentials"},
-        )  # fmt: skip
+            400,
+            {"code": "invalid_credentials", "message": "Invalid login credentials"},
+        )
     unsupported = await project.call("POST", "/token?grant_type=magic", json={})
-    assert unsupported.json() == {"code": "invalid_credentials",
-                                  "message": "unsupported_grant_type"}  # fmt: skip
+    assert unsupported.json() == {
+        "code": "invalid_credentials",
+        "message": "unsupported_grant_type",
+    }
 
 
 async def test_refresh_rotates_gives_the_lost_answer_again_and_refuses_reuse(
@@ -148,7 +191,7 @@ async def test_refresh_rotates_gives_the_lost_answer_again_and_refuses_reuse(
     assert (reused.status_code, reused.json()) == (
         400,
         {"code": "refresh_token_already_used", "message": "Invalid Refresh Token: Already Used"},
-    )  # fmt: skip
+    )
     # ... and the whole session's tokens were revoked: the live one is refused too.
     live = await project.call(
         "POST", "/token?grant_type=refresh_token", json={"refresh_token": third["refresh_token"]}
@@ -190,9 +233,12 @@ async def test_user_and_logout(project: Project) -> None:
     assert (await project.call("POST", "/logout", token=token)).status_code == 204
     gone = await project.call("GET", "/user", token=token)
     assert (gone.status_code, gone.json()) == (
-        403, {"code": "session_not_found",
-              "message": "Session from session_id claim in JWT does not exist"},
-    )  # fmt: skip
+        403,
+        {
+            "code": "session_not_found",
+            "message": "Session from session_id claim in JWT does not exist",
+        },
+    )
     stale = await project.call(
         "POST", "/token?grant_type=refresh_token", json={"refresh_token": session["refresh_token"]}
     )
@@ -214,8 +260,12 @@ async def test_the_gateway_wants_a_project_key(project: Project) -> None:
     ):
         response = await project.call("POST", "/signup", key=bad, json={})
         assert (response.status_code, response.json()["message"]) == (401, "Invalid API key")
-    legacy = await project.call("POST", "/signup", key=project.keys.anon,
-                                json={"email": email(), "password": "a-good-password"})  # fmt: skip
+    legacy = await project.call(
+        "POST",
+        "/signup",
+        key=project.keys.anon,
+        json={"email": email(), "password": "a-good-password"},
+    )
     assert legacy.status_code == 200
 
 
@@ -223,8 +273,9 @@ async def test_admin_users_need_the_secret_key(project: Project, db: Database) -
     secret = project.keys.secret
     refused = await project.call("GET", "/admin/users")  # the publishable key: role anon
     assert (refused.status_code, refused.json()) == (
-        403, {"code": "not_admin", "message": "User not allowed"},
-    )  # fmt: skip
+        403,
+        {"code": "not_admin", "message": "User not allowed"},
+    )
     address = email()
     created = await project.call(
         "POST",
@@ -232,16 +283,19 @@ async def test_admin_users_need_the_secret_key(project: Project, db: Database) -
         key=secret,
         json={
             "email": address,
-            "password": "pw",
+            "password": "pw",  # an admin may set a short password: no strength check there
             "email_confirm": True,
             "app_metadata": {"parley_role": "operator"},
             "user_metadata": {"name": "Ana"},
         },
-    )  # fmt: skip  (an admin may set a short password: no strength check there)
+    )
     assert created.status_code == 200, created.text
     user = created.json()
-    assert user["app_metadata"] == {"provider": "email", "providers": ["email"],
-                                    "parley_role": "operator"}  # fmt: skip
+    assert user["app_metadata"] == {
+        "provider": "email",
+        "providers": ["email"],
+        "parley_role": "operator",
+    }
     assert user["user_metadata"] == {"name": "Ana", "email_verified": True}
     duplicate = await project.call("POST", "/admin/users", key=secret, json={"email": address})
     assert (duplicate.status_code, duplicate.json()["code"]) == (422, "email_exists")
@@ -251,11 +305,14 @@ async def test_admin_users_need_the_secret_key(project: Project, db: Database) -
     changes = {"user_metadata": {"name": None}, "ban_duration": "1h"}
     updated = await project.call("PUT", f"/admin/users/{user['id']}", key=secret, json=changes)
     assert updated.json()["user_metadata"] == {"email_verified": True}
-    banned = await project.call("POST", "/token?grant_type=password",
-                                json={"email": address, "password": "pw"})  # fmt: skip
+    banned = await project.call(
+        "POST", "/token?grant_type=password", json={"email": address, "password": "pw"}
+    )
     assert banned.json() == {"code": "user_banned", "message": "User is banned"}
-    for path, status, code in ((f"/admin/users/{uuid4()}", 404, "user_not_found"),
-                               ("/admin/users/nope", 404, "validation_failed")):  # fmt: skip
+    for path, status, code in (
+        (f"/admin/users/{uuid4()}", 404, "user_not_found"),
+        ("/admin/users/nope", 404, "validation_failed"),
+    ):
         response = await project.call("GET", path, key=secret)
         assert (response.status_code, response.json()["code"]) == (status, code)
     deleted = await project.call("DELETE", f"/admin/users/{user['id']}", key=secret)

@@ -35,12 +35,21 @@ async def stack(database_url: str) -> AsyncIterator[RunningStack]:
 
 async def run_flow(stack: RunningStack, email: str, password: str) -> dict[str, Any]:
     project = node_project(SCRIPT)
-    settings = {"url": stack.supabase_url, "key": stack.anon_key, "functions": stack.url,
-                "email": email, "password": password}  # fmt: skip
+    settings = {
+        "url": stack.supabase_url,
+        "key": stack.anon_key,
+        "functions": stack.url,
+        "email": email,
+        "password": password,
+    }
     process = await asyncio.create_subprocess_exec(
-        "node", str(project / SCRIPT.name), json.dumps(settings), cwd=project,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        "node",
+        str(project / SCRIPT.name),
+        json.dumps(settings),
+        cwd=project,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(process.communicate(), TIMEOUT * 3)
     assert process.returncode == 0, err.decode()
     result: dict[str, Any] = json.loads(out)

@@ -71,8 +71,9 @@ async def test_send_reaches_a_public_channel_with_the_row_id(
 ) -> None:
     inbox: Inbox[Received] = Inbox()
     assert await join((await clients()).channel("lobby", options(private=False)), inbox) == (
-        "SUBSCRIBED", None,
-    )  # fmt: skip
+        "SUBSCRIBED",
+        None,
+    )
     await send(db, "lobby", {"text": "hello"}, event="greeting", private=False)
     got = await inbox.get()
     async with db.service() as conn:
@@ -80,9 +81,10 @@ async def test_send_reaches_a_public_channel_with_the_row_id(
         row = await cur.fetchone()
     assert row is not None
     assert got == {
-        "event": "greeting", "meta": {"id": row["id"]},
+        "event": "greeting",
+        "meta": {"id": row["id"]},
         "payload": {"text": "hello", "id": row["id"]},
-    }  # fmt: skip
+    }
 
 
 async def test_private_messages_reach_the_owner_only_when_committed(
@@ -95,8 +97,9 @@ async def test_private_messages_reach_the_owner_only_when_committed(
         "SUBSCRIBED"
     )
     assert await join((await clients()).channel(topic, options(private=False)), public_inbox) == (
-        "SUBSCRIBED", None,
-    )  # fmt: skip
+        "SUBSCRIBED",
+        None,
+    )
     with pytest.raises(RuntimeError):
         async with db.service() as conn:
             await conn.execute("SELECT realtime.send(%s, 'note', %s)", (Jsonb({"n": 0}), topic))
@@ -143,7 +146,7 @@ async def test_broadcast_changes_from_a_trigger(db: Database, clients: ClientFac
             END $$;
             CREATE TRIGGER rt_notes_broadcast AFTER INSERT OR UPDATE ON public.rt_notes
                 FOR EACH ROW EXECUTE FUNCTION public.rt_notes_broadcast();
-        """)  # fmt: skip
+        """)
     inbox: Inbox[Received] = Inbox()
     assert (await join((await clients(user)).channel(topic, options()), inbox))[0] == "SUBSCRIBED"
     async with db.service() as conn:
@@ -152,13 +155,17 @@ async def test_broadcast_changes_from_a_trigger(db: Database, clients: ClientFac
     inserted, updated = await inbox.get(), await inbox.get()
     change = inserted["payload"]
     assert (inserted["event"], change["record"], change["old_record"]) == (
-        "INSERT", {"id": 1, "body": "first"}, None,
-    )  # fmt: skip
+        "INSERT",
+        {"id": 1, "body": "first"},
+        None,
+    )
     assert updated["event"] == "UPDATE"
     assert {k: updated["payload"][k] for k in ("operation", "table", "schema", "record")} == {
-        "operation": "UPDATE", "table": "rt_notes", "schema": "public",
+        "operation": "UPDATE",
+        "table": "rt_notes",
+        "schema": "public",
         "record": {"id": 1, "body": "second"},
-    }  # fmt: skip
+    }
 
 
 async def test_a_message_too_large_for_notify_still_arrives(

@@ -24,8 +24,11 @@ def test_v1_frames_hold_exactly_topic_event_payload_ref() -> None:
     encoded = V1Serializer().encode(Frame("realtime:a", "phx_reply", {"status": "ok"}, "3", "1"))
     assert encoded is not None
     assert json.loads(encoded) == {
-        "topic": "realtime:a", "event": "phx_reply", "payload": {"status": "ok"}, "ref": "3",
-    }  # fmt: skip
+        "topic": "realtime:a",
+        "event": "phx_reply",
+        "payload": {"status": "ok"},
+        "ref": "3",
+    }
 
 
 def test_v2_frames_are_five_arrays() -> None:
@@ -60,8 +63,10 @@ def test_binary_broadcasts_are_not_sent_to_v1() -> None:
     assert V1Serializer().encode(frame) is None
     json_frame = Frame("realtime:a", "broadcast", UserBroadcast("ev", b'{"k":2}', True))
     assert json.loads(V1Serializer().encode(json_frame) or "")["payload"] == {
-        "event": "ev", "payload": {"k": 2}, "type": "broadcast",
-    }  # fmt: skip
+        "event": "ev",
+        "payload": {"k": 2},
+        "type": "broadcast",
+    }
 
 
 @pytest.mark.parametrize(

@@ -24,10 +24,17 @@ async def test_replication_ready_is_announced_after_the_join(realtime: RealtimeS
     reply = await sock.join("realtime:ready", {"broadcast": {"replication_ready": True}})
     assert reply[3:] == ["phx_reply", {"status": "ok", "response": {"postgres_changes": []}}]
     assert await sock.recv_json() == [
-        "1", None, "realtime:ready", "system",
-        {"channel": "ready", "extension": "system", "status": "ok",
-         "message": "Replication connection established"},
-    ]  # fmt: skip
+        "1",
+        None,
+        "realtime:ready",
+        "system",
+        {
+            "channel": "ready",
+            "extension": "system",
+            "status": "ok",
+            "message": "Replication connection established",
+        },
+    ]
     await sock.close()
 
 
@@ -40,9 +47,11 @@ async def test_without_replication_ready_nothing_is_announced(realtime: Realtime
 
 
 IDENTICAL = {
-    "event": "*", "schema": "public", "table": "agent_chat_messages",
+    "event": "*",
+    "schema": "public",
+    "table": "agent_chat_messages",
     "filter": "message_type=eq.answer",
-}  # fmt: skip
+}
 
 
 async def test_identical_bindings_get_the_same_id_and_both_hear_a_change(
@@ -53,8 +62,9 @@ async def test_identical_bindings_get_the_same_id_and_both_hear_a_change(
     thread = await make_thread(db, await make_user(db))
     sock = await RawSocket.open(realtime.realtime_url, anon_key(), "2.0.0")
     bindings = [IDENTICAL, dict(IDENTICAL), {**IDENTICAL, "event": "INSERT"}]
-    reply = await sock.join("realtime:twins", {"postgres_changes": bindings},
-                            access_token=service_key())  # fmt: skip
+    reply = await sock.join(
+        "realtime:twins", {"postgres_changes": bindings}, access_token=service_key()
+    )
     ids = [b["id"] for b in reply[4]["response"]["postgres_changes"]]
     assert ids[0] == ids[1] == binding_id(IDENTICAL) and ids[2] == binding_id(bindings[2])
     assert ids[2] != ids[0]

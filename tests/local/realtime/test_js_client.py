@@ -39,18 +39,28 @@ async def test_supabase_js_subscribes_broadcasts_and_follows_changes(
     user = await make_user(db)
     thread = await make_thread(db, user)
     topic = f"session:{thread.session_id}"
-    flow = await NodeFlow.start(project, {
-        "url": realtime.url, "anonKey": anon_key(), "userToken": user_token(user), "topic": topic,
-        "sessionId": str(thread.session_id), "vsn": vsn, "heartbeatMs": 750,
-    })  # fmt: skip
+    flow = await NodeFlow.start(
+        project,
+        {
+            "url": realtime.url,
+            "anonKey": anon_key(),
+            "userToken": user_token(user),
+            "topic": topic,
+            "sessionId": str(thread.session_id),
+            "vsn": vsn,
+            "heartbeatMs": 750,
+        },
+    )
     try:
         assert (await flow.next("status"))["status"] == "SUBSCRIBED"
         assert (await flow.next("system"))["payload"]["message"] == "Subscribed to PostgreSQL"
 
         await rest_broadcast(realtime, topic, "token", {"text": "from REST"})
         assert await flow.next("broadcast") == {
-            "kind": "broadcast", "event": "token", "payload": {"text": "from REST"},
-        }  # fmt: skip
+            "kind": "broadcast",
+            "event": "token",
+            "payload": {"text": "from REST"},
+        }
 
         python = (await clients()).channel(topic)
         heard: Inbox[dict[str, Any]] = Inbox()
@@ -78,8 +88,10 @@ async def test_supabase_js_subscribes_broadcasts_and_follows_changes(
             )
         update = await flow.next("change")
         assert (update["eventType"], update["new"]["content"], update["old"]["content"]) == (
-            "UPDATE", "edited", "hello js",
-        )  # fmt: skip
+            "UPDATE",
+            "edited",
+            "hello js",
+        )
         async with db.service() as conn:
             await conn.execute("DELETE FROM agent_chat_messages WHERE id = %s", (message.id,))
         delete = await flow.next("change")
@@ -104,10 +116,18 @@ async def rest_broadcast(server: RealtimeServer, topic: str, event: str, payload
 
 async def test_supabase_js_rejoins_after_a_restart(database_url: str, project: Path) -> None:
     server = await RealtimeServer(config(database_url)).start()
-    flow = await NodeFlow.start(project, {
-        "url": server.url, "anonKey": anon_key(), "userToken": service_key(), "topic": "restart-js",
-        "sessionId": str(uuid4()), "vsn": "2.0.0", "heartbeatMs": 25_000,
-    })  # fmt: skip
+    flow = await NodeFlow.start(
+        project,
+        {
+            "url": server.url,
+            "anonKey": anon_key(),
+            "userToken": service_key(),
+            "topic": "restart-js",
+            "sessionId": str(uuid4()),
+            "vsn": "2.0.0",
+            "heartbeatMs": 25_000,
+        },
+    )
     try:
         assert (await flow.next("status"))["status"] == "SUBSCRIBED"
         await server.stop()
@@ -133,8 +153,13 @@ async def test_supabase_js_gets_database_broadcasts_and_replay(
     for n in (1, 2):  # stored before anyone listens
         await db_send(db, topic, {"n": n}, private=True)
     replay = {"broadcast": {"replay": {"since": since, "limit": 10}}, "private": True}
-    base = {"url": realtime.url, "anonKey": anon_key(), "topic": topic, "vsn": vsn,
-            "heartbeatMs": 25_000}  # fmt: skip
+    base = {
+        "url": realtime.url,
+        "anonKey": anon_key(),
+        "topic": topic,
+        "vsn": vsn,
+        "heartbeatMs": 25_000,
+    }
     flows = await asyncio.gather(
         NodeFlow.start(project, {**base, "userToken": user_token(owner), "config": replay}),
         NodeFlow.start(project, {**base, "userToken": user_token(intruder), "config": replay}),
@@ -146,14 +171,17 @@ async def test_supabase_js_gets_database_broadcasts_and_replay(
         assert statuses == ["SUBSCRIBED", "CHANNEL_ERROR", "SUBSCRIBED"]
         replayed = [await owned.next("broadcast") for _ in range(2)]
         assert [(m["payload"]["n"], m["meta"]["replayed"]) for m in replayed] == [
-            (1, True), (2, True),
-        ]  # fmt: skip
+            (1, True),
+            (2, True),
+        ]
         await db_send(db, topic, {"n": 3}, private=True)
         await db_send(db, topic, {"n": 4}, private=False)
         live = await owned.next("broadcast")
         assert (live["event"], live["payload"]["n"], live["meta"]) == (
-            "note", 3, {"id": live["payload"]["id"]},
-        )  # fmt: skip
+            "note",
+            3,
+            {"id": live["payload"]["id"]},
+        )
         assert (await public.next("broadcast"))["payload"]["n"] == 4  # not 3: it was private
     finally:
         await asyncio.gather(*(flow.stop() for flow in flows))

@@ -24,10 +24,16 @@ PRESENCE = {"presence": {"key": "me", "enabled": True}}
 
 def system_error(subtopic: str, message: str) -> dict[str, Any]:
     return {
-        "topic": f"realtime:{subtopic}", "event": "system", "ref": None,
-        "payload": {"channel": subtopic, "extension": "system", "message": message,
-                    "status": "error"},
-    }  # fmt: skip
+        "topic": f"realtime:{subtopic}",
+        "event": "system",
+        "ref": None,
+        "payload": {
+            "channel": subtopic,
+            "extension": "system",
+            "message": message,
+            "status": "error",
+        },
+    }
 
 
 def close(subtopic: str, join_ref: str = "1") -> dict[str, Any]:
@@ -36,9 +42,11 @@ def close(subtopic: str, join_ref: str = "1") -> dict[str, Any]:
 
 def error_reply(subtopic: str, ref: str, reason: str) -> dict[str, Any]:
     return {
-        "topic": f"realtime:{subtopic}", "event": "phx_reply", "ref": ref,
+        "topic": f"realtime:{subtopic}",
+        "event": "phx_reply",
+        "ref": ref,
         "payload": {"status": "error", "response": {"reason": reason}},
-    }  # fmt: skip
+    }
 
 
 @asynccontextmanager
@@ -100,8 +108,9 @@ async def test_joins_past_the_rate_are_refused_and_the_socket_closed(database_ur
         with pytest.raises(InvalidStatus) as refused:  # and new sockets wait for the rate to fall
             await RawSocket.open(started.realtime_url, anon_key())
         assert (refused.value.response.status_code, refused.value.response.body) == (
-            429, b'{"error":"Too many joins per second"}',
-        )  # fmt: skip
+            429,
+            b'{"error":"Too many joins per second"}',
+        )
 
 
 async def test_messages_past_the_rate_close_the_channels_they_reach(database_url: str) -> None:
@@ -121,8 +130,9 @@ async def test_messages_past_the_rate_close_the_channels_they_reach(database_url
             engine.limits.tick()
             refused = await rest(3)
             assert (refused.status_code, refused.json()) == (
-                429, {"message": "You have exceeded your rate limit"},
-            )  # fmt: skip
+                429,
+                {"message": "You have exceeded your rate limit"},
+            )
 
             # A message still on its way (a client's own broadcast) is delivered, then the
             # channel it reached is shut down.

@@ -99,9 +99,15 @@ async def test_filters_on_int_text_uuid(
 ) -> None:
     ref = uuid4()
     filters = {
-        "eq": "n=eq.5", "neq": "n=neq.5", "lt": "n=lt.5", "lte": "n=lte.5", "gt": "n=gt.5",
-        "gte": "n=gte.5", "in": "label=in.(red,blue)", "uuid": f"ref=eq.{ref}",
-    }  # fmt: skip
+        "eq": "n=eq.5",
+        "neq": "n=neq.5",
+        "lt": "n=lt.5",
+        "lte": "n=lte.5",
+        "gt": "n=gt.5",
+        "gte": "n=gte.5",
+        "in": "label=in.(red,blue)",
+        "uuid": f"ref=eq.{ref}",
+    }
     client = await clients()
     await client.set_auth(service_key())
     channel = client.channel("items")
@@ -117,9 +123,15 @@ async def test_filters_on_int_text_uuid(
             )
         await conn.execute("INSERT INTO rt_items (id, n) VALUES (99, 0)")  # a marker, last
     expected = {
-        "eq": [2], "neq": [1, 3, 99], "lt": [1, 99], "lte": [1, 2, 99], "gt": [3], "gte": [2, 3],
-        "in": [1, 3], "uuid": [2],
-    }  # fmt: skip
+        "eq": [2],
+        "neq": [1, 3, 99],
+        "lt": [1, 99],
+        "lte": [1, 2, 99],
+        "gt": [3],
+        "gte": [2, 3],
+        "in": [1, 3],
+        "uuid": [2],
+    }
     for name, ids in expected.items():
         got = [(await inboxes[name].get())["data"]["record"]["id"] for _ in ids]
         assert got == ids, name  # row 4 (all NULL) matched nothing, not even neq
@@ -176,9 +188,12 @@ async def test_default_replica_identity_delete_and_update(
         channel, inbox, event=RealtimePostgresChangesListenEvent.Update, table="chat_messages"
     )
     await watch(
-        channel, inbox, event=RealtimePostgresChangesListenEvent.Delete, table="chat_messages",
+        channel,
+        inbox,
+        event=RealtimePostgresChangesListenEvent.Delete,
+        table="chat_messages",
         filter=f"session_id=eq.{session.id}",
-    )  # fmt: skip
+    )
     await watch(
         channel, inbox, event=RealtimePostgresChangesListenEvent.Delete, table="chat_messages"
     )

@@ -84,8 +84,9 @@ async def test_only_the_owner_may_join(db: Database, clients: ClientFactory) -> 
     alice, bob = await make_user(db), await make_user(db)
     topic = f"user:{alice}"
     assert await join((await clients(alice)).channel(topic, private())) == (
-        RealtimeSubscribeStates.SUBSCRIBED, None,
-    )  # fmt: skip
+        RealtimeSubscribeStates.SUBSCRIBED,
+        None,
+    )
     state, error = await join((await clients(bob)).channel(topic, private()))
     assert state == RealtimeSubscribeStates.CHANNEL_ERROR
     reason = f"Unauthorized: You do not have permissions to read from this Channel topic: {topic}"
@@ -129,9 +130,11 @@ async def test_policies_see_the_sockets_x_headers(realtime: RealtimeServer) -> N
     assert (await blue.join("realtime:team:blue", config))["payload"]["status"] == "ok"
     assert (await blue.join("realtime:team:red", config, ref="2"))["payload"] == {
         "status": "error",
-        "response": {"reason": "Unauthorized: You do not have permissions to read from this "
-                     "Channel topic: team:red"},
-    }  # fmt: skip
+        "response": {
+            "reason": "Unauthorized: You do not have permissions to read from this "
+            "Channel topic: team:red"
+        },
+    }
     anonymous = await RawSocket.open(realtime.realtime_url, anon_key())
     assert (await anonymous.join("realtime:team:blue", config))["payload"]["status"] == "error"
     await blue.close()

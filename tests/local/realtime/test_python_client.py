@@ -142,9 +142,11 @@ async def test_postgres_changes_on_agent_dialogue(db: Database, clients: ClientF
         RealtimePostgresChangesListenEvent.Delete,
     ):
         channel.on_postgres_changes(
-            event, lambda change: changes.put(dict(change)), table="agent_chat_messages",
+            event,
+            lambda change: changes.put(dict(change)),
+            table="agent_chat_messages",
             filter=f"session_id=eq.{thread.session_id}",
-        )  # fmt: skip
+        )
     channel.on_system(lambda payload: system.put(payload.message))
     await subscribe(channel)
     assert await system.get() == "Subscribed to PostgreSQL"

@@ -55,11 +55,13 @@ async def test_v1_join_echoes_bindings_then_system(realtime: RealtimeServer) -> 
         "topic": "realtime:room-v1",
         "event": "system",
         "payload": {
-            "channel": "room-v1", "extension": "postgres_changes",
-            "message": "Subscribed to PostgreSQL", "status": "ok",
+            "channel": "room-v1",
+            "extension": "postgres_changes",
+            "message": "Subscribed to PostgreSQL",
+            "status": "ok",
         },
         "ref": None,
-    }  # fmt: skip
+    }
     await sock.close()
 
 
@@ -130,17 +132,23 @@ async def test_binary_broadcasts_cross_serializers(realtime: RealtimeServer) -> 
     assert await sender.recv() == expected_kind4  # self: true
     assert await v2.recv() == expected_kind4
     assert await v1.recv_json() == {
-        "topic": topic, "event": "broadcast", "ref": None,
+        "topic": topic,
+        "event": "broadcast",
+        "ref": None,
         "payload": {"event": "ping", "payload": {"n": 1}, "type": "broadcast"},
-    }  # fmt: skip
+    }
     await sender.ws.send(_kind3("1", topic, "blob", b"\x00\xff", json_payload=False))
     assert await v2.recv() == bytes([4, len(topic), 4, 0, 0]) + topic.encode() + b"blob\x00\xff"
     await v1.send(topic, "broadcast", {"type": "broadcast", "event": "after", "payload": {}}, None)
     # V1 never got the binary payload: the next thing it sees is its own JSON broadcast.
     assert (await v1.recv_json())["payload"]["event"] == "after"
     assert await v2.recv_json() == [
-        None, None, topic, "broadcast", {"type": "broadcast", "event": "after", "payload": {}},
-    ]  # fmt: skip
+        None,
+        None,
+        topic,
+        "broadcast",
+        {"type": "broadcast", "event": "after", "payload": {}},
+    ]
     for sock in (sender, v2, v1):
         await sock.close()
 
@@ -266,9 +274,11 @@ async def test_unusable_bindings_join_but_report_a_system_error(
     assert reply["payload"]["status"] == "ok"
     system = await sock.recv_json()
     assert system["payload"] == {
-        "channel": "bad-binding", "extension": "postgres_changes", "message": message,
+        "channel": "bad-binding",
+        "extension": "postgres_changes",
+        "message": message,
         "status": "error",
-    }  # fmt: skip
+    }
     await sock.close()
 
 

@@ -78,8 +78,10 @@ async def test_single_event_endpoint(realtime: RealtimeServer, http: httpx.Async
     response = await http.post(url, json={"text": "hi"}, headers=headers)
     assert (response.status_code, response.content) == (202, b"")
     assert (await v1.recv_json())["payload"] == {
-        "event": "new token", "payload": {"text": "hi"}, "type": "broadcast",
-    }  # fmt: skip
+        "event": "new token",
+        "payload": {"text": "hi"},
+        "type": "broadcast",
+    }
     topic = b"realtime:a/b:c"
     assert await v2.recv() == bytes([4, len(topic), 9, 0, 1]) + topic + b'new token{"text":"hi"}'
     binary = {**headers, "content-type": "application/octet-stream"}
@@ -95,8 +97,11 @@ async def test_single_event_endpoint(realtime: RealtimeServer, http: httpx.Async
 async def test_cors_preflight_is_open(http: httpx.AsyncClient) -> None:
     response = await http.options(
         "/api/broadcast",
-        headers={"Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST",
-                 "Access-Control-Request-Headers": "authorization, content-type"},
-    )  # fmt: skip
+        headers={
+            "Origin": "http://localhost:3000",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type",
+        },
+    )
     assert response.status_code == 200
     assert response.headers["access-control-allow-origin"] in ("*", "http://localhost:3000")

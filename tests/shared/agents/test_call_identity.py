@@ -41,16 +41,28 @@ async def test_an_approval_never_covers_a_later_call_that_reuses_its_id(
     if where == "planner_loop":
         script.planner(first, second, reply("Both handled."))
     else:
-        step = {"step_number": 1, "description": DELETE_STEP, "assignee": "planner",
-                "tools": ["delete_calendar_event"]}  # fmt: skip
+        step = {
+            "step_number": 1,
+            "description": DELETE_STEP,
+            "assignee": "planner",
+            "tools": ["delete_calendar_event"],
+        }
         plan = tool_call("create_plan", goal="Clear the evening", steps=[step])
         script.planner(reply(plan), reply("Both handled."))
-        script.step(DELETE_STEP, first, second, reply(tool_call("complete", result="ok")),
-                    kind="planner_step")  # fmt: skip
+        script.step(
+            DELETE_STEP,
+            first,
+            second,
+            reply(tool_call("complete", result="ok")),
+            kind="planner_step",
+        )
     turn = await run_turn(
-        services, user_id=user, session_id=None, message="clear my evening",
+        services,
+        user_id=user,
+        session_id=None,
+        message="clear my evening",
         publisher=InMemoryPublisher(),
-    )  # fmt: skip
+    )
     plan_id = turn.started.plan_id
     (asked,) = await list_approvals(services, as_user(user), plan_id)
     await decide_approval(
@@ -84,9 +96,12 @@ async def test_calls_get_ids_unique_within_the_plan_whatever_the_provider_sends(
         reply("You have one task and no projects."),
     )
     turn = await run_turn(
-        services, user_id=user, session_id=None, message="what do I have?",
+        services,
+        user_id=user,
+        session_id=None,
+        message="what do I have?",
         publisher=InMemoryPublisher(),
-    )  # fmt: skip
+    )
 
     assert turn.plan.status == "completed"
     rows = await stored(db, turn.started.plan_id)

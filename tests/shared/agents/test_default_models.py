@@ -34,8 +34,12 @@ async def test_a_turn_with_nothing_but_a_key_uses_v4_pro_and_flash(
     script: Script,
     tokenizer: DeepSeekTokenizer,
 ) -> None:
-    settings = Settings(database_url=database_url, llm_base_url=fake.base_url,
-                        llm_api_key=SecretStr("sk-test"), llm_max_retries=0)  # fmt: skip
+    settings = Settings(
+        database_url=database_url,
+        llm_base_url=fake.base_url,
+        llm_api_key=SecretStr("sk-test"),
+        llm_max_retries=0,
+    )
     services = Services(settings, db=db, tokens=tokenizer)  # the client is built from settings
     user = await make_user(db)
     await make_task(db, user, title="Write report")
@@ -43,8 +47,13 @@ async def test_a_turn_with_nothing_but_a_key_uses_v4_pro_and_flash(
     script.planner(plan, lambda request: thinking("Here you are."))
     script.step(LOOKUP, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
 
-    turn = await run_turn(services, user_id=user, session_id=None, message="all my tasks",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services,
+        user_id=user,
+        session_id=None,
+        message="all my tasks",
+        publisher=InMemoryPublisher(),
+    )
     await services.aclose()
 
     assert turn.plan.status == "completed" and script.unscripted == []

@@ -77,9 +77,12 @@ async def test_the_demo_model_deletes_the_event_its_calendar_step_found_once_app
     event = await make_event(db, user, datetime.now(UTC) + timedelta(days=1), title="Dentist")
 
     turn = await run_turn(
-        services, user_id=user, session_id=None, publisher=InMemoryPublisher(),
+        services,
+        user_id=user,
+        session_id=None,
+        publisher=InMemoryPublisher(),
         message="plan my week: list my tasks and my calendar, then delete the first calendar event",
-    )  # fmt: skip
+    )
 
     assert turn.plan.status == "awaiting_approval"
     [pending] = await list_approvals(services, User(user, {}), turn.started.plan_id)
@@ -88,9 +91,12 @@ async def test_the_demo_model_deletes_the_event_its_calendar_step_found_once_app
         {"event_id": str(event)},
     )
     await decide_approval(
-        services, User(user, {}), plan_id=turn.started.plan_id, approval_id=pending.id,
+        services,
+        User(user, {}),
+        plan_id=turn.started.plan_id,
+        approval_id=pending.id,
         decision="approve",
-    )  # fmt: skip
+    )
     resumed = await InProcessInvoker(services, InMemoryPublisher()).run_plan(
         plan_id=turn.started.plan_id
     )

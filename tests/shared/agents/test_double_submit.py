@@ -46,11 +46,18 @@ async def test_one_message_sent_many_times_at_once_is_stored_once_with_one_plan(
     user = await make_user(db)
     session_id = (await make_session(db, user)).id if known_session else None
 
-    sends: list[TurnStarted] = await asyncio.gather(*(
-        start_turn(services, user_id=user, session_id=session_id, message="Plan my week",
-                   client_message_id="send-1")
-        for _ in range(SENDS)
-    ))  # fmt: skip
+    sends: list[TurnStarted] = await asyncio.gather(
+        *(
+            start_turn(
+                services,
+                user_id=user,
+                session_id=session_id,
+                message="Plan my week",
+                client_message_id="send-1",
+            )
+            for _ in range(SENDS)
+        )
+    )
 
     assert len({(s.session_id, s.message_id, s.plan_id) for s in sends}) == 1
     assert [s.created for s in sends].count(True) == 1
@@ -64,10 +71,12 @@ async def test_different_messages_sent_at_once_to_one_session_start_one_turn(
     session = await make_session(db, user)
 
     sends = await asyncio.gather(
-        *(start_turn(services, user_id=user, session_id=session.id, message=f"message {n}")
-          for n in range(SENDS)),
+        *(
+            start_turn(services, user_id=user, session_id=session.id, message=f"message {n}")
+            for n in range(SENDS)
+        ),
         return_exceptions=True,
-    )  # fmt: skip
+    )
 
     started = [s for s in sends if isinstance(s, TurnStarted)]
     refused = [s for s in sends if isinstance(s, TurnStillRunning)]
@@ -86,9 +95,15 @@ async def test_a_new_message_while_a_turn_runs_is_refused_until_it_has_finished(
         lambda request: held(request) if asked(request) == "first" else reply("Second answer.")
     )
     running = asyncio.create_task(
-        run_turn(services, user_id=user, session_id=None, message="first",
-                 client_message_id="m-1", publisher=InMemoryPublisher())
-    )  # fmt: skip
+        run_turn(
+            services,
+            user_id=user,
+            session_id=None,
+            message="first",
+            client_message_id="m-1",
+            publisher=InMemoryPublisher(),
+        )
+    )
     await hold.arrived()
     resent = await start_turn(
         services, user_id=user, session_id=None, message="first", client_message_id="m-1"
@@ -104,8 +119,13 @@ async def test_a_new_message_while_a_turn_runs_is_refused_until_it_has_finished(
     hold.release()
     first = await running
     assert (first.started.plan_id, first.plan.answer) == (resent.plan_id, "First answer.")
-    second = await run_turn(services, user_id=user, session_id=resent.session_id,
-                            message="second", publisher=InMemoryPublisher())  # fmt: skip
+    second = await run_turn(
+        services,
+        user_id=user,
+        session_id=resent.session_id,
+        message="second",
+        publisher=InMemoryPublisher(),
+    )
     assert (second.started.created, second.plan.answer) == (True, "Second answer.")
     assert await counts(db, user) == (1, 2, 2)
 
@@ -116,21 +136,24 @@ async def test_a_turn_waiting_for_approval_holds_the_session_until_decided_or_ca
     user = await make_user(db)
     event = await make_event(db, user, datetime.now(UTC) + timedelta(days=1), title="Dentist")
     script.planner(reply(tool_call("delete_calendar_event", event_id=str(event))))
-    waiting = await run_turn(services, user_id=user, session_id=None, message="delete it",
-                             publisher=InMemoryPublisher())  # fmt: skip
+    waiting = await run_turn(
+        services, user_id=user, session_id=None, message="delete it", publisher=InMemoryPublisher()
+    )
     assert waiting.plan.status == "awaiting_approval"
 
     with pytest.raises(TurnStillRunning) as refused:
-        await start_turn(services, user_id=user, session_id=waiting.started.session_id,
-                         message="something else")  # fmt: skip
+        await start_turn(
+            services, user_id=user, session_id=waiting.started.session_id, message="something else"
+        )
 
     assert str(refused.value) == (
         "A turn in this session is waiting for your decision: answer the pending approval "
         f"first, or cancel plan {waiting.started.plan_id}."
     )
     await request_cancel(services, plan_id=waiting.started.plan_id, user_id=user)
-    accepted = await start_turn(services, user_id=user, session_id=waiting.started.session_id,
-                                message="something else")  # fmt: skip
+    accepted = await start_turn(
+        services, user_id=user, session_id=waiting.started.session_id, message="something else"
+    )
     assert accepted.created and accepted.plan_id != waiting.started.plan_id
 
 

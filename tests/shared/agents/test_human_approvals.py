@@ -35,8 +35,12 @@ WHERE = ["planner_loop", "planner_step"]
 
 
 def delete_plan(event: UUID) -> dict[str, Any]:
-    step = {"step_number": 1, "description": f"{DELETE_STEP} (event {event})",
-            "assignee": "planner", "tools": ["delete_calendar_event"]}  # fmt: skip
+    step = {
+        "step_number": 1,
+        "description": f"{DELETE_STEP} (event {event})",
+        "assignee": "planner",
+        "tools": ["delete_calendar_event"],
+    }
     return {"goal": "Cancel the dentist", "steps": [step]}
 
 
@@ -66,9 +70,10 @@ async def deletes_run(db: Database, plan_id: UUID) -> tuple[int, int]:
     """(calls counted on the plan's executions — a denied one too —, results stored for the
     delete)."""
     calls = await scalar(
-        db, "SELECT coalesce(sum(tool_call_count), 0) FROM agent_executions WHERE plan_id = %s",
+        db,
+        "SELECT coalesce(sum(tool_call_count), 0) FROM agent_executions WHERE plan_id = %s",
         plan_id,
-    )  # fmt: skip
+    )
     results = await scalar(
         db,
         """SELECT (SELECT count(*) FROM chat_messages WHERE plan_id = %s AND role = 'tool'
@@ -77,8 +82,9 @@ async def deletes_run(db: Database, plan_id: UUID) -> tuple[int, int]:
                      JOIN agent_chat_sessions t ON t.id = m.agent_session_id
                     WHERE t.plan_id = %s AND m.message_type = 'tool_result'
                       AND m.tool_name = 'delete_calendar_event')""",
-        plan_id, plan_id,
-    )  # fmt: skip
+        plan_id,
+        plan_id,
+    )
     return int(calls), int(results)
 
 
@@ -107,13 +113,16 @@ async def test_a_rejected_delete_does_not_run_and_the_model_is_told(
 
     (pending,) = await list_approvals(services, as_user(user), plan_id)
     assert (pending.kind, pending.status, pending.tool_name) == (
-        "tool_call", "pending", "delete_calendar_event"
-    )  # fmt: skip
+        "tool_call",
+        "pending",
+        "delete_calendar_event",
+    )
     assert pending.tool_args == {"event_id": str(event)}
     rows = await stored(db, plan_id)
     assert pending.step_id == (rows.steps[0].id if rows.steps else None)
-    assert [s.status for s in rows.steps] == ([] if where == "planner_loop" else
-                                              ["awaiting_approval"])  # fmt: skip
+    assert [s.status for s in rows.steps] == (
+        [] if where == "planner_loop" else ["awaiting_approval"]
+    )
     waiting = memory.events[-2]
     assert (waiting.type, waiting.data["status"]) == ("status_update", "awaiting_approval")
     # Listed as the approvals routes give them: one type for a client.
@@ -122,9 +131,13 @@ async def test_a_rejected_delete_does_not_run_and_the_model_is_told(
     assert listed["tool_args"] == {"event_id": str(event)}
 
     decided = await decide_approval(
-        services, as_user(user), plan_id=plan_id, approval_id=pending.id, decision="reject",
+        services,
+        as_user(user),
+        plan_id=plan_id,
+        approval_id=pending.id,
+        decision="reject",
         text="I still need it",
-    )  # fmt: skip
+    )
     assert (decided.status, decided.response) == ("rejected", "I still need it")
     assert decided.decided_at is not None
     resumed = await InProcessInvoker(services, InMemoryPublisher()).run_plan(plan_id=plan_id)
@@ -146,9 +159,16 @@ async def test_an_approved_delete_runs_exactly_once_when_run_plan_is_invoked_twi
 ) -> None:
     hold = Hold(fake)
     user, event, plan_id, kind, _ = await start_waiting(
-        db, services, script, where, hold(reply("Deleted.") if where == "planner_loop" else
-                                          reply(tool_call("complete", result="Deleted.")))
-    )  # fmt: skip
+        db,
+        services,
+        script,
+        where,
+        hold(
+            reply("Deleted.")
+            if where == "planner_loop"
+            else reply(tool_call("complete", result="Deleted."))
+        ),
+    )
     (pending,) = await list_approvals(services, as_user(user), plan_id)
     await decide_approval(
         services, as_user(user), plan_id=plan_id, approval_id=pending.id, decision="approve"
@@ -172,8 +192,10 @@ async def test_an_approved_delete_runs_exactly_once_when_run_plan_is_invoked_twi
 
     assert outcome.status == "completed" and not outcome.running_elsewhere
     assert (third.status, third.answer, third.running_elsewhere) == (
-        "completed", outcome.answer, False
-    )  # fmt: skip
+        "completed",
+        outcome.answer,
+        False,
+    )
     assert (await fetch_row(db, "calendar_events", event))["deleted_at"] is not None
     assert await deletes_run(db, plan_id) == (1, 1)
     result = tool_results(requests_of(fake, kind)[-1])[-1]
@@ -198,24 +220,40 @@ async def test_an_escalation_answered_by_the_user_is_the_executors_result_and_it
     assert turn.plan.status == "awaiting_approval"
     (asked,) = await list_approvals(services, as_user(user), plan_id)
     assert (asked.kind, asked.reason, asked.status) == (
-        "escalation", "Which project do you mean?", "pending"
-    )  # fmt: skip
+        "escalation",
+        "Which project do you mean?",
+        "pending",
+    )
     me = as_user(user)
     with pytest.raises(InvalidInput, match="takes answer or reject"):
-        await decide_approval(services, me, plan_id=plan_id, approval_id=asked.id,
-                              decision="approve")  # fmt: skip
+        await decide_approval(
+            services, me, plan_id=plan_id, approval_id=asked.id, decision="approve"
+        )
     with pytest.raises(InvalidInput, match="needs text"):
-        await decide_approval(services, me, plan_id=plan_id, approval_id=asked.id,
-                              decision="answer", text="  ")  # fmt: skip
+        await decide_approval(
+            services, me, plan_id=plan_id, approval_id=asked.id, decision="answer", text="  "
+        )
     stranger = as_user(await make_user(db))
     with pytest.raises(NotFound):
         await list_approvals(services, stranger, plan_id)
     with pytest.raises(NotFound):
-        await decide_approval(services, stranger, plan_id=plan_id, approval_id=asked.id,
-                              decision="answer", text="Apollo")  # fmt: skip
+        await decide_approval(
+            services,
+            stranger,
+            plan_id=plan_id,
+            approval_id=asked.id,
+            decision="answer",
+            text="Apollo",
+        )
 
-    await decide_approval(services, me, plan_id=plan_id, approval_id=asked.id,
-                          decision="answer", text="Project Apollo.")  # fmt: skip
+    await decide_approval(
+        services,
+        me,
+        plan_id=plan_id,
+        approval_id=asked.id,
+        decision="answer",
+        text="Project Apollo.",
+    )
     resumed = await InProcessInvoker(services, InMemoryPublisher()).run_plan(plan_id=plan_id)
 
     assert resumed.status == "completed"
@@ -242,8 +280,14 @@ async def test_a_rejected_escalation_fails_its_step_with_the_users_reason(
         services, user_id=user, session_id=None, message="tasks?", publisher=InMemoryPublisher()
     )
     (asked,) = await list_approvals(services, as_user(user), turn.started.plan_id)
-    await decide_approval(services, as_user(user), plan_id=turn.started.plan_id,
-                          approval_id=asked.id, decision="reject", text="Never mind.")  # fmt: skip
+    await decide_approval(
+        services,
+        as_user(user),
+        plan_id=turn.started.plan_id,
+        approval_id=asked.id,
+        decision="reject",
+        text="Never mind.",
+    )
 
     resumed = await InProcessInvoker(services, InMemoryPublisher()).run_plan(
         plan_id=turn.started.plan_id
@@ -291,10 +335,23 @@ async def two_steps_one_waiting(
     services = make_services(gate=gate)
     user = await make_user(db)
     other = "Search the user's notes about Apollo"
-    two_steps = {"goal": "Tasks and notes", "steps": [
-        {"step_number": 1, "description": LOOKUP, "assignee": "executor", "tools": ["list_tasks"]},
-        {"step_number": 2, "description": other, "assignee": "executor", "tools": ["search_notes"]},
-    ]}  # fmt: skip
+    two_steps = {
+        "goal": "Tasks and notes",
+        "steps": [
+            {
+                "step_number": 1,
+                "description": LOOKUP,
+                "assignee": "executor",
+                "tools": ["list_tasks"],
+            },
+            {
+                "step_number": 2,
+                "description": other,
+                "assignee": "executor",
+                "tools": ["search_notes"],
+            },
+        ],
+    }
     hold = Hold(fake)
     script.planner(plan_call(two_steps), synthesis)
     script.step(
@@ -305,9 +362,14 @@ async def two_steps_one_waiting(
     notes = reply(tool_call("search_notes", query="Apollo"))
     script.step(other, hold(notes), reply(tool_call("complete", result="0 notes")))
     turn = asyncio.create_task(
-        run_turn(services, user_id=user, session_id=None, message="tasks and notes?",
-                 publisher=InMemoryPublisher())
-    )  # fmt: skip
+        run_turn(
+            services,
+            user_id=user,
+            session_id=None,
+            message="tasks and notes?",
+            publisher=InMemoryPublisher(),
+        )
+    )
     await asyncio.gather(gate.waiting.wait(), hold.arrived())  # step 1 waits, step 2 works
     async with db.service() as conn:
         cur = await conn.execute(
@@ -323,9 +385,14 @@ async def test_a_decision_made_while_the_plan_still_runs_is_used_by_the_running_
 ) -> None:
     running = await two_steps_one_waiting(db, make_services, script, fake)
     services, plan_id = running.services, running.plan_id
-    await decide_approval(services, as_user(running.user), plan_id=plan_id,
-                          approval_id=running.approval_id, decision="answer",
-                          text="Project Apollo.")  # fmt: skip
+    await decide_approval(
+        services,
+        as_user(running.user),
+        plan_id=plan_id,
+        approval_id=running.approval_id,
+        decision="answer",
+        text="Project Apollo.",
+    )
     busy = await InProcessInvoker(services, InMemoryPublisher()).run_plan(plan_id=plan_id)
     assert busy.running_elsewhere  # what the HTTP layer's re-invocation finds
     running.hold.release()
@@ -368,8 +435,9 @@ async def test_cancelling_a_waiting_plan_closes_it_and_its_approvals_at_once(
     rows = await stored(db, plan_id)
     assert [s.status for s in rows.steps] == ["cancelled"]
     with pytest.raises(Conflict):
-        await decide_approval(services, as_user(user), plan_id=plan_id,
-                              approval_id=pending.id, decision="approve")  # fmt: skip
+        await decide_approval(
+            services, as_user(user), plan_id=plan_id, approval_id=pending.id, decision="approve"
+        )
     assert (await fetch_row(db, "calendar_events", event))["deleted_at"] is None
 
 
@@ -382,8 +450,14 @@ async def test_a_rejected_call_is_recorded_and_announced_as_a_permission_denial(
     time (issue 21, defect 5)."""
     user, _, plan_id, _, _ = await start_waiting(db, services, script, where, echo(where))
     (pending,) = await list_approvals(services, as_user(user), plan_id)
-    await decide_approval(services, as_user(user), plan_id=plan_id, approval_id=pending.id,
-                          decision="reject", text="keep it")  # fmt: skip
+    await decide_approval(
+        services,
+        as_user(user),
+        plan_id=plan_id,
+        approval_id=pending.id,
+        decision="reject",
+        text="keep it",
+    )
     memory = InMemoryPublisher()
     await InProcessInvoker(services, memory).run_plan(plan_id=plan_id)
 
@@ -400,8 +474,7 @@ async def test_a_rejected_call_is_recorded_and_announced_as_a_permission_denial(
         )
         row = await cur.fetchone()
     assert row is not None
-    assert (row["message_type"], row["tool_name"]) == ("permission_denied",
-                                                       "delete_calendar_event")  # fmt: skip
+    assert (row["message_type"], row["tool_name"]) == ("permission_denied", "delete_calendar_event")
     denials = await scalar(
         db, "SELECT sum(permission_denials) FROM agent_executions WHERE plan_id = %s", plan_id
     )

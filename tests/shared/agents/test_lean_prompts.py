@@ -37,8 +37,9 @@ async def test_each_call_is_offered_only_what_it_can_use_with_a_shared_prefix(
     script.planner(plan_call(ONE_STEP), synthesis)
     script.step(LOOKUP, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
 
-    turn = await run_turn(services, user_id=user, session_id=None, message="tasks?",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="tasks?", publisher=InMemoryPublisher()
+    )
 
     registry = builtin_registry()
     routing, final = requests_of(fake, "planner")
@@ -63,8 +64,9 @@ async def test_a_plan_that_only_gathers_is_answered_on_the_executor_model(
     script.planner(plan_call({**ONE_STEP, "answer": "executor"}), synthesis)
     script.step(LOOKUP, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
 
-    turn = await run_turn(services, user_id=user, session_id=None, message="tasks?",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="tasks?", publisher=InMemoryPublisher()
+    )
 
     routing, final = requests_of(fake, "planner")
     assert routing.model == services.settings.llm_planner_model
@@ -85,8 +87,9 @@ async def test_a_plan_may_leave_out_what_has_a_default(
     script.step(LOOKUP, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
 
     message = "Which tasks do I have?"
-    turn = await run_turn(services, user_id=user, session_id=None, message=message,
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message=message, publisher=InMemoryPublisher()
+    )
 
     rows = await stored(db, turn.started.plan_id)
     (step,) = rows.steps

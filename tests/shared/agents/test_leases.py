@@ -86,8 +86,10 @@ async def test_a_live_lease_elsewhere_is_left_alone_and_an_expired_one_is_taken_
     )
 
     assert (resumed.status, resumed.answer, resumed.running_elsewhere) == (
-        "completed", "Hello again.", False
-    )  # fmt: skip
+        "completed",
+        "Hello again.",
+        False,
+    )
     assert len(fake.requests) == 1
     assert (await plan_row(db, started.plan_id))["lease_owner"] is None
 
@@ -173,9 +175,11 @@ async def test_the_planner_waits_for_a_step_leased_elsewhere_then_takes_it_over(
     emitter = EventEmitter(db, InMemoryPublisher(), session_id=started.session_id)
     with pytest.raises(Died):
         await run_plan(
-            services, plan_id=started.plan_id, emitter=emitter,
+            services,
+            plan_id=started.plan_id,
+            emitter=emitter,
             invoker=DiesInvokingSteps(services, InMemoryPublisher()),
-        )  # fmt: skip
+        )
     (step,) = (await stored(db, started.plan_id)).steps
     async with db.service() as conn:  # an executor elsewhere holds it, and will die too
         await conn.execute(
@@ -190,7 +194,8 @@ async def test_the_planner_waits_for_a_step_leased_elsewhere_then_takes_it_over(
     assert outcome.status == "completed"
     assert invoker.outcomes[0].running_elsewhere  # found busy: waited for the lease
     assert (invoker.outcomes[-1].status, invoker.outcomes[-1].running_elsewhere) == (
-        "completed", False
-    )  # fmt: skip
+        "completed",
+        False,
+    )
     assert len(requests_of(fake, "executor", LOOKUP)) == 2
     assert "Tasks: Water the plants" in (outcome.answer or "")

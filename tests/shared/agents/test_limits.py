@@ -169,9 +169,12 @@ async def test_a_planner_that_keeps_writing_invalid_plans_fails_the_turn_clearly
 
 
 async def test_the_cost_cap_stops_a_plan_before_the_next_model_call(
-    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer,
+    db: Database,
+    make_services: MakeServices,
+    script: Script,
+    fake: FakeModelServer,
     caplog: pytest.LogCaptureFixture,
-) -> None:  # fmt: skip
+) -> None:
     services = make_services(plan_max_cost_usd=Decimal("0.000001"))
     script.planner(reply(tool_call("list_tasks")), reply("never sent"))
     memory = InMemoryPublisher()
@@ -194,15 +197,23 @@ async def test_the_cost_cap_stops_a_plan_before_the_next_model_call(
 
 
 async def test_a_prompt_too_large_for_the_budget_is_told_without_naming_settings(
-    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer,
+    db: Database,
+    make_services: MakeServices,
+    script: Script,
+    fake: FakeModelServer,
     caplog: pytest.LogCaptureFixture,
-) -> None:  # fmt: skip
+) -> None:
     # The smallest budget: a message of half of it is taken, but does not fit beside the
     # planner's system prompt and tools (about 1,100 tokens).
     services = make_services(planner_token_budget=2000)
     memory = InMemoryPublisher()
-    turn = await run_turn(services, user_id=await make_user(db), session_id=None,
-                          message="word " * 990, publisher=memory)  # fmt: skip
+    turn = await run_turn(
+        services,
+        user_id=await make_user(db),
+        session_id=None,
+        message="word " * 990,
+        publisher=memory,
+    )
 
     assert fake.requests == [] and turn.plan.status == "failed"
     (error,) = of_type(memory, "error")

@@ -155,13 +155,21 @@ async def test_nul_in_an_external_tools_result_is_replaced_and_the_step_complete
 ) -> None:
     services = make_services()
     services.tools.add(
-        ExternalTool(name="ext_read", description="Reads an external source.",
-                     input_schema={"type": "object", "properties": {}}, access="read",
-                     call=_answers_with_a_nul)
-    )  # fmt: skip
+        ExternalTool(
+            name="ext_read",
+            description="Reads an external source.",
+            input_schema={"type": "object", "properties": {}},
+            access="read",
+            call=_answers_with_a_nul,
+        )
+    )
     user = await make_user(db)
-    step = {"step_number": 1, "description": "Read ext", "assignee": "executor",
-            "tools": ["ext_read"]}  # fmt: skip
+    step = {
+        "step_number": 1,
+        "description": "Read ext",
+        "assignee": "executor",
+        "tools": ["ext_read"],
+    }
     plan = {"goal": "Read it", "steps": [step]}
     script.planner(reply(tool_call("create_plan", **plan)), reply("Done."))
     script.step("Read ext", reply(tool_call("ext_read")), reply(tool_call("complete", result="ok")))
@@ -173,8 +181,11 @@ async def test_nul_in_an_external_tools_result_is_replaced_and_the_step_complete
     rows = await stored(db, turn.started.plan_id)
     assert turn.plan.status == "completed"
     assert (rows.steps[0].status, rows.steps[0].result) == ("completed", "ok")
-    (result,) = [m for m in rows.dialogue[rows.thread_of(1).id] if m.tool_name == "ext_read"
-                 and m.message_type == "tool_result"]  # fmt: skip
+    (result,) = [
+        m
+        for m in rows.dialogue[rows.thread_of(1).id]
+        if m.tool_name == "ext_read" and m.message_type == "tool_result"
+    ]
     assert json.loads(result.content)["text"] == f"from the server{MARK}!{MARK}"
     assert json.loads(result.content)["replaced"] == REPLACED_NOTE
 
@@ -216,30 +227,49 @@ async def test_an_answer_the_model_cut_short_or_left_empty_says_so(
     [
         ('{"title": "a", "x": ' + "[" * 300 + "]" * 300 + "}", "nested more than 32 levels"),
         ('{"x": ' + "[" * 20_000 + "]" * 20_000 + "}", "nested more than 32 levels"),
-        ('{"title": "' + "a" * 3000 + '", "x": ' + "[" * 40 + "]" * 40 + "}",
-         "nested more than 32 levels"),
+        (
+            '{"title": "' + "a" * 3000 + '", "x": ' + "[" * 40 + "]" * 40 + "}",
+            "nested more than 32 levels",
+        ),
         ("[" + "1, " * 1500 + "1]", "must be a JSON object, got list"),
         ('{"title": "' + "a" * 1_000_000 + '"}', "at most 60000 are taken"),
     ],
-    ids=["past pydantic's limit", "past json's", "long and deep", "a long list",
-         "a megabyte of valid JSON"],
-)  # fmt: skip
+    ids=[
+        "past pydantic's limit",
+        "past json's",
+        "long and deep",
+        "a long list",
+        "a megabyte of valid JSON",
+    ],
+)
 async def test_unusable_arguments_are_answered_with_their_reason_and_the_turn_goes_on(
-    db: Database, services: Services, script: Script, fake: FakeModelServer, arguments: str,
+    db: Database,
+    services: Services,
+    script: Script,
+    fake: FakeModelServer,
+    arguments: str,
     told: str,
-) -> None:  # fmt: skip
+) -> None:
     """The model is told why, and gets back only the first 2,000 characters of what it wrote,
     so the turn fits its budget again; the row keeps the call whole."""
     script.planner(reply(raw_tool_call("create_task", arguments)), reply("Could not add it."))
-    turn = await run_turn(services, user_id=await make_user(db), session_id=None, message="add",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services,
+        user_id=await make_user(db),
+        session_id=None,
+        message="add",
+        publisher=InMemoryPublisher(),
+    )
 
     assert (turn.plan.status, turn.plan.answer) == ("completed", "Could not add it.")
     rows = await stored(db, turn.started.plan_id)
     (result,) = [m for m in rows.messages if m.role == "tool"]
     assert told in result.content  # the model is told
-    replayed = [c["function"]["arguments"] for m in fake.requests[1].body["messages"]
-                for c in m.get("tool_calls") or ()]  # fmt: skip
+    replayed = [
+        c["function"]["arguments"]
+        for m in fake.requests[1].body["messages"]
+        for c in m.get("tool_calls") or ()
+    ]
     assert len(replayed) == 1 and len(replayed[0]) <= min(len(arguments), 2100)
     (call,) = [m for m in rows.messages if m.role == "assistant" and m.tool_calls]
     assert call.tool_calls is not None and call.tool_calls[0]["function"]["arguments"] == arguments

@@ -41,10 +41,15 @@ CHAIN: dict[str, Any] = {
     "goal": "Compare quotes",
     "steps": [
         {"step_number": 1, "description": FIRST, "assignee": "executor", "tools": ["list_tasks"]},
-        {"step_number": 2, "description": SECOND, "assignee": "executor", "tools": ["list_tasks"],
-         "depends_on": [1]},
+        {
+            "step_number": 2,
+            "description": SECOND,
+            "assignee": "executor",
+            "tools": ["list_tasks"],
+            "depends_on": [1],
+        },
     ],
-}  # fmt: skip
+}
 
 
 async def test_a_conversation_longer_than_what_is_loaded_says_so(
@@ -55,14 +60,26 @@ async def test_a_conversation_longer_than_what_is_loaded_says_so(
     session = await make_session(db, user)
     async with db.service() as conn:
         for n in range(101):
-            await chats.add_message(conn, session_id=session.id, user_id=user, role="user",
-                                    content=f"Q{n}")  # fmt: skip
-            await chats.add_message(conn, session_id=session.id, user_id=user, role="assistant",
-                                    content=f"A{n}", metadata={"kind": "answer"})  # fmt: skip
+            await chats.add_message(
+                conn, session_id=session.id, user_id=user, role="user", content=f"Q{n}"
+            )
+            await chats.add_message(
+                conn,
+                session_id=session.id,
+                user_id=user,
+                role="assistant",
+                content=f"A{n}",
+                metadata={"kind": "answer"},
+            )
     script.planner(reply("Noted."))
 
-    await run_turn(services, user_id=user, session_id=session.id, message="And now?",
-                   publisher=InMemoryPublisher())  # fmt: skip
+    await run_turn(
+        services,
+        user_id=user,
+        session_id=session.id,
+        message="And now?",
+        publisher=InMemoryPublisher(),
+    )
 
     (sent,) = fake.requests
     first = str(sent.messages[1]["content"])
@@ -79,8 +96,9 @@ async def test_a_dependency_result_cut_in_a_delegation_says_how_much_and_how_to_
     script.step(SECOND, reply(tool_call("complete", result="Compared.")))  # names step 1 too
     script.step(FIRST, reply(tool_call("complete", result=LONG)))
 
-    turn = await run_turn(services, user_id=user, session_id=None, message="quotes?",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="quotes?", publisher=InMemoryPublisher()
+    )
 
     (second,) = requests_of(fake, "executor", SECOND)
     task = delegation(second)
@@ -99,18 +117,23 @@ async def test_a_timed_out_step_says_which_results_its_partial_result_leaves_out
     for n in range(30):
         await make_task(db, user, title=f"Task {n} " + "detail " * 20)
     script.planner(plan_call(ONE_STEP), synthesis)
-    calls = [reply(tool_call("list_tasks", limit=30, sort_by=s))
-             for s in ("created_at", "priority", "start_date", "open_first")]  # fmt: skip
+    calls = [
+        reply(tool_call("list_tasks", limit=30, sort_by=s))
+        for s in ("created_at", "priority", "start_date", "open_first")
+    ]
     script.step(LOOKUP, *calls)
 
-    turn = await run_turn(services, user_id=user, session_id=None, message="tasks?",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="tasks?", publisher=InMemoryPublisher()
+    )
 
     (step,) = (await stored(db, turn.started.plan_id)).steps
     assert step.result is not None
-    assert step.result.startswith("Partial result (the step reached its limit of 4 turns "
-                                  "before completing); the last 3 of the 4 tool results it "
-                                  "saw, the first 1 left out:")  # fmt: skip
+    assert step.result.startswith(
+        "Partial result (the step reached its limit of 4 turns "
+        "before completing); the last 3 of the 4 tool results it "
+        "saw, the first 1 left out:"
+    )
     assert "tokens are left out here; ask the user to retry" in step.result
 
 
@@ -120,13 +143,17 @@ async def test_the_planner_answering_a_question_is_told_what_of_a_long_result_is
     services = make_services(planner_token_budget=6_000)  # two results may fill 1500 each
     user = await make_user(db)
     script.planner(plan_call(CHAIN), synthesis)
-    script.step(SECOND, reply(tool_call("ask_planner", question="Which quote is cheapest?")),
-                reply(tool_call("complete", result="Compared.")))  # fmt: skip
+    script.step(
+        SECOND,
+        reply(tool_call("ask_planner", question="Which quote is cheapest?")),
+        reply(tool_call("complete", result="Compared.")),
+    )
     script.step(FIRST, reply(tool_call("complete", result=LONG * 2)))
     script.answers(reply("The first."))
 
-    turn = await run_turn(services, user_id=user, session_id=None, message="quotes?",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="quotes?", publisher=InMemoryPublisher()
+    )
 
     assert [s.status for s in (await stored(db, turn.started.plan_id)).steps] == ["completed"] * 2
     (asked,) = requests_of(fake, "answer")
@@ -145,8 +172,9 @@ async def test_an_executor_step_with_complete_data_has_no_note(
     script.planner(plan_call(ONE_STEP), synthesis)
     script.step(LOOKUP, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
 
-    turn = await run_turn(services, user_id=user, session_id=None, message="tasks?",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="tasks?", publisher=InMemoryPublisher()
+    )
 
     (step,) = (await stored(db, turn.started.plan_id)).steps
     assert step.result == "Tasks: Small"
@@ -159,8 +187,9 @@ def test_a_plan_with_many_problems_says_how_many_more_there_are(
     arguments = json.dumps({"goal": "x", "steps": steps})
     call = ToolCall.parse(id="c1", name="create_plan", arguments_json=arguments)
 
-    problems = read_plan(call, registry=builtin_registry(), counter=tokenizer,
-                         executor_budget=16_000)  # fmt: skip
+    problems = read_plan(
+        call, registry=builtin_registry(), counter=tokenizer, executor_budget=16_000
+    )
 
     assert isinstance(problems, list) and len(problems) == MAX_PROBLEMS + 1
     assert problems[-1] == "and 4 more problems (fix these first)"
@@ -182,24 +211,38 @@ async def _long_chat(db: Database, user: Any, turns: int) -> Any:
     session = await make_session(db, user)
     async with db.service() as conn:
         for n in range(turns):
-            await chats.add_message(conn, session_id=session.id, user_id=user, role="user",
-                                    content=f"Question {n}: {LONG[:1500]}")  # fmt: skip
-            await chats.add_message(conn, session_id=session.id, user_id=user, role="assistant",
-                                    content=f"Answer {n}: {LONG[:1500]}",
-                                    metadata={"kind": "answer"})  # fmt: skip
+            await chats.add_message(
+                conn,
+                session_id=session.id,
+                user_id=user,
+                role="user",
+                content=f"Question {n}: {LONG[:1500]}",
+            )
+            await chats.add_message(
+                conn,
+                session_id=session.id,
+                user_id=user,
+                role="assistant",
+                content=f"Answer {n}: {LONG[:1500]}",
+                metadata={"kind": "answer"},
+            )
     return session
 
 
 def _answer(rows: Stored) -> ChatMessage:
     """The plan's own answer (the session holds earlier ones)."""
-    return next(m for m in rows.messages if m.plan_id == rows.plan.id
-                and m.metadata.get("kind") == "answer")  # fmt: skip
+    return next(
+        m for m in rows.messages if m.plan_id == rows.plan.id and m.metadata.get("kind") == "answer"
+    )
 
 
 async def test_the_final_answer_drops_old_history_before_cutting_this_turns_results(
-    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer,
+    db: Database,
+    make_services: MakeServices,
+    script: Script,
+    fake: FakeModelServer,
     tokenizer: DeepSeekTokenizer,
-) -> None:  # fmt: skip
+) -> None:
     services = make_services(planner_token_budget=3_000)
     user = await make_user(db)
     session = await _long_chat(db, user, 6)  # ~3,700 tokens of history
@@ -207,8 +250,13 @@ async def test_the_final_answer_drops_old_history_before_cutting_this_turns_resu
     script.planner(plan_call(ONE_STEP), synthesis)
     script.step(LOOKUP, reply(tool_call("complete", result=result)))
 
-    turn = await run_turn(services, user_id=user, session_id=session.id, message="quotes?",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services,
+        user_id=user,
+        session_id=session.id,
+        message="quotes?",
+        publisher=InMemoryPublisher(),
+    )
 
     _, final = requests_of(fake, "planner")
     assert "tools" not in final.body
@@ -234,8 +282,9 @@ async def test_a_final_answer_written_from_cut_results_says_so_and_so_does_its_r
     script.planner(plan_call(ONE_STEP), synthesis)
     script.step(LOOKUP, reply(tool_call("complete", result=LONG * 4)))  # ~4,300 tokens
 
-    turn = await run_turn(services, user_id=user, session_id=session.id, message="quotes?",
-                          publisher=memory)  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=session.id, message="quotes?", publisher=memory
+    )
 
     _, final = requests_of(fake, "planner")
     sent = [str(m["content"]) for m in final.messages]
@@ -282,13 +331,15 @@ async def test_a_resumed_step_still_says_what_its_earlier_prompts_left_out(
     for n in range(20):
         await make_task(db, user, title=f"Task {n} " + "detail " * 30)
     script.planner(plan_call(ONE_STEP), synthesis)
-    script.step(LOOKUP, reply(tool_call("list_tasks", limit=20)),  # cut in the next prompt
-                reply(tool_call("list_tasks", limit=1)))  # fmt: skip
+    script.step(
+        LOOKUP,
+        reply(tool_call("list_tasks", limit=20)),  # cut in the next prompt
+        reply(tool_call("list_tasks", limit=1)),
+    )
     dying = _CrashOnSecondResult()
 
     with pytest.raises(Crash):
-        await run_turn(services, user_id=user, session_id=None, message="tasks?",
-                       publisher=dying)  # fmt: skip
+        await run_turn(services, user_id=user, session_id=None, message="tasks?", publisher=dying)
     plan_id = next(e.plan_id for e in dying.events if e.plan_id is not None)
     assert plan_id is not None
     calls = len(requests_of(fake, "executor"))
@@ -318,18 +369,23 @@ async def test_content_an_mcp_server_sent_that_the_model_cannot_see_is_named_to_
 ) -> None:
     services = make_services()
     services.tools.add(
-        ExternalTool(name="ext_chart", description="Draws a chart.", access="read",
-                     input_schema={"type": "object", "properties": {}},
-                     call=_answers_with_an_image)
-    )  # fmt: skip
+        ExternalTool(
+            name="ext_chart",
+            description="Draws a chart.",
+            access="read",
+            input_schema={"type": "object", "properties": {}},
+            call=_answers_with_an_image,
+        )
+    )
     user = await make_user(db)
     step = {"description": "Get the chart", "tools": ["ext_chart"]}
     script.planner(plan_call({"steps": [step]}), synthesis)
     done = reply(tool_call("complete", result="A chart (an image I could not see)."))
     script.step("Get the chart", reply(tool_call("ext_chart")), done)
 
-    turn = await run_turn(services, user_id=user, session_id=None, message="chart?",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="chart?", publisher=InMemoryPublisher()
+    )
 
     assert turn.plan.status == "completed"
     _, second = requests_of(fake, "executor")

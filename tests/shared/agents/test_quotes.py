@@ -64,8 +64,9 @@ async def test_the_final_answer_shows_a_steps_result_where_it_wrote_step_n(
     script.planner(plan_call(ONE_STEP), reply("Here is what I found:\n{{st", "ep 1}}", "\nDone."))
     script.step(LOOKUP, reply(tool_call("complete", result=ITEMS)))
 
-    turn = await run_turn(services, user_id=user, session_id=None, message="tasks?",
-                          publisher=memory)  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="tasks?", publisher=memory
+    )
 
     expected = f"Here is what I found:\n{ITEMS}\nDone."
     assert turn.plan.answer == expected
@@ -82,16 +83,35 @@ async def test_a_placeholder_outside_a_plans_answer_is_left_as_written(
     user = await make_user(db)
     script.planner(reply("Write {{step 1}} in your template."))
 
-    turn = await run_turn(services, user_id=user, session_id=None, message="hi",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="hi", publisher=InMemoryPublisher()
+    )
 
     assert turn.plan.answer == "Write {{step 1}} in your template."  # a direct answer: no plan
 
 
 def test_a_step_without_a_result_stands_as_what_happened_to_it() -> None:
     now = datetime.now(UTC)
-    failed = PlanStep(uuid4(), uuid4(), uuid4(), 1, "Look it up", True, [], [], None, "failed",
-                      None, "timed out", now, None, None, None, None, None)  # fmt: skip
+    failed = PlanStep(
+        uuid4(),
+        uuid4(),
+        uuid4(),
+        1,
+        "Look it up",
+        True,
+        [],
+        [],
+        None,
+        "failed",
+        None,
+        "timed out",
+        now,
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
     done = failed._replace(step_number=2, status="completed", result="Found it.", error=None)
 
     assert Quotes.of([failed, done]).expand("{{step 1}}\n{{step 2}}") == (

@@ -131,8 +131,9 @@ async def test_a_turn_run_in_this_process_offers_the_mcp_tools(
     script.planner(reply("Hi."))
     user = await make_user(db)
     try:
-        await run_turn(services, user_id=user, session_id=None, message="hi",
-                       publisher=InMemoryPublisher())  # fmt: skip
+        await run_turn(
+            services, user_id=user, session_id=None, message="hi", publisher=InMemoryPublisher()
+        )
     finally:
         await services.aclose()
 

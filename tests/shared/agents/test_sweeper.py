@@ -40,8 +40,9 @@ def watched(make_services: MakeServices) -> tuple[Services, InMemoryPublisher]:
 
 async def ended(events: InMemoryPublisher, plan_id: UUID) -> None:
     async with asyncio.timeout(15):
-        await events.wait_for(lambda seen: any(
-            e.type == "done" and e.plan_id == plan_id for e in seen))  # fmt: skip
+        await events.wait_for(
+            lambda seen: any(e.type == "done" and e.plan_id == plan_id for e in seen)
+        )
 
 
 async def test_a_plan_whose_runner_died_is_finished_once_its_lease_expires(
@@ -54,8 +55,13 @@ async def test_a_plan_whose_runner_died_is_finished_once_its_lease_expires(
     after_write = "NEW.message_type = 'tool_result' AND NEW.tool_name = 'create_task'"
     async with Kill(db, "agent_chat_messages", after_write):
         with pytest.raises(psycopg.OperationalError):
-            await run_turn(services, user_id=user, session_id=None, message="garden plan",
-                           publisher=InMemoryPublisher())  # fmt: skip
+            await run_turn(
+                services,
+                user_id=user,
+                session_id=None,
+                message="garden plan",
+                publisher=InMemoryPublisher(),
+            )
     plan_id = await scalar(db, "SELECT id FROM agent_plans WHERE user_id = %s", user)
     await set_plan_lease(db, plan_id, seconds=60)  # the dead runner's, still live
 
@@ -67,55 +73,82 @@ async def test_a_plan_whose_runner_died_is_finished_once_its_lease_expires(
     assert (first.plans_redriven, second.plans_redriven) == ([plan_id], [])
     await ended(events, plan_id)
     assert (await stored(db, plan_id)).plan.status == "completed"
-    assert await scalar(db, "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
-                        user, "Buy seeds") == 1  # fmt: skip
+    assert (
+        await scalar(
+            db, "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s", user, "Buy seeds"
+        )
+        == 1
+    )
     assert len([e for e in of_type(events, "done") if e.plan_id == plan_id]) == 1
 
 
 async def test_a_decision_nobody_resumed_the_plan_for_is_used(
-    db: Database, watched: tuple[Services, InMemoryPublisher], script: Script,
+    db: Database,
+    watched: tuple[Services, InMemoryPublisher],
+    script: Script,
     fake: FakeModelServer,
-) -> None:  # fmt: skip
+) -> None:
     services, events = watched
     user = await make_user(db)
     event = await make_event(db, user, datetime.now(UTC) + timedelta(days=1), title="Dentist")
-    script.planner(reply(tool_call("delete_calendar_event", event_id=str(event))),
-                   reply("Deleted the dentist."))  # fmt: skip
-    turn = await run_turn(services, user_id=user, session_id=None, message="cancel the dentist",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    script.planner(
+        reply(tool_call("delete_calendar_event", event_id=str(event))),
+        reply("Deleted the dentist."),
+    )
+    turn = await run_turn(
+        services,
+        user_id=user,
+        session_id=None,
+        message="cancel the dentist",
+        publisher=InMemoryPublisher(),
+    )
     plan_id = turn.started.plan_id
     (pending,) = await list_approvals(services, as_user(user), plan_id)
-    await decide_approval(services, as_user(user), plan_id=plan_id, approval_id=pending.id,
-                          decision="approve")  # fmt: skip
+    await decide_approval(
+        services, as_user(user), plan_id=plan_id, approval_id=pending.id, decision="approve"
+    )
     # The invocation that recorded the decision died before it resumed the plan.
     assert (await sweep(services)).plans_redriven == []  # it may still be about to
     async with db.service() as conn:
-        await conn.execute("UPDATE agent_approvals SET decided_at = now() - interval '5 minutes' "
-                           "WHERE plan_id = %s", (plan_id,))  # fmt: skip
+        await conn.execute(
+            "UPDATE agent_approvals SET decided_at = now() - interval '5 minutes' "
+            "WHERE plan_id = %s",
+            (plan_id,),
+        )
 
     assert (await sweep(services)).plans_redriven == [plan_id]
     await ended(events, plan_id)
     assert (await stored(db, plan_id)).plan.status == "completed"
-    assert await scalar(db, "SELECT deleted_at IS NOT NULL FROM calendar_events WHERE id = %s",
-                        event)  # fmt: skip
+    assert await scalar(
+        db, "SELECT deleted_at IS NOT NULL FROM calendar_events WHERE id = %s", event
+    )
     assert (await sweep(services)).plans_redriven == []
 
 
 async def test_a_plan_past_its_age_that_nobody_runs_is_failed_cleanly(
-    db: Database, watched: tuple[Services, InMemoryPublisher], script: Script,
+    db: Database,
+    watched: tuple[Services, InMemoryPublisher],
+    script: Script,
     fake: FakeModelServer,
-) -> None:  # fmt: skip
+) -> None:
     services, events = watched
     user = await make_user(db)
     script.planner(reply("Never sent."))
     async with Kill(db, "agent_plans", "NEW.status = 'executing'", on="UPDATE"):
         with pytest.raises(psycopg.OperationalError):
-            await run_turn(services, user_id=user, session_id=None, message="hello",
-                           publisher=InMemoryPublisher())  # fmt: skip
+            await run_turn(
+                services,
+                user_id=user,
+                session_id=None,
+                message="hello",
+                publisher=InMemoryPublisher(),
+            )
     plan_id = await scalar(db, "SELECT id FROM agent_plans WHERE user_id = %s", user)
     async with db.service() as conn:
-        await conn.execute("UPDATE agent_plans SET created_at = now() - interval '2 hours' "
-                           "WHERE id = %s", (plan_id,))  # fmt: skip
+        await conn.execute(
+            "UPDATE agent_plans SET created_at = now() - interval '2 hours' WHERE id = %s",
+            (plan_id,),
+        )
 
     report = await sweep(services)
 

@@ -86,11 +86,17 @@ async def test_every_request_passes_deepseeks_twin_in_every_thinking_mode(
     fake.respond_with(AskingDemo())
     user = await make_user(db)
 
-    first = await run_turn(services, user_id=user, session_id=None, message=DEMO_ASK,
-                           publisher=InMemoryPublisher())  # fmt: skip
+    first = await run_turn(
+        services, user_id=user, session_id=None, message=DEMO_ASK, publisher=InMemoryPublisher()
+    )
     again = "thanks! and what else is on?"
-    second = await run_turn(services, user_id=user, session_id=first.started.session_id,
-                            message=again, publisher=InMemoryPublisher())  # fmt: skip
+    second = await run_turn(
+        services,
+        user_id=user,
+        session_id=first.started.session_id,
+        message=again,
+        publisher=InMemoryPublisher(),
+    )
 
     assert [e.refused for e in fake.exchanges if e.refused] == []
     assert (first.plan.status, second.plan.status) == ("completed", "completed")
@@ -182,11 +188,16 @@ async def test_a_forced_call_under_thinking_is_what_deepseek_refuses(
     user = await make_user(db)
     script.planner(plan_call(TWO_STEPS), reply("ok"))
     script.step(FIND, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
-    script.step(WRITE, reply(tool_call("create_task", title="Buy seeds")),
-                reply(tool_call("complete", result="Created")), kind="planner_step")  # fmt: skip
+    script.step(
+        WRITE,
+        reply(tool_call("create_task", title="Buy seeds")),
+        reply(tool_call("complete", result="Created")),
+        kind="planner_step",
+    )
 
-    await run_turn(services, user_id=user, session_id=None, message="garden",
-                   publisher=InMemoryPublisher())  # fmt: skip
+    await run_turn(
+        services, user_id=user, session_id=None, message="garden", publisher=InMemoryPublisher()
+    )
     step = requests_of(fake, "planner_step")[0]
     forced = {**step.body, "tool_choice": "required"}
     async with httpx.AsyncClient(base_url=fake.base_url) as http:
@@ -206,13 +217,15 @@ async def test_a_step_that_only_talks_fails_saying_so(
     script.step(FIND, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
     script.step(WRITE, talk, talk, talk, kind="planner_step")
 
-    turn = await run_turn(services, user_id=user, session_id=None, message="garden",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="garden", publisher=InMemoryPublisher()
+    )
 
     rows = await stored(db, turn.started.plan_id)
     assert rows.steps[1].status == "failed"
     assert "answered in text 3 times in a row instead of calling a tool" in (
-        rows.steps[1].result or rows.steps[1].error or "")  # fmt: skip
+        rows.steps[1].result or rows.steps[1].error or ""
+    )
     assert await titles(db, user) == []
 
 
@@ -237,8 +250,9 @@ async def test_an_account_problem_tells_the_user_plainly_and_the_operator_what_t
     fake.script(failure)
 
     with caplog.at_level(logging.ERROR, logger="shared.llm.openai_client"):
-        turn = await run_turn(services, user_id=user, session_id=None, message="hello",
-                              publisher=InMemoryPublisher())  # fmt: skip
+        turn = await run_turn(
+            services, user_id=user, session_id=None, message="hello", publisher=InMemoryPublisher()
+        )
 
     assert turn.plan.status == "failed" and len(fake.requests) == 1  # never retried
     error = turn.plan.error or ""
@@ -252,15 +266,21 @@ async def test_a_turn_that_fails_after_writing_says_what_it_changed(
 ) -> None:
     services = deepseek(make_services, "auto", "disabled")
     user = await make_user(db)
-    refused = error(400, "The `reasoning_content` in the thinking mode must be passed back to "
-                    "the API.")  # fmt: skip
+    refused = error(
+        400, "The `reasoning_content` in the thinking mode must be passed back to the API."
+    )
     script.planner(plan_call(TWO_STEPS), refused)
     script.step(FIND, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
-    script.step(WRITE, reply(tool_call("create_task", title="Buy seeds")),
-                reply(tool_call("complete", result="Created")), kind="planner_step")  # fmt: skip
+    script.step(
+        WRITE,
+        reply(tool_call("create_task", title="Buy seeds")),
+        reply(tool_call("complete", result="Created")),
+        kind="planner_step",
+    )
 
-    turn = await run_turn(services, user_id=user, session_id=None, message="garden",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="garden", publisher=InMemoryPublisher()
+    )
 
     assert turn.plan.status == "failed"
     error_text = turn.plan.error or ""
@@ -275,11 +295,16 @@ async def test_a_step_that_fails_after_writing_says_what_it_changed(
     user = await make_user(db)
     script.planner(plan_call(TWO_STEPS), reply("The step failed after creating the task."))
     script.step(FIND, reply(tool_call("list_tasks")), complete_with_results("Tasks"))
-    script.step(WRITE, reply(tool_call("create_task", title="Buy seeds")),
-                error(400, "Invalid max_tokens value"), kind="planner_step")  # fmt: skip
+    script.step(
+        WRITE,
+        reply(tool_call("create_task", title="Buy seeds")),
+        error(400, "Invalid max_tokens value"),
+        kind="planner_step",
+    )
 
-    turn = await run_turn(services, user_id=user, session_id=None, message="garden",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="garden", publisher=InMemoryPublisher()
+    )
 
     rows = await stored(db, turn.started.plan_id)
     assert turn.plan.status == "completed" and rows.steps[1].status == "failed"

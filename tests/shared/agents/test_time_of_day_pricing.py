@@ -47,14 +47,23 @@ async def turn_at(
     when: datetime, db: Database, url: str, fake: FakeModelServer, tokenizer: DeepSeekTokenizer
 ) -> Decimal:
     """One direct answer by deepseek-v4-pro on a client whose clock reads `when`; its cost."""
-    client = OpenAIClient(base_url=fake.base_url, api_key="sk-test",
-                          retry=RetryPolicy(max_retries=0), now=when.timestamp)  # fmt: skip
+    client = OpenAIClient(
+        base_url=fake.base_url,
+        api_key="sk-test",
+        retry=RetryPolicy(max_retries=0),
+        now=when.timestamp,
+    )
     settings = Settings(database_url=url, llm_base_url=fake.base_url, llm_max_retries=0)
     services = Services(settings, db=db, llm=client, tokens=tokenizer)
     user = await make_user(db)
     fake.script(reply("Noted."))
-    turn = await run_turn(services, user_id=user, session_id=None, message="Remember: blue.",
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services,
+        user_id=user,
+        session_id=None,
+        message="Remember: blue.",
+        publisher=InMemoryPublisher(),
+    )
     await client.aclose()
     plan = (await stored(db, turn.started.plan_id)).plan
     return plan.cost_usd
@@ -74,8 +83,11 @@ async def test_a_peak_and_an_off_peak_call_are_priced_and_summed_as_billed(
         price = pro.price_at(when)
         assert price is not None
         misses = usage.prompt_tokens - usage.cache_hit_tokens
-        billed = (usage.cache_hit_tokens * price.cache_hit + misses * price.cache_miss
-                  + usage.completion_tokens * price.output) / MILLION  # fmt: skip
+        billed = (
+            usage.cache_hit_tokens * price.cache_hit
+            + misses * price.cache_miss
+            + usage.completion_tokens * price.output
+        ) / MILLION
         assert cost == billed.quantize(STORED)  # cost_usd is stored to the micro-dollar
     assert peak > off_peak > 0
     async with db.service() as conn:

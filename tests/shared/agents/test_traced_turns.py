@@ -37,15 +37,18 @@ def spans(request: pytest.FixtureRequest) -> Iterator[tuple[InMemorySpanExporter
 
 
 async def test_a_tool_turn_is_a_plan_run_with_its_model_and_tool_calls(
-    db: Database, services: Services, script: Script,
+    db: Database,
+    services: Services,
+    script: Script,
     spans: tuple[InMemorySpanExporter, bool],
-) -> None:  # fmt: skip
+) -> None:
     exporter, captured = spans
     user = await make_user(db)
     await make_task(db, user, title="Clean the aquarium")
     script.planner(reply(tool_call("list_tasks")), reply("One: Clean the aquarium."))
-    turn = await run_turn(services, user_id=user, session_id=None, message=MESSAGE,
-                          publisher=InMemoryPublisher())  # fmt: skip
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message=MESSAGE, publisher=InMemoryPublisher()
+    )
     tracing.flush()
     finished = exporter.get_finished_spans()
     found = {span.name: span for span in finished}

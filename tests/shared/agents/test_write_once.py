@@ -47,9 +47,12 @@ async def test_a_step_killed_after_its_write_committed_does_not_write_again(
     async with Kill(db, "agent_chat_messages", RESULT_ROW) as kill:
         with pytest.raises(psycopg.OperationalError):
             await run_turn(
-                services, user_id=user, session_id=None, message="garden plan",
+                services,
+                user_id=user,
+                session_id=None,
+                message="garden plan",
                 publisher=InMemoryPublisher(),
-            )  # fmt: skip
+            )
         assert await kill.fired() == 1
     assert await count_tasks(db, user, "Buy seeds") == 1  # the write committed before the kill
     plan_id = await scalar(
@@ -62,8 +65,11 @@ async def test_a_step_killed_after_its_write_committed_does_not_write_again(
     assert await count_tasks(db, user, "Buy seeds") == 1
     after = await stored(db, plan_id)
     assert after.types_of(2) == ["delegation", "tool_call", "tool_result", "completion"]
-    (result,) = [m for m in after.dialogue[after.thread_of(2).id]
-                 if m.message_type == "tool_result" and m.tool_name == "create_task"]  # fmt: skip
+    (result,) = [
+        m
+        for m in after.dialogue[after.thread_of(2).id]
+        if m.message_type == "tool_result" and m.tool_name == "create_task"
+    ]
     assert json.loads(result.content)["title"] == "Buy seeds"
     receipt = await one(db, f"SELECT result FROM {RECEIPTS} WHERE plan_id = %s", plan_id)
     assert receipt["result"] is None  # the step's row holds it now, once
@@ -82,9 +88,12 @@ async def test_a_planner_tool_call_killed_after_its_write_does_not_write_again(
     async with Kill(db, "chat_messages", "NEW.role = 'tool' AND NEW.tool_name = 'create_task'"):
         with pytest.raises(psycopg.OperationalError):
             await run_turn(
-                services, user_id=user, session_id=None, message="remind me",
+                services,
+                user_id=user,
+                session_id=None,
+                message="remind me",
                 publisher=InMemoryPublisher(),
-            )  # fmt: skip
+            )
     plan_id = await scalar(db, "SELECT id FROM agent_plans WHERE user_id = %s", user)
 
     outcome = await InProcessInvoker(services, InMemoryPublisher()).run_plan(plan_id=plan_id)

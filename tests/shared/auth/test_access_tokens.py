@@ -46,16 +46,24 @@ def test_service_key_has_no_user() -> None:
     ("token", "error", "message"),
     [
         (mint_token(SECRET, sub=uuid4(), expires_in=-120), TokenExpired, "expired"),
-        (mint_token("another-secret-of-at-least-32-characters!", sub=uuid4()), InvalidSignature,
-         "signature"),
+        (
+            mint_token("another-secret-of-at-least-32-characters!", sub=uuid4()),
+            InvalidSignature,
+            "signature",
+        ),
         ("not.a.jwt", MalformedToken, "not a valid JWT"),
         (jwt.encode({"sub": "x"}, SECRET, algorithm="HS256"), InvalidClaims, "exp"),
-        (jwt.encode({"exp": time.time() + 3600, "aud": "authenticated"}, SECRET, algorithm="HS256"),
-         InvalidClaims, "role"),
+        (
+            jwt.encode(
+                {"exp": time.time() + 3600, "aud": "authenticated"}, SECRET, algorithm="HS256"
+            ),
+            InvalidClaims,
+            "role",
+        ),
         (mint_token(SECRET, role="anon"), InvalidClaims, "aud"),
         (mint_token(SECRET, sub="not-a-uuid"), InvalidClaims, "UUID"),
     ],
-)  # fmt: skip
+)
 def test_bad_tokens_are_refused(token: str, error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=message):
         TokenVerifier(secret=SECRET).identity(token, audience="authenticated")

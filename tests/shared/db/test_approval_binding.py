@@ -24,9 +24,15 @@ async def _ask(
     conn: Connection, thread: AgentThread, call_id: str, tool: str, args: dict[str, Any]
 ) -> tuple[Approval, bool]:
     return await approvals.request_approval(
-        conn, plan_id=thread.plan_id, step_id=None, agent_id=thread.parent_agent_id,
-        kind="tool_call", tool_call_id=call_id, tool_name=tool, tool_args=args,
-    )  # fmt: skip
+        conn,
+        plan_id=thread.plan_id,
+        step_id=None,
+        agent_id=thread.parent_agent_id,
+        kind="tool_call",
+        tool_call_id=call_id,
+        tool_name=tool,
+        tool_args=args,
+    )
 
 
 async def test_a_reused_call_id_with_other_arguments_is_a_new_pending_approval(
@@ -65,9 +71,11 @@ async def test_the_hash_sees_arguments_in_jsonb_normal_form(db: Database) -> Non
 async def _step(db: Database, thread: AgentThread) -> UUID:
     async with db.service() as conn:
         (step,) = await plans.add_steps(
-            conn, plan_id=thread.plan_id, user_id=thread.user_id,
+            conn,
+            plan_id=thread.plan_id,
+            user_id=thread.user_id,
             steps=[plans.NewStep(1, "ask the user", executor_required=True)],
-        )  # fmt: skip
+        )
     return step.id
 
 
@@ -79,10 +87,18 @@ async def test_no_field_of_the_call_can_stand_in_for_another(db: Database) -> No
     asked: list[tuple[Approval, bool]] = []
     async with db.service() as conn:
         for tool, reason in (("escalate", "Which one?"), (None, "escalate\nWhich one?")):
-            asked.append(await approvals.request_approval(
-                conn, plan_id=thread.plan_id, step_id=step, agent_id=thread.parent_agent_id,
-                kind="escalation", tool_call_id="call_e", tool_name=tool, reason=reason,
-            ))  # fmt: skip
+            asked.append(
+                await approvals.request_approval(
+                    conn,
+                    plan_id=thread.plan_id,
+                    step_id=step,
+                    agent_id=thread.parent_agent_id,
+                    kind="escalation",
+                    tool_call_id="call_e",
+                    tool_name=tool,
+                    reason=reason,
+                )
+            )
     (first, created_first), (second, created_second) = asked
     assert (created_first, created_second) == (True, True) and first.id != second.id
 
@@ -99,9 +115,15 @@ async def test_the_migration_hashes_stored_rows_as_the_repository_does(db: Datab
     async with db.service() as conn:
         await _ask(conn, thread, "call_t", "update_task", {"task_id": "t1", "title": 'é\n"x"'})
         await approvals.request_approval(
-            conn, plan_id=thread.plan_id, step_id=step, agent_id=thread.parent_agent_id,
-            kind="escalation", tool_call_id="call_e", tool_name="escalate", reason="Which?",
-        )  # fmt: skip
+            conn,
+            plan_id=thread.plan_id,
+            step_id=step,
+            agent_id=thread.parent_agent_id,
+            kind="escalation",
+            tool_call_id="call_e",
+            tool_name="escalate",
+            reason="Which?",
+        )
         cur = await conn.execute(
             f"SELECT count(*) AS n, count(*) FILTER (WHERE call_hash = {migration.CALL_HASH}) "
             "AS same FROM agent_approvals WHERE plan_id = %s",

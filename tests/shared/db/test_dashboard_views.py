@@ -30,19 +30,33 @@ async def _fixture(db: Database) -> UUID:
     session = await make_session(db, user)
     async with db.service() as conn:
         planner = await agents.create_agent(
-            conn, user_id=user, chat_session_id=session.id, role="planner", name="p",
-            model="deepseek-reasoner", permissions="read_write", token_budget=8000,
-        )  # fmt: skip
-        outcomes = [(0, "complex", "completed"), (1, "complex", "failed"),
-                    (2, "direct", "completed"), (3, None, "executing")]  # fmt: skip
+            conn,
+            user_id=user,
+            chat_session_id=session.id,
+            role="planner",
+            name="p",
+            model="deepseek-reasoner",
+            permissions="read_write",
+            token_budget=8000,
+        )
+        outcomes = [
+            (0, "complex", "completed"),
+            (1, "complex", "failed"),
+            (2, "direct", "completed"),
+            (3, None, "executing"),
+        ]
         for i, strategy, status in outcomes:
             message = await chats.add_message(
                 conn, session_id=session.id, user_id=user, role="user", content=f"m{i}"
             )
             plan, _ = await plans.create_plan(
-                conn, session_id=session.id, user_id=user, user_message_id=message.id,
-                planner_agent_id=planner.id, strategy=cast(PlanStrategy | None, strategy),
-            )  # fmt: skip
+                conn,
+                session_id=session.id,
+                user_id=user,
+                user_message_id=message.id,
+                planner_agent_id=planner.id,
+                strategy=cast(PlanStrategy | None, strategy),
+            )
             steps = [plans.NewStep(n, f"s{n}", executor_required=True) for n in range(1, i + 2)]
             await plans.add_steps(conn, plan_id=plan.id, user_id=user, steps=steps)
             await plans.add_plan_usage(conn, plan_id=plan.id, usage=Usage(10, 1, 5, Decimal("0.5")))
@@ -50,26 +64,46 @@ async def _fixture(db: Database) -> UUID:
                 "UPDATE agent_plans SET status = %s, created_at = %s::timestamptz, "
                 "started_at = %s::timestamptz, "
                 "completed_at = %s::timestamptz + interval '1 second' WHERE id = %s",
-                (status, f"{DAY}T10:00:00Z", f"{DAY}T10:00:00Z",
-                 f"{DAY}T10:00:0{i}Z" if status != "executing" else None, plan.id),
-            )  # fmt: skip
+                (
+                    status,
+                    f"{DAY}T10:00:00Z",
+                    f"{DAY}T10:00:00Z",
+                    f"{DAY}T10:00:0{i}Z" if status != "executing" else None,
+                    plan.id,
+                ),
+            )
             if i == 0:
                 first_plan = plan
         for n, (model, role, status, ms, p, c, h, cost, tools, denials) in enumerate(RUNS):
             agent = planner
             if role == "executor":
                 agent = await agents.create_agent(
-                    conn, user_id=user, chat_session_id=session.id, role="executor",
-                    name=f"e{n}", model=model, permissions="read_only", token_budget=1500,
-                )  # fmt: skip
+                    conn,
+                    user_id=user,
+                    chat_session_id=session.id,
+                    role="executor",
+                    name=f"e{n}",
+                    model=model,
+                    permissions="read_only",
+                    token_budget=1500,
+                )
             run, _ = await executions.start_execution(  # a run per attempt: none has a step
-                conn, user_id=user, plan_id=first_plan.id,
-                agent_id=agent.id, agent_role=cast(AgentRole, role), model=model, attempt=n + 1,
-            )  # fmt: skip
+                conn,
+                user_id=user,
+                plan_id=first_plan.id,
+                agent_id=agent.id,
+                agent_role=cast(AgentRole, role),
+                model=model,
+                attempt=n + 1,
+            )
             await executions.add_execution_usage(
-                conn, execution_id=run.id, usage=Usage(p, c, h, Decimal(cost)), llm_calls=1,
-                tool_calls=tools, permission_denials=denials,
-            )  # fmt: skip
+                conn,
+                execution_id=run.id,
+                usage=Usage(p, c, h, Decimal(cost)),
+                llm_calls=1,
+                tool_calls=tools,
+                permission_denials=denials,
+            )
             await executions.finish_execution(
                 conn, execution_id=run.id, status=cast(ExecutionStatus, status)
             )
@@ -128,11 +162,17 @@ async def test_execution_stats(rows) -> None:
         Decimal("3877.9"),
     )
     assert (chat["prompt_tokens"], chat["completion_tokens"], chat["cache_hit_tokens"]) == (
-        1000, 100, 150)  # fmt: skip
+        1000,
+        100,
+        150,
+    )
     assert chat["cost_usd"] == Decimal("0.010000")
     assert (chat["llm_calls"], chat["tool_calls"], chat["permission_denials"]) == (4, 6, 3)
     assert (reasoner["model"], reasoner["executions"], reasoner["success_rate"]) == (
-        "deepseek-reasoner", 1, Decimal("1.0000"))  # fmt: skip
+        "deepseek-reasoner",
+        1,
+        Decimal("1.0000"),
+    )
 
 
 async def test_plan_outcomes(rows) -> None:
@@ -154,7 +194,11 @@ async def test_plan_outcomes(rows) -> None:
 async def test_permission_denials(rows) -> None:
     (row,) = rows["permission_denials_daily"]
     assert (str(row["day"]), row["tool_name"], row["agent_role"], row["model"]) == (
-        DAY, "create_task", "executor", "deepseek-chat")  # fmt: skip
+        DAY,
+        "create_task",
+        "executor",
+        "deepseek-chat",
+    )
     assert (row["denials"], row["agents"]) == (3, 2)
 
 

@@ -30,22 +30,42 @@ EXPOSED = ("public", "graphql_public")
 PRIVATE = "parley_private"
 CLIENT_ROLES = ("anon", "authenticated")
 
-SERVICE_WRITTEN = ("chat_messages", "agents", "agent_plans", "agent_plan_steps",
-                   "agent_chat_sessions", "agent_chat_messages", "agent_executions",
-                   "agent_approvals")  # fmt: skip
+SERVICE_WRITTEN = (
+    "chat_messages",
+    "agents",
+    "agent_plans",
+    "agent_plan_steps",
+    "agent_chat_sessions",
+    "agent_chat_messages",
+    "agent_executions",
+    "agent_approvals",
+)
 DOMAIN = ("projects", "tasks", "notes", "brain_dumps", "calendar_events")
 AUTHENTICATED: dict[str, set[str]] = {
-    "chat_sessions": {"SELECT", "DELETE", "INSERT(title)", "INSERT(user_id)",
-                      "UPDATE(status)", "UPDATE(title)"},
+    "chat_sessions": {
+        "SELECT",
+        "DELETE",
+        "INSERT(title)",
+        "INSERT(user_id)",
+        "UPDATE(status)",
+        "UPDATE(title)",
+    },
     **{table: {"SELECT"} for table in SERVICE_WRITTEN},
     **{table: {"SELECT", "INSERT", "UPDATE", "DELETE"} for table in DOMAIN},
     "session_timeline": {"SELECT"},
-}  # fmt: skip
+}
 """Everything `authenticated` may do in the exposed schemas (RLS narrows it to own rows)."""
-VIEWS = ("execution_stats_daily", "plan_outcomes_daily", "permission_denials_daily",
-         "session_timeline", "agent_chat_sessions")  # fmt: skip
-SEARCH_HELPERS = {f"parley_private.{table}_matching(text)"
-                  for table in ("projects", "tasks", "notes", "brain_dumps")}  # fmt: skip
+VIEWS = (
+    "execution_stats_daily",
+    "plan_outcomes_daily",
+    "permission_denials_daily",
+    "session_timeline",
+    "agent_chat_sessions",
+)
+SEARCH_HELPERS = {
+    f"parley_private.{table}_matching(text)"
+    for table in ("projects", "tasks", "notes", "brain_dumps")
+}
 USER_HELPERS = SEARCH_HELPERS | {"parley_private.retention_removed()"}
 """What a user's unit of work may call in the private schema: the trigram lookups, and what
 retention deleted (per kind of detail, through which plan end: no user data)."""
@@ -125,10 +145,12 @@ def test_the_database_was_migrated_like_a_supabase_project(catalog) -> None:
     tables_owner = catalog.execute(
         "SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = 'public'"
     ).fetchall()
-    assert owner == {"name": OWNER, "rolsuper": False, "rolcreaterole": True,
-                     "rolbypassrls": True}  # fmt: skip
+    assert owner == {"name": OWNER, "rolsuper": False, "rolcreaterole": True, "rolbypassrls": True}
     assert {row["kind"]: set(row["roles"]) >= {"anon", "authenticated"} for row in defaults} == {
-        "r": True, "f": True, "S": True}  # fmt: skip
+        "r": True,
+        "f": True,
+        "S": True,
+    }
     assert tables_owner == [{"tableowner": OWNER}]
 
 

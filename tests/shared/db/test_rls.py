@@ -12,10 +12,21 @@ from shared.db import Database
 from tests.support.factories import make_user, make_world
 
 TABLES = [
-    "chat_sessions", "chat_messages", "agents", "agent_plans", "agent_plan_steps",
-    "agent_chat_sessions", "agent_chat_messages", "agent_executions", "agent_approvals",
-    "projects", "tasks", "notes", "brain_dumps", "calendar_events",
-]  # fmt: skip
+    "chat_sessions",
+    "chat_messages",
+    "agents",
+    "agent_plans",
+    "agent_plan_steps",
+    "agent_chat_sessions",
+    "agent_chat_messages",
+    "agent_executions",
+    "agent_approvals",
+    "projects",
+    "tasks",
+    "notes",
+    "brain_dumps",
+    "calendar_events",
+]
 DOMAIN = ["projects", "tasks", "notes", "brain_dumps", "calendar_events"]
 # A column every table has that a policy-abiding UPDATE could touch.
 TOUCH = {"chat_sessions": "title"} | {t: "created_at" for t in TABLES if t != "chat_sessions"}
@@ -56,8 +67,9 @@ async def test_cannot_update_or_delete_others_rows(db: Database, worlds, table: 
         except REFUSED:
             pass  # no privilege at all is an even firmer no
     async with db.service() as conn:
-        cur = await conn.execute(_q("SELECT count(*) AS n FROM {} WHERE id = %s", table),
-                                 (theirs[table],))  # fmt: skip
+        cur = await conn.execute(
+            _q("SELECT count(*) AS n FROM {} WHERE id = %s", table), (theirs[table],)
+        )
         assert await cur.fetchone() == {"n": 1}
 
 

@@ -30,8 +30,12 @@ async def test_as_user_sets_identity(db: Database) -> None:
             "current_user AS db_role"
         )
         row = await cur.fetchone()
-    assert row == {"uid": user, "role": "authenticated", "email": "a@example.com",
-                   "db_role": "authenticated"}  # fmt: skip
+    assert row == {
+        "uid": user,
+        "role": "authenticated",
+        "email": "a@example.com",
+        "db_role": "authenticated",
+    }
 
 
 async def test_claims_do_not_leak_into_the_next_transaction(db: Database) -> None:
@@ -318,8 +322,9 @@ async def test_a_temporary_table_does_not_reach_the_next_users_unit(database_url
     async with Database(database_url, max_size=1) as single:  # one connection: reused
         owner, other = await make_user(single), await make_user(single)
         async with single.service() as conn:
-            await conn.execute("INSERT INTO notes (user_id, content) VALUES (%s, 'A secret')",
-                               (owner,))  # fmt: skip
+            await conn.execute(
+                "INSERT INTO notes (user_id, content) VALUES (%s, 'A secret')", (owner,)
+            )
         async with single.as_user(owner) as conn:
             await conn.execute("CREATE TEMPORARY TABLE stash AS SELECT content FROM notes")
         async with single.as_user(other, read_only=True) as conn:
@@ -343,8 +348,9 @@ async def test_held_cursors_and_session_locks_do_not_outlive_the_unit(database_u
     async with Database(database_url, max_size=1) as single:
         owner, other = await make_user(single), await make_user(single)
         async with single.service() as conn:
-            await conn.execute("INSERT INTO notes (user_id, content) VALUES (%s, 'A secret')",
-                               (owner,))  # fmt: skip
+            await conn.execute(
+                "INSERT INTO notes (user_id, content) VALUES (%s, 'A secret')", (owner,)
+            )
         async with single.as_user(owner, read_only=True) as conn:
             await conn.execute("DECLARE kept CURSOR WITH HOLD FOR SELECT content FROM notes")
             await conn.execute("SELECT pg_advisory_lock(4711)")

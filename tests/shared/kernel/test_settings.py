@@ -10,8 +10,15 @@ from shared.services import load_settings
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("DATABASE_URL", "LLM_API_KEY", "DEEPSEEK_API_KEY", "SUPABASE_URL",
-                 "SUPABASE_JWT_SECRET", "SUPABASE_JWKS_URL", "LLM_BASE_URL"):  # fmt: skip
+    for name in (
+        "DATABASE_URL",
+        "LLM_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "SUPABASE_URL",
+        "SUPABASE_JWT_SECRET",
+        "SUPABASE_JWKS_URL",
+        "LLM_BASE_URL",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -30,8 +37,9 @@ def test_with_only_a_deepseek_key_the_current_deepseek_models_are_used(
     settings = load_settings()
 
     assert (settings.llm_planner_model, settings.llm_executor_model) == (
-        "deepseek-v4-pro", "deepseek-flash"
-    )  # fmt: skip
+        "deepseek-v4-pro",
+        "deepseek-flash",
+    )
     assert (settings.llm_planner_thinking, settings.llm_executor_thinking) == ("auto", "disabled")
 
 

@@ -15,14 +15,16 @@ def test_deltas_without_index_follow_their_id_or_the_latest_call() -> None:
     calls = assembler.tool_calls()
 
     assert [(c.id, c.name, dict(c.arguments)) for c in calls] == [
-        ("a", "search", {"q": "x"}), ("b", "list", {})
-    ]  # fmt: skip
+        ("a", "search", {"q": "x"}),
+        ("b", "list", {}),
+    ]
 
 
 def test_names_sent_whole_repeatedly_grown_or_split_come_out_once() -> None:
     assembler = ReplyAssembler()
-    for index, pieces in enumerate([["search", "search"], ["get_", "get_weather"],
-                                    ["list_", "tasks"]]):  # fmt: skip
+    for index, pieces in enumerate(
+        [["search", "search"], ["get_", "get_weather"], ["list_", "tasks"]]
+    ):
         for piece in pieces:
             assembler.add_tool_call(index, id=f"c{index}", name=piece, arguments=None)
 

@@ -28,25 +28,40 @@ thinking_toggle = false
 
 
 def test_check_model_passes_against_the_twin_without_a_key() -> None:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DEEPSEEK_", "LLM_", "PLANNER_", "EXECUTOR_"))}  # fmt: skip
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DEEPSEEK_", "LLM_", "PLANNER_", "EXECUTOR_"))
+    }
 
-    done = subprocess.run([sys.executable, "-m", "local.check_model"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "local.check_model"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert "against DeepSeek's local twin (no key set)" in done.stdout
     assert "11/11 passed" in done.stdout
-    kinds = ("routing, streamed (planner)", "executor step, thinking auto",
-             "planner step, thinking disabled", "a later message",
-             "final answer, streamed (no tools)", "answer to an executor's question")  # fmt: skip
+    kinds = (
+        "routing, streamed (planner)",
+        "executor step, thinking auto",
+        "planner step, thinking disabled",
+        "a later message",
+        "final answer, streamed (no tools)",
+        "answer to an executor's question",
+    )
     assert all(f"PASS  {kind}" in done.stdout for kind in kinds)
 
 
 async def check(fake: FakeModelServer, settings: Settings, key: str) -> str:
     registry = load_registry(settings.llm_models_file)
-    client = OpenAIClient(base_url=fake.base_url, api_key=key, registry=registry,
-                          retry=RetryPolicy(max_retries=0))  # fmt: skip
+    client = OpenAIClient(
+        base_url=fake.base_url, api_key=key, registry=registry, retry=RetryPolicy(max_retries=0)
+    )
     checker = Checker(client, settings, Decimal("0.10"))
     async with client:
         await check_all(checker)
@@ -67,11 +82,14 @@ async def test_a_registry_that_denies_thinking_shows_the_rule_it_breaks(tmp_path
     models = tmp_path / "models.toml"
     models.write_text(NOT_THINKING)
     with FakeModelServer() as fake:
-        settings = Settings(llm_base_url=fake.base_url, llm_models_file=models,
-                            llm_api_key=SecretStr("sk-x"))  # fmt: skip
+        settings = Settings(
+            llm_base_url=fake.base_url, llm_models_file=models, llm_api_key=SecretStr("sk-x")
+        )
         printed = await check(fake, settings, "sk-x")
 
     assert "FAIL  planner step, thinking auto" in printed
-    assert ("rule: tool-choice-thinking (docs/deepseek.md); fix: LLM_PLANNER_THINKING=disabled"
-            in printed)  # fmt: skip
+    assert (
+        "rule: tool-choice-thinking (docs/deepseek.md); fix: LLM_PLANNER_THINKING=disabled"
+        in printed
+    )
     assert "PASS  executor step, thinking auto" in printed

@@ -36,9 +36,15 @@ def test_missing_key_names_the_variables_to_set(clean_env: pytest.MonkeyPatch) -
 
 
 @pytest.mark.parametrize(
-    "url", ["http://localhost:11434/v1", "http://127.0.0.1:8000/v1", "http://[::1]:1/v1",
-            "http://10.0.0.7:8000/v1", "http://ollama.internal:11434/v1"],
-)  # fmt: skip
+    "url",
+    [
+        "http://localhost:11434/v1",
+        "http://127.0.0.1:8000/v1",
+        "http://[::1]:1/v1",
+        "http://10.0.0.7:8000/v1",
+        "http://ollama.internal:11434/v1",
+    ],
+)
 def test_local_and_private_servers_need_no_key(url: str) -> None:
     assert OpenAIClient(base_url=url, api_key=None).base_url == url
 

@@ -119,7 +119,10 @@ async def test_deepseek_refuses(fake: FakeModelServer, http: httpx.AsyncClient, 
     error = response.json()["error"]
     assert error["message"].startswith(words)
     assert (error["type"], error["param"], error["code"]) == (
-        "invalid_request_error", None, "invalid_request_error")  # fmt: skip
+        "invalid_request_error",
+        None,
+        "invalid_request_error",
+    )
     assert fake.pending == 1  # nothing scripted was spent on it
     refused = fake.exchanges[-1].refused
     assert refused is not None and refused.rule == rule
@@ -129,18 +132,26 @@ ACCEPTED = {
     "thinking, tool_choice auto": body(tools=[TOOL], tool_choice="auto"),
     "thinking, tool_choice none": body(tools=[TOOL], tool_choice="none"),
     "thinking off, tool_choice required": body(tools=[TOOL], tool_choice="required", **OFF),
-    "reasoning_effort none, a named tool": body(tools=[TOOL], reasoning_effort="none",
-                                                tool_choice={"type": "function",
-                                                             "function": {"name": "lookup"}}),
-    "an empty reasoning passed back": body(tools=[TOOL], messages=[
-        ASKED, {**CALLED, "reasoning_content": ""}, ANSWERED]),
-    "no tools: reasoning not needed": body(messages=[ASKED, {"role": "assistant",
-                                                             "content": "Found."}, ASKED]),
-    "thinking off: reasoning not needed": body(tools=[TOOL], messages=[
-        ASKED, {"role": "assistant", "content": None, "tool_calls": [CALL]}, ANSWERED], **OFF),
-    "sampling ignored while thinking": body(temperature=0.2, presence_penalty=1,
-                                            frequency_penalty=1),
-}  # fmt: skip
+    "reasoning_effort none, a named tool": body(
+        tools=[TOOL],
+        reasoning_effort="none",
+        tool_choice={"type": "function", "function": {"name": "lookup"}},
+    ),
+    "an empty reasoning passed back": body(
+        tools=[TOOL], messages=[ASKED, {**CALLED, "reasoning_content": ""}, ANSWERED]
+    ),
+    "no tools: reasoning not needed": body(
+        messages=[ASKED, {"role": "assistant", "content": "Found."}, ASKED]
+    ),
+    "thinking off: reasoning not needed": body(
+        tools=[TOOL],
+        messages=[ASKED, {"role": "assistant", "content": None, "tool_calls": [CALL]}, ANSWERED],
+        **OFF,
+    ),
+    "sampling ignored while thinking": body(
+        temperature=0.2, presence_penalty=1, frequency_penalty=1
+    ),
+}
 
 
 @pytest.mark.parametrize("case", sorted(ACCEPTED))
@@ -212,14 +223,27 @@ async def test_the_pass_back_rule_holds_both_of_deepseeks_wordings(
 async def test_a_thinking_reply_carries_reasoning_and_a_script_can_leave_it_out(
     fake: FakeModelServer, http: httpx.AsyncClient
 ) -> None:
-    fake.script(reply("a", reasoning="mine"), reply("b"), reply("c").without_reasoning(),
-                reply("d").with_empty_reasoning(), reply("e").reasoning_named("reasoning"),
-                reply("f", reasoning="never sent"))  # fmt: skip
-    replies = [(await http.post("/chat/completions", json=sent)).json()["choices"][0]["message"]
-               for sent in [body()] * 5 + [body(**OFF)]]  # fmt: skip
+    fake.script(
+        reply("a", reasoning="mine"),
+        reply("b"),
+        reply("c").without_reasoning(),
+        reply("d").with_empty_reasoning(),
+        reply("e").reasoning_named("reasoning"),
+        reply("f", reasoning="never sent"),
+    )
+    replies = [
+        (await http.post("/chat/completions", json=sent)).json()["choices"][0]["message"]
+        for sent in [body()] * 5 + [body(**OFF)]
+    ]
 
     assert [m.get("reasoning_content") for m in replies] == [
-        "mine", "Thinking it through.", None, "", None, None]  # fmt: skip
+        "mine",
+        "Thinking it through.",
+        None,
+        "",
+        None,
+        None,
+    ]
     assert replies[4]["reasoning"] == "Thinking it through."
     assert "reasoning_content" not in replies[5]  # thinking off: none, whatever was scripted
 
@@ -227,27 +251,39 @@ async def test_a_thinking_reply_carries_reasoning_and_a_script_can_leave_it_out(
 async def test_deepseeks_402_and_401_word_for_word(tmp_path: Path) -> None:
     with FakeModelServer(api_key="sk-right") as fake:
         async with httpx.AsyncClient(base_url=fake.base_url) as http:
-            wrong = await http.post("/chat/completions", json=body(),
-                                    headers={"authorization": "Bearer sk-wrong-abcd"})  # fmt: skip
+            wrong = await http.post(
+                "/chat/completions", json=body(), headers={"authorization": "Bearer sk-wrong-abcd"}
+            )
             missing = await http.post("/chat/completions", json=body())
             fake.script(insufficient_balance())
-            broke = await http.post("/chat/completions", json=body(),
-                                    headers={"authorization": "Bearer sk-right"})  # fmt: skip
+            broke = await http.post(
+                "/chat/completions", json=body(), headers={"authorization": "Bearer sk-right"}
+            )
 
     assert (wrong.status_code, missing.status_code, broke.status_code) == (401, 401, 402)
     assert wrong.json()["error"] == {
         "message": "Authentication Fails, Your api key: ****abcd is invalid",
-        "type": "authentication_error", "param": None, "code": "invalid_request_error"}  # fmt: skip
+        "type": "authentication_error",
+        "param": None,
+        "code": "invalid_request_error",
+    }
     assert missing.json()["error"]["message"] == invalid_key(None).message
-    assert broke.json()["error"] == {"message": "Insufficient Balance", "type": "unknown_error",
-                                     "param": None, "code": "invalid_request_error"}  # fmt: skip
+    assert broke.json()["error"] == {
+        "message": "Insufficient Balance",
+        "type": "unknown_error",
+        "param": None,
+        "code": "invalid_request_error",
+    }
 
 
 async def test_reasoning_counts_in_the_prompt_only_where_deepseek_keeps_it(
     fake: FakeModelServer, http: httpx.AsyncClient
 ) -> None:
-    history = [ASKED, {"role": "assistant", "content": "Found.", "reasoning_content": "x " * 400},
-               ASKED]  # fmt: skip
+    history = [
+        ASKED,
+        {"role": "assistant", "content": "Found.", "reasoning_content": "x " * 400},
+        ASKED,
+    ]
     fake.respond_with(lambda request: reply("ok"))
 
     kept = await http.post("/chat/completions", json=body(tools=[TOOL], messages=history))

@@ -83,9 +83,15 @@ async def test_persistent_500_raises_after_the_configured_attempts(
 
 
 @pytest.mark.parametrize(
-    ("status", "raised"), [(401, LLMAuthenticationFailed), (403, LLMAuthenticationFailed),
-                           (400, LLMBadRequest), (404, LLMBadRequest), (422, LLMBadRequest)],
-)  # fmt: skip
+    ("status", "raised"),
+    [
+        (401, LLMAuthenticationFailed),
+        (403, LLMAuthenticationFailed),
+        (400, LLMBadRequest),
+        (404, LLMBadRequest),
+        (422, LLMBadRequest),
+    ],
+)
 async def test_client_errors_are_not_retried(
     fake: FakeModelServer,
     make_client: MakeClient,

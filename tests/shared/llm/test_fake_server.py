@@ -19,8 +19,12 @@ from local.deepseek import (
 from local.deepseek.cache import STORAGE_UNIT
 from shared.llm.tokens import DeepSeekTokenizer, count_prompt
 
-BODY = {"model": "deepseek-v4-pro", "messages": [{"role": "user", "content": "hi"}],
-        "stream": True, "stream_options": {"include_usage": True}}  # fmt: skip
+BODY = {
+    "model": "deepseek-v4-pro",
+    "messages": [{"role": "user", "content": "hi"}],
+    "stream": True,
+    "stream_options": {"include_usage": True},
+}
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +42,15 @@ def sse_payloads(text: str) -> list[str]:
 async def test_stream_matches_the_openai_chunk_sequence(
     fake: FakeModelServer, http: httpx.AsyncClient
 ) -> None:
-    fake.script(reply("Hel", "lo", tool_call("f", a=1).with_id("c1").in_pieces(2),
-                      reasoning="why", usage=usage(20, 9, cache_hit=16)))  # fmt: skip
+    fake.script(
+        reply(
+            "Hel",
+            "lo",
+            tool_call("f", a=1).with_id("c1").in_pieces(2),
+            reasoning="why",
+            usage=usage(20, 9, cache_hit=16),
+        )
+    )
 
     response = await http.post("/chat/completions", json=BODY)
 
@@ -55,20 +66,31 @@ async def test_stream_matches_the_openai_chunk_sequence(
         {"content": None, "reasoning_content": "why"},
         {"content": "Hel"},
         {"content": "lo"},
-        {"tool_calls": [{"index": 0, "id": "c1", "type": "function",
-                         "function": {"name": "f", "arguments": ""}}]},
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "f", "arguments": ""},
+                }
+            ]
+        },
         {"tool_calls": [{"index": 0, "function": {"arguments": '{"a"'}}]},
-        {"tool_calls": [{"index": 0, "function": {"arguments": ': 1}'}}]},
+        {"tool_calls": [{"index": 0, "function": {"arguments": ": 1}"}}]},
         {},
-    ]  # fmt: skip
+    ]
     assert chunks[-2]["choices"][0]["finish_reason"] == "tool_calls"
     assert chunks[-1]["choices"] == []
     assert chunks[-1]["usage"] == {
-        "prompt_tokens": 20, "completion_tokens": 9, "total_tokens": 29,
+        "prompt_tokens": 20,
+        "completion_tokens": 9,
+        "total_tokens": 29,
         "prompt_tokens_details": {"cached_tokens": 16},
         "completion_tokens_details": {"reasoning_tokens": 0},
-        "prompt_cache_hit_tokens": 16, "prompt_cache_miss_tokens": 4,
-    }  # fmt: skip
+        "prompt_cache_hit_tokens": 16,
+        "prompt_cache_miss_tokens": 4,
+    }
     assert all(c["usage"] is None for c in chunks[:-1])
 
 
@@ -79,8 +101,11 @@ async def test_deepseek_style_path_models_list_and_redacted_secrets(
     fake.respond_with(lambda request: reply(f"{len(request.messages)} message(s)"))
 
     body = {k: v for k, v in BODY.items() if k != "stream_options"}
-    plain = await http.post(base + "/chat/completions", json={**body, "stream": False},
-                            headers={"authorization": "Bearer sk-secret"})  # fmt: skip
+    plain = await http.post(
+        base + "/chat/completions",
+        json={**body, "stream": False},
+        headers={"authorization": "Bearer sk-secret"},
+    )
     models = (await http.get("/models")).json()
 
     assert plain.json()["object"] == "chat.completion"
@@ -103,11 +128,15 @@ async def test_bad_requests_get_deepseeks_error_bodies(
     assert not_json.status_code == 400
     assert not_json.json()["error"]["message"].startswith("Failed to parse the request body")
     assert no_messages.status_code == 422  # DeepSeek's body parser
-    assert no_messages.json() == {"error": {
-        "message": "Failed to deserialize the JSON body into the target type: missing field "
-                   "`messages` at line 1 column 1",
-        "type": "invalid_request_error", "param": None,
-        "code": "invalid_request_error"}}  # fmt: skip
+    assert no_messages.json() == {
+        "error": {
+            "message": "Failed to deserialize the JSON body into the target type: missing field "
+            "`messages` at line 1 column 1",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "invalid_request_error",
+        }
+    }
     assert [e.refused and e.refused.rule for e in fake.exchanges] == ["body-shape"]
 
 
@@ -128,11 +157,15 @@ async def test_broken_tool_pairing_gets_the_providers_400(
 ) -> None:
     fake.script(reply("kept for the next request"))
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-    orphan = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c1",
-                                                  "content": "x"}]  # fmt: skip
-    unanswered = [{"role": "user", "content": "hi"},
-                  {"role": "assistant", "content": None, "tool_calls": [call]},
-                  {"role": "user", "content": "well?"}]  # fmt: skip
+    orphan = [
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "c1", "content": "x"},
+    ]
+    unanswered = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "user", "content": "well?"},
+    ]
 
     first = await http.post("/chat/completions", json={**BODY, "messages": orphan})
     second = await http.post("/chat/completions", json={**BODY, "messages": unanswered})
@@ -142,7 +175,8 @@ async def test_broken_tool_pairing_gets_the_providers_400(
         "Messages with role 'tool' must be a response to a preceding message with 'tool_calls'"
     )
     assert second.json()["error"]["message"].endswith(
-        "(insufficient tool messages following tool_calls message)")  # fmt: skip
+        "(insufficient tool messages following tool_calls message)"
+    )
     assert len(fake.requests) == 2 and fake.pending == 1
 
 
@@ -156,10 +190,14 @@ async def test_a_retired_or_unknown_model_gets_deepseeks_400(
 
     assert response.status_code == 400
     served = ", ".join(fake.listed_models())
-    assert response.json() == {"error": {
-        "message": f"The supported API model names are {served}, but you passed {model}.",
-        "type": "invalid_request_error", "param": None,
-        "code": "invalid_request_error"}}  # fmt: skip
+    assert response.json() == {
+        "error": {
+            "message": f"The supported API model names are {served}, but you passed {model}.",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "invalid_request_error",
+        }
+    }
     assert served.startswith("deepseek-flash, deepseek-v4-pro, ")
     assert fake.pending == 1 and fake.exchanges[0].usage is None
 
@@ -179,8 +217,13 @@ TOOLS = [
 
 async def plain(http: httpx.AsyncClient, messages: Sequence[object]) -> dict[str, int]:
     """Usage of a non-thinking call (the cache's arithmetic, without reasoning in the way)."""
-    body = {**BODY, "stream": False, "messages": messages, "tools": TOOLS,
-            "thinking": {"type": "disabled"}}  # fmt: skip
+    body = {
+        **BODY,
+        "stream": False,
+        "messages": messages,
+        "tools": TOOLS,
+        "thinking": {"type": "disabled"},
+    }
     body.pop("stream_options")
     response = await http.post("/chat/completions", json=body)
     assert response.status_code == 200
@@ -214,8 +257,7 @@ async def test_a_conversation_hits_the_prefix_its_last_request_persisted(
         ],
     }
     second = [*first, answered, {"role": "tool", "tool_call_id": "c1", "content": "[a, b]"}]
-    changed = [{"role": "system", "content": "Now: 12:01. " + str(SYSTEM["content"])},
-               *second[1:]]  # fmt: skip
+    changed = [{"role": "system", "content": "Now: 12:01. " + str(SYSTEM["content"])}, *second[1:]]
 
     cold, warm, broken = [await plain(http, m) for m in (first, second, changed)]
 

@@ -57,8 +57,9 @@ def test_orphan_and_duplicate_tool_results_are_found_and_dropped() -> None:
     repaired = repair_history(history)
 
     assert [(p.index, p.kind) for p in problems] == [
-        (2, "orphan_tool_result"), (6, "duplicate_tool_result")
-    ]  # fmt: skip
+        (2, "orphan_tool_result"),
+        (6, "duplicate_tool_result"),
+    ]
     assert repaired == valid_history()
 
 
@@ -109,8 +110,9 @@ async def test_strict_mode_rejects_an_orphan_tool_message_without_sending(
     with pytest.raises(InvalidHistory, match=r"call_x.*answers no preceding") as caught:
         await make_client().complete(ChatRequest("test-model", history, tools=[LOOKUP]))
 
-    assert caught.value.problems == ("message 1: tool result for 'call_x' answers no preceding "
-                                     "assistant tool call",)  # fmt: skip
+    assert caught.value.problems == (
+        "message 1: tool result for 'call_x' answers no preceding assistant tool call",
+    )
     assert fake.requests == [] and fake.pending == 1
 
 
@@ -158,12 +160,19 @@ async def test_repair_mode_sends_a_history_deepseek_accepts(
 
     sent = fake.requests[0].body["messages"]
     assert [m["role"] for m in sent] == [
-        "system", "user", "assistant", "tool", "tool", "assistant", "user"
-    ]  # fmt: skip
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "user",
+    ]
     assert sent[2]["reasoning_content"] == ""  # passed back as the model sent it: none
     assert [(m["tool_call_id"], m["content"]) for m in sent[3:5]] == [
-        ("call_a", "result a"), ("call_b", UNANSWERED_RESULT)
-    ]  # fmt: skip
+        ("call_a", "result a"),
+        ("call_b", UNANSWERED_RESULT),
+    ]
 
 
 async def test_reasoning_sent_as_reasoning_is_read_and_passed_back_as_reasoning_content(

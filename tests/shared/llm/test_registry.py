@@ -35,14 +35,19 @@ def test_specific_patterns_override_general_ones() -> None:
     flash = REGISTRY.lookup("deepseek-flash")
 
     assert (chat.family, chat.known, chat.thinking, chat.context_window) == (
-        "deepseek", True, False, 128_000
-    )  # fmt: skip
+        "deepseek",
+        True,
+        False,
+        128_000,
+    )
     assert (reasoner.thinking, reasoner.context_window) == (True, 128_000)
     assert (flash.thinking, flash.context_window) == (True, 1_000_000)
     assert chat.price == reasoner.price == flash.price is not None
     assert chat.matched == (
-        "deepseek-.*", "deepseek-(chat|reasoner|coder).*", "deepseek-(chat|coder).*"
-    )  # fmt: skip
+        "deepseek-.*",
+        "deepseek-(chat|reasoner|coder).*",
+        "deepseek-(chat|coder).*",
+    )
     assert (chat.retired, chat.replaced_by) == ("2026-07-24", "deepseek-flash")
     assert flash.retired is None and REGISTRY.lookup("deepseek-v4-pro").retired is None
 
@@ -108,11 +113,13 @@ async def test_the_client_prices_a_reply_by_its_clock(
     fake: FakeModelServer, make_client: MakeClient, tmp_path: Path
 ) -> None:
     path = tmp_path / "models.toml"
-    path.write_text('[peak_hours.office]\ntimezone = "Europe/Berlin"\nweekdays = [1, 2, 3, 4, 5]\n'
-                    'hours = ["09:00-17:00"]\n\n[[model]]\nmatch = "test-model"\n'
-                    'price = { cache_hit = "1", cache_miss = "10", output = "20" }\n'
-                    'off_peak_price = { cache_hit = "0.5", cache_miss = "5", output = "10" }\n'
-                    'peak_hours = "office"\n')  # fmt: skip
+    path.write_text(
+        '[peak_hours.office]\ntimezone = "Europe/Berlin"\nweekdays = [1, 2, 3, 4, 5]\n'
+        'hours = ["09:00-17:00"]\n\n[[model]]\nmatch = "test-model"\n'
+        'price = { cache_hit = "1", cache_miss = "10", output = "20" }\n'
+        'off_peak_price = { cache_hit = "0.5", cache_miss = "5", output = "10" }\n'
+        'peak_hours = "office"\n'
+    )
     registry = load_registry(path)
     saturday = datetime(2026, 11, 28, 12, 0, tzinfo=UTC).timestamp()
     monday = datetime(2026, 11, 23, 12, 0, tzinfo=UTC).timestamp()
@@ -139,11 +146,18 @@ def test_cost_is_exact_decimal_arithmetic() -> None:
 
 
 def test_usage_is_read_in_deepseek_and_openai_dialects() -> None:
-    deepseek = {"prompt_tokens": 100, "completion_tokens": 7, "prompt_cache_hit_tokens": 64,
-                "prompt_cache_miss_tokens": 36}  # fmt: skip
-    openai = {"prompt_tokens": 100, "completion_tokens": 7,
-              "prompt_tokens_details": {"cached_tokens": 32},
-              "completion_tokens_details": {"reasoning_tokens": 5}}  # fmt: skip
+    deepseek = {
+        "prompt_tokens": 100,
+        "completion_tokens": 7,
+        "prompt_cache_hit_tokens": 64,
+        "prompt_cache_miss_tokens": 36,
+    }
+    openai = {
+        "prompt_tokens": 100,
+        "completion_tokens": 7,
+        "prompt_tokens_details": {"cached_tokens": 32},
+        "completion_tokens_details": {"reasoning_tokens": 5},
+    }
 
     assert parse_usage(deepseek) == TokenCounts(100, 7, 64, 36, 0)
     assert parse_usage(openai) == TokenCounts(100, 7, 32, None, 5)
@@ -153,10 +167,12 @@ def test_usage_is_read_in_deepseek_and_openai_dialects() -> None:
 
 def test_override_file_adds_and_overrides_entries(tmp_path: Path) -> None:
     path = tmp_path / "models.toml"
-    path.write_text('[[model]]\nmatch = "deepseek-chat.*"\nprice = { cache_hit = 0, '
-                    'cache_miss = "0.5", output = "1.5" }\n\n[[model]]\nmatch = "llama.*"\n'
-                    'family = "llama"\ncontext_window = 131072\nprice = { cache_hit = 0, '
-                    "cache_miss = 0, output = 0 }\n")  # fmt: skip
+    path.write_text(
+        '[[model]]\nmatch = "deepseek-chat.*"\nprice = { cache_hit = 0, '
+        'cache_miss = "0.5", output = "1.5" }\n\n[[model]]\nmatch = "llama.*"\n'
+        'family = "llama"\ncontext_window = 131072\nprice = { cache_hit = 0, '
+        "cache_miss = 0, output = 0 }\n"
+    )
 
     registry = load_registry(path)
 
@@ -172,18 +188,26 @@ def test_override_file_adds_and_overrides_entries(tmp_path: Path) -> None:
     [
         ('[[model]]\nmatch = "gpt-("\n', "not a valid regular expression"),
         ('[[model]]\nmatch = "x"\ncontext_windw = 5\n', "Extra inputs are not permitted"),
-        ('[[model]]\nmatch = "x"\nprice = { cache_hit = -1, cache_miss = 0, output = 0 }\n',
-         "greater than or equal to 0"),
+        (
+            '[[model]]\nmatch = "x"\nprice = { cache_hit = -1, cache_miss = 0, output = 0 }\n',
+            "greater than or equal to 0",
+        ),
         ("[[model]\n", "not valid TOML"),
         ('[[model]]\nmatch = "x"\npeak_hours = "nope"\n', "names no \\[peak_hours.nope\\]"),
-        ('[peak_hours.x]\ntimezone = "Mars/Olympus"\nweekdays = [1]\nhours = ["09:00-10:00"]\n',
-         "unknown time zone"),
-        ('[peak_hours.x]\ntimezone = "UTC"\nweekdays = [8]\nhours = ["09:00-10:00"]\n',
-         "ISO numbers"),
-        ('[peak_hours.x]\ntimezone = "UTC"\nweekdays = [1]\nhours = ["10:00-09:00"]\n',
-         "ends before it starts"),
+        (
+            '[peak_hours.x]\ntimezone = "Mars/Olympus"\nweekdays = [1]\nhours = ["09:00-10:00"]\n',
+            "unknown time zone",
+        ),
+        (
+            '[peak_hours.x]\ntimezone = "UTC"\nweekdays = [8]\nhours = ["09:00-10:00"]\n',
+            "ISO numbers",
+        ),
+        (
+            '[peak_hours.x]\ntimezone = "UTC"\nweekdays = [1]\nhours = ["10:00-09:00"]\n',
+            "ends before it starts",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_broken_override_file_is_a_clear_configuration_error(
     tmp_path: Path, text: str, complaint: str
 ) -> None:
@@ -203,10 +227,24 @@ def test_missing_override_file_names_the_setting(tmp_path: Path) -> None:
 
 SHIPPED = Path(registry.__file__).with_name(registry.SHIPPED)
 NAMES = (
-    "deepseek-chat", "deepseek-reasoner", "deepseek-coder", "deepseek-v4-pro", "deepseek-v4-flash",
-    "deepseek-flash", "deepseek/deepseek-chat", "gpt-4o", "gpt-4o-mini", "gpt-5", "gpt-5.2-mini",
-    "o1", "o3-mini", "o4-mini", "claude-sonnet-4", "llama3.1:8b", "no-such-model",
-)  # fmt: skip
+    "deepseek-chat",
+    "deepseek-reasoner",
+    "deepseek-coder",
+    "deepseek-v4-pro",
+    "deepseek-v4-flash",
+    "deepseek-flash",
+    "deepseek/deepseek-chat",
+    "gpt-4o",
+    "gpt-4o-mini",
+    "gpt-5",
+    "gpt-5.2-mini",
+    "o1",
+    "o3-mini",
+    "o4-mini",
+    "claude-sonnet-4",
+    "llama3.1:8b",
+    "no-such-model",
+)
 
 
 def test_the_shipped_registry_is_in_the_registry_format() -> None:

@@ -63,11 +63,16 @@ async def events_of(client, req: ChatRequest) -> list[StreamEvent]:
 
 
 EXPECTED_CALLS = (
-    ToolCall("call_a", "search_notes", '{"query": "quarterly report \\u00fcn\\u00efcode"}',
-             {"query": "quarterly report ünïcode"}),
-    ToolCall("call_b", "list_tasks", '{"status": "open", "limit": 5}',
-             {"status": "open", "limit": 5}),
-)  # fmt: skip
+    ToolCall(
+        "call_a",
+        "search_notes",
+        '{"query": "quarterly report \\u00fcn\\u00efcode"}',
+        {"query": "quarterly report ünïcode"},
+    ),
+    ToolCall(
+        "call_b", "list_tasks", '{"status": "open", "limit": 5}', {"status": "open", "limit": 5}
+    ),
+)
 # test-model: cache hit 0.1, miss 1, output 2 USD per 1M → (600*0.1 + 400*1 + 500*2) / 1e6
 EXPECTED_USAGE = Usage(1000, 500, 600, Decimal("0.00146"))
 
@@ -164,8 +169,10 @@ async def test_thinking_model_streams_reasoning_and_gets_it_back(
     assert sent["reasoning_content"] == "Need notes."
     assert sent["tool_calls"][0]["id"] == "c1"
     assert fake.requests[1].body["messages"][2] == {
-        "role": "tool", "tool_call_id": "c1", "content": "3 notes"
-    }  # fmt: skip
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "3 notes",
+    }
 
 
 async def test_reasoning_content_is_not_sent_to_non_thinking_models(
@@ -198,18 +205,33 @@ async def test_call_tool_returns_the_forced_tools_arguments(
 
 async def test_demo_model_labels_itself_and_calls_offered_tools(make_client: MakeClient) -> None:
     client = make_client()
-    plan = ToolSchema("create_plan", "Write a plan", {
-        "type": "object", "required": ["goal", "steps"],
-        "properties": {"goal": {"type": "string"}, "steps": {"type": "array", "items": {
-            "type": "object", "required": ["description"],
-            "properties": {"description": {"type": "string"}}}}},
-    })  # fmt: skip
+    plan = ToolSchema(
+        "create_plan",
+        "Write a plan",
+        {
+            "type": "object",
+            "required": ["goal", "steps"],
+            "properties": {
+                "goal": {"type": "string"},
+                "steps": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["description"],
+                        "properties": {"description": {"type": "string"}},
+                    },
+                },
+            },
+        },
+    )
 
     text = await client.complete(ChatRequest("parley-demo", [UserMessage("Hello")]))
-    searched = await client.complete(ChatRequest("parley-demo", [UserMessage("search my notes")],
-                                                 tools=[TASKS, SEARCH]))  # fmt: skip
-    planned = await call_tool(client, model="parley-demo", messages=[UserMessage("Plan a trip")],
-                              tool=plan)  # fmt: skip
+    searched = await client.complete(
+        ChatRequest("parley-demo", [UserMessage("search my notes")], tools=[TASKS, SEARCH])
+    )
+    planned = await call_tool(
+        client, model="parley-demo", messages=[UserMessage("Plan a trip")], tool=plan
+    )
 
     assert "Parley's offline demo model" in text.text and "DEEPSEEK_API_KEY" in text.text
     assert text.usage.cost_usd == 0 and text.cost_known

@@ -55,11 +55,16 @@ def test_ids_named_where_work_begins_reach_every_record_inside(
     assert [logs.ids_of(r) for r in records] == [
         {},
         {"plan_id": str(plan), "aws_request_id": "req-1"},
-        {"session_id": str(session), "plan_id": str(plan), "step_id": str(step), "attempt": 2,
-         "aws_request_id": "req-1"},
+        {
+            "session_id": str(session),
+            "plan_id": str(plan),
+            "step_id": str(step),
+            "attempt": 2,
+            "aws_request_id": "req-1",
+        },
         {"plan_id": str(plan), "aws_request_id": "req-1"},
         {},
-    ]  # fmt: skip
+    ]
 
 
 async def test_tasks_and_threads_started_inside_keep_them_and_siblings_do_not_mix(
@@ -94,11 +99,28 @@ def test_text_shows_the_ids_after_the_message_and_json_as_lambda_writes_it(
     first_line = logs.TextFormatter().format(failed).splitlines()[0]
     assert first_line.endswith("failed [plan_id=p attempt=1 aws_request_id=r]")
     line = json.loads(logs.JsonFormatter().format(failed))
-    assert {k: line[k] for k in ("level", "message", "logger", "requestId", "plan_id",
-                                 "attempt", "errorType", "errorMessage")} == {
-        "level": "ERROR", "message": "failed", "logger": "tests.logs", "requestId": "r",
-        "plan_id": "p", "attempt": 1, "errorType": "ValueError", "errorMessage": "broken",
-    }  # fmt: skip
+    assert {
+        k: line[k]
+        for k in (
+            "level",
+            "message",
+            "logger",
+            "requestId",
+            "plan_id",
+            "attempt",
+            "errorType",
+            "errorMessage",
+        )
+    } == {
+        "level": "ERROR",
+        "message": "failed",
+        "logger": "tests.logs",
+        "requestId": "r",
+        "plan_id": "p",
+        "attempt": 1,
+        "errorType": "ValueError",
+        "errorMessage": "broken",
+    }
     assert line["timestamp"].endswith("Z") and line["stackTrace"]
 
 

@@ -47,9 +47,13 @@ SDK = ("opentelemetry.sdk", "opentelemetry.exporter")
 def fresh(*blocked: str, **env: str) -> tuple[dict[str, Any], str]:
     """Import the chat handler in a new process with `env` (and `blocked` modules missing)."""
     done = subprocess.run(
-        [sys.executable, "-c", FRESH, *blocked], env={**os.environ, "LOG_LEVEL": "ERROR", **env},
-        capture_output=True, text=True, check=True, cwd=os.getcwd(),
-    )  # fmt: skip
+        [sys.executable, "-c", FRESH, *blocked],
+        env={**os.environ, "LOG_LEVEL": "ERROR", **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=os.getcwd(),
+    )
     *logged, last = done.stdout.strip().splitlines()
     return json.loads(last), "\n".join(logged)
 
@@ -160,8 +164,9 @@ def test_spans_go_to_the_otlp_endpoint_with_the_configured_headers() -> None:
     secret may hold): `<endpoint>/v1/traces`, protobuf, the headers, the service's name."""
     with otlp_receiver() as receiver:
         headers = SecretStr("x-api-key=k%3Dv,team=parley")
-        settings = Settings(otel_exporter_otlp_endpoint=receiver.url,
-                            otel_exporter_otlp_headers=headers)  # fmt: skip
+        settings = Settings(
+            otel_exporter_otlp_endpoint=receiver.url, otel_exporter_otlp_headers=headers
+        )
         assert tracing.start(settings, service="parley-chat")
         try:
             with tracing.span("exported", attributes={"parley.plan.id": "p"}):
@@ -192,8 +197,15 @@ def test_model_call_content_only_on_opt_in() -> None:
     from shared.llm.pricing import TokenCounts
 
     request = ChatRequest("m", [SystemMessage("be brief"), UserMessage("secret plans")])
-    completion = Completion(AssistantMessage("ok"), "stop", Usage(10, 2), TokenCounts(10, 2),
-                            "m", cost_known=True, usage_reported=True)  # fmt: skip
+    completion = Completion(
+        AssistantMessage("ok"),
+        "stop",
+        Usage(10, 2),
+        TokenCounts(10, 2),
+        "m",
+        cost_known=True,
+        usage_reported=True,
+    )
     plain = {**genai.completion_attributes(completion)}
     assert "secret plans" not in json.dumps(plain) and plain["gen_ai.usage.input_tokens"] == 10
     content = genai.content_attributes(request, completion)

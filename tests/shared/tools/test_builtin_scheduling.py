@@ -214,9 +214,13 @@ async def test_update_or_schedule_task_checks_project_and_recurrence(
     their_project = await make_project(db, other.user_id)
     theirs = await make_task(db, other.user_id, project_id=their_project)
     foreign = await call(
-        executor, me, "update_or_schedule_task", project_id=their_project, task_id=theirs,
+        executor,
+        me,
+        "update_or_schedule_task",
+        project_id=their_project,
+        task_id=theirs,
         start_time=when,
-    )  # fmt: skip
+    )
 
     assert wrong_project.error == "not_found"
     assert ends_alone.error == "invalid_arguments"

@@ -38,9 +38,11 @@ SERVER = ROOT / "tests" / "support" / "mcp_echo_server.py"
 
 def echo_config(**changes: object) -> McpServerConfig:
     values: dict[str, object] = {
-        "name": "echo", "command": sys.executable, "args": [str(SERVER)],
+        "name": "echo",
+        "command": sys.executable,
+        "args": [str(SERVER)],
         "read_only_tools": ["echo"],
-    }  # fmt: skip
+    }
     return McpServerConfig.model_validate({**values, **changes})
 
 
@@ -157,22 +159,31 @@ async def test_an_unreachable_server_is_left_out_not_fatal() -> None:
 def test_servers_are_configured_from_one_json_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     servers = [
         {"name": "files", "command": "npx", "args": ["-y", "fs"], "read_only_tools": ["read"]},
-        {"name": "remote", "url": "https://mcp.example.com/mcp",
-         "headers": {"Authorization": "Bearer s3cret"}},
-    ]  # fmt: skip
+        {
+            "name": "remote",
+            "url": "https://mcp.example.com/mcp",
+            "headers": {"Authorization": "Bearer s3cret"},
+        },
+    ]
     monkeypatch.setenv("MCP_SERVERS", json.dumps(servers))
     files, remote = load_settings().mcp_servers
     assert (files.command, files.read_only_tools, remote.url) == (
-        "npx", ["read"], "https://mcp.example.com/mcp",
-    )  # fmt: skip
+        "npx",
+        ["read"],
+        "https://mcp.example.com/mcp",
+    )
     assert "s3cret" not in repr(remote)
 
 
 @pytest.mark.parametrize(
     "server",
-    [{"name": "both", "command": "x", "url": "https://a"}, {"name": "neither"},
-     {"name": "bad name!", "command": "x"}, {"name": "ftp", "url": "ftp://a"}],
-)  # fmt: skip
+    [
+        {"name": "both", "command": "x", "url": "https://a"},
+        {"name": "neither"},
+        {"name": "bad name!", "command": "x"},
+        {"name": "ftp", "url": "ftp://a"},
+    ],
+)
 def test_bad_server_entries_are_configuration_errors(
     monkeypatch: pytest.MonkeyPatch, server: dict[str, str]
 ) -> None:
@@ -199,8 +210,9 @@ def _external(name: str, description: str = "d") -> ExternalTool:
         return {}
 
     schema: JsonObject = {"type": "object", "properties": {"x": {"type": "string"}}}
-    return ExternalTool(name=name, description=description, input_schema=schema, access="read",
-                        call=call)  # fmt: skip
+    return ExternalTool(
+        name=name, description=description, input_schema=schema, access="read", call=call
+    )
 
 
 def test_a_servers_tools_that_would_clash_or_crowd_the_prompt_are_left_out(
@@ -210,9 +222,15 @@ def test_a_servers_tools_that_would_clash_or_crowd_the_prompt_are_left_out(
     agent's control tool, an earlier tool) and tools past the definitions' budget are left out
     and logged; the rest are admitted."""
     big = "x" * (MAX_OFFERED_CHARS // 2)
-    tools = [_external("a_find"), _external("list_tasks"), _external("create_plan"),
-             _external("a_find"), _external("a_big", big), _external("a_bigger", big),
-             _external("a_last")]  # fmt: skip
+    tools = [
+        _external("a_find"),
+        _external("list_tasks"),
+        _external("create_plan"),
+        _external("a_find"),
+        _external("a_big", big),
+        _external("a_bigger", big),
+        _external("a_last"),
+    ]
     kept = admitted(tools, taken={"list_tasks", *CONTROL_NAMES})
     assert [t.name for t in kept] == ["a_find", "a_big", "a_last"]
     left_out = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
@@ -235,10 +253,13 @@ async def test_the_servers_configured_secrets_are_cut_out_of_what_it_answers() -
 
 
 def test_secrets_are_the_values_named_like_secrets_and_a_headers_words() -> None:
-    config = McpServerConfig.model_validate({
-        "name": "remote", "url": "https://mcp.example.com/mcp?api_key=k-1234567890&lang=en-GB",
-        "headers": {"Authorization": "Bearer tok-abcdefgh", "Accept": "application/json"},
-    })  # fmt: skip
+    config = McpServerConfig.model_validate(
+        {
+            "name": "remote",
+            "url": "https://mcp.example.com/mcp?api_key=k-1234567890&lang=en-GB",
+            "headers": {"Authorization": "Bearer tok-abcdefgh", "Accept": "application/json"},
+        }
+    )
     assert secrets_of(config) == ["Bearer tok-abcdefgh", "k-1234567890", "tok-abcdefgh"]
 
 
@@ -275,9 +296,13 @@ def test_without_the_mcp_sdk_configured_servers_are_logged_once_and_left_out() -
     this one has the SDK loaded)."""
     servers = json.dumps([echo_config().model_dump(mode="json")])
     done = subprocess.run(
-        [sys.executable, "-c", MISSING_SDK, servers], cwd=ROOT, capture_output=True,
-        text=True, timeout=60, check=False,
-    )  # fmt: skip
+        [sys.executable, "-c", MISSING_SDK, servers],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
     assert done.returncode == 0, done.stderr[-3000:]
     tools = json.loads(done.stdout.splitlines()[-1])

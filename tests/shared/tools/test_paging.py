@@ -45,8 +45,10 @@ async def test_list_tasks_pages_say_what_is_left_and_cover_every_task_once(
 
     assert sorted(t["title"] for t in rows) == [f"Task {n}" for n in range(7)]
     assert [(p["count"], p["total"], p.get("next_offset")) for p in pages] == [
-        (3, 7, 3), (3, 7, 6), (1, 7, None)
-    ]  # fmt: skip
+        (3, 7, 3),
+        (3, 7, 6),
+        (1, 7, None),
+    ]
     assert pages[0]["more"] == (
         "4 more — ask for the next page: call list_tasks again with offset=3 (same filters)."
     )
@@ -60,9 +62,7 @@ async def test_a_page_past_the_end_still_says_how_many_there_are(
 
     result = await call(executor, crew.as_executor(), "list_tasks", offset=5)
 
-    assert (result.payload["tasks"], result.payload["count"], result.payload["total"]) == (
-        [], 0, 1
-    )  # fmt: skip
+    assert (result.payload["tasks"], result.payload["count"], result.payload["total"]) == ([], 0, 1)
 
 
 async def test_summaries_leave_nulls_out(db: Database, executor: ToolExecutor, crew: Crew) -> None:
@@ -81,9 +81,11 @@ async def test_searches_of_projects_notes_and_dumps_page_too(
         await make_note(db, crew.user_id, title=f"Note {n}", content="text")
         await make_brain_dump(db, crew.user_id, title=f"Dump {n}", content="text")
 
-    for tool, key, label in (("search_projects", "projects", "name"),
-                             ("search_notes", "notes", "title"),
-                             ("search_brain_dumps", "brain_dumps", "title")):  # fmt: skip
+    for tool, key, label in (
+        ("search_projects", "projects", "name"),
+        ("search_notes", "notes", "title"),
+        ("search_brain_dumps", "brain_dumps", "title"),
+    ):
         rows, pages = await every_page(executor, crew, tool, key, limit=2)
         assert len({row[label] for row in rows}) == len(rows) == 5, tool
         assert [p["total"] for p in pages] == [5, 5, 5], tool
@@ -100,8 +102,9 @@ async def test_calendar_events_and_free_slots_page(
     events, event_pages = await every_page(
         executor, crew, "get_calendar_events", "events", limit=3, **window
     )
-    slots, slot_pages = await every_page(executor, crew, "find_available_slots", "slots",
-                                         limit=2, **window)  # fmt: skip
+    slots, slot_pages = await every_page(
+        executor, crew, "find_available_slots", "slots", limit=2, **window
+    )
 
     assert [e["title"] for e in events] == [f"Event {day}" for day in range(4)]
     assert [p["count"] for p in event_pages] == [3, 1]
@@ -117,8 +120,14 @@ async def test_project_details_say_how_to_get_what_they_leave_out(
     for n in range(21):
         await make_note(db, crew.user_id, project_id=project, title=f"Note {n}", content="x")
 
-    result = await call(executor, crew.as_executor(), "get_project_details", project_id=project,
-                        include_tasks=True, include_notes=True)  # fmt: skip
+    result = await call(
+        executor,
+        crew.as_executor(),
+        "get_project_details",
+        project_id=project,
+        include_tasks=True,
+        include_notes=True,
+    )
 
     details = result.payload
     assert (len(details["tasks"]), len(details["notes"])) == (50, 20)
@@ -127,7 +136,13 @@ async def test_project_details_say_how_to_get_what_they_leave_out(
         "offset=50.",
         f"1 more notes — call search_notes with project_id={project} and offset=20.",
     ]
-    rest = await call(executor, crew.as_executor(), "list_tasks", project_id=project,
-                      offset=50, sort_by="open_first")  # fmt: skip
+    rest = await call(
+        executor,
+        crew.as_executor(),
+        "list_tasks",
+        project_id=project,
+        offset=50,
+        sort_by="open_first",
+    )
     seen = {t["title"] for t in details["tasks"] + rest.payload["tasks"]}
     assert seen == {f"Task {n}" for n in range(52)}

@@ -53,8 +53,9 @@ async def searcher(db: Database) -> UUID:
                    SELECT %(user)s, 'row ' || i,
                           CASE i WHEN 7 THEN 'the zebra plan' ELSE md5(i::text) END
                    FROM generate_series(1, %(n)s) i"""
-            ).format(table=sql.Identifier(table), title=sql.Identifier(title),
-                     text=sql.Identifier(text))  # fmt: skip
+            ).format(
+                table=sql.Identifier(table), title=sql.Identifier(title), text=sql.Identifier(text)
+            )
             await conn.execute(seed, {"user": user, "n": ROWS})
             await conn.execute(
                 "SELECT gin_clean_pending_list(%s::regclass)", (f"{table}_search_idx",)

@@ -73,7 +73,10 @@ async def test_token_events_leave_in_one_batch_in_the_broadcast_format(
     assert headers["apikey"] == "service-key"
     assert headers["authorization"] == "Bearer service-key"
     assert [(m["event"], m["payload"]["seq"]) for m in body["messages"]] == [
-        ("token", 1), ("token", 2), ("token", 4)]  # fmt: skip
+        ("token", 1),
+        ("token", 2),
+        ("token", 4),
+    ]
     first = body["messages"][0]
     assert first["topic"] == session_topic(SESSION) == f"session:{SESSION}"
     assert first["private"] is False
