@@ -8,8 +8,8 @@ cheap and safe. Every locked package is checked against the lock's SHA-256 hashe
 installed (`--require-hashes`): a download that differs from what was locked stops the install.
 
     python3 dev.py run [args]    the local stack and Parley Console (`python3 dev.py run --help`)
-    python3 dev.py test [args]   ruff, mypy, the docs site (mkdocs build --strict), then pytest
-                                 (extra args go to pytest)
+    python3 dev.py test [args]   ruff, mypy, the import contracts, the docs site (mkdocs build
+                                 --strict), then pytest (extra args go to pytest)
     python3 dev.py docs [args]   the docs site, served with live reload (mkdocs serve; extra
                                  args go to it), at http://127.0.0.1:8001
     python3 dev.py check-model   each kind of request Parley makes, against the configured model
@@ -73,6 +73,7 @@ def test(pytest_args: list[str]) -> int:
         [str(BIN / "ruff"), "check", "."],
         [str(BIN / "ruff"), "format", "--check", "."],
         [str(PYTHON), "-m", "mypy"],
+        [str(BIN / "lint-imports")],  # the layers and no circles: pyproject's [tool.importlinter]
         [str(BIN / "mkdocs"), "build", "--strict"],  # not --quiet: it hides what fails it
     ):
         if code := run(step):
@@ -163,11 +164,19 @@ def lock() -> int:
         option for name in ("local", "dev", "aws", "mcp", "otel") for option in ("--extra", name)
     ]
     return run(
-        [str(uv), "pip", "compile", "pyproject.toml", *extras, *common,
-         "--output-file", "requirements.lock"]
+        [
+            str(uv),
+            "pip",
+            "compile",
+            "pyproject.toml",
+            *extras,
+            *common,
+            "--output-file",
+            "requirements.lock",
+        ]
     ) or run(
         [str(uv), "pip", "compile", "infra/scan.in", *common, "--output-file", "infra/scan.lock"]
-    )  # fmt: skip
+    )
 
 
 def fingerprint() -> str:

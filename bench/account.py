@@ -136,8 +136,9 @@ def build(user_id: UUID, start: datetime) -> Account:
     account = Account(user_id, start)
     for n, (name, description) in enumerate(PROJECTS):
         status = "paused" if n in (5, 10) else "active"
-        account.projects.append(Row(_id("project", n), name,
-                                    {"description": description, "status": status}))  # fmt: skip
+        account.projects.append(
+            Row(_id("project", n), name, {"description": description, "status": status})
+        )
     titles: set[str] = set()
     while len(account.tasks) < 60:
         project = rng.choice(account.projects)
@@ -148,22 +149,37 @@ def build(user_id: UUID, start: datetime) -> Account:
         status, priority = rng.choice(STATUSES), rng.choice(PRIORITIES)
         scheduled = rng.random() < 0.5
         when = start + timedelta(days=rng.randrange(14), hours=rng.choice((9, 11, 14, 16)))
-        account.tasks.append(Row(_id("task", len(account.tasks)), title, {
-            "project_id": project.id, "project": project.title, "status": status,
-            "priority": priority, "start_date": when if scheduled else None,
-            "duration": rng.choice((30, 45, 60, 90, 120)),
-        }))  # fmt: skip
+        account.tasks.append(
+            Row(
+                _id("task", len(account.tasks)),
+                title,
+                {
+                    "project_id": project.id,
+                    "project": project.title,
+                    "status": status,
+                    "priority": priority,
+                    "start_date": when if scheduled else None,
+                    "duration": rng.choice((30, 45, 60, 90, 120)),
+                },
+            )
+        )
     for n in range(24):
         kind = EVENT_KINDS[n % len(EVENT_KINDS)]
         day = start + timedelta(days=rng.randrange(14))
         begins = datetime.combine(day.date(), time(rng.choice((8, 10, 13, 15, 17))), tzinfo=UTC)
-        account.events.append(Row(_id("event", n), f"{kind} #{n + 1}",
-                                  {"start": begins, "hours": rng.choice((1, 1, 2))}))  # fmt: skip
+        account.events.append(
+            Row(
+                _id("event", n),
+                f"{kind} #{n + 1}",
+                {"start": begins, "hours": rng.choice((1, 1, 2))},
+            )
+        )
     for n in range(20):
         project = account.projects[n % len(account.projects)]
         topic = NOTE_TOPICS[n % len(NOTE_TOPICS)]
-        account.notes.append(Row(_id("note", n), f"{project.title}: {topic}",
-                                 {"project_id": project.id}))  # fmt: skip
+        account.notes.append(
+            Row(_id("note", n), f"{project.title}: {topic}", {"project_id": project.id})
+        )
     for n, topic in enumerate(DUMP_TOPICS):
         project = account.projects[(n * 5) % len(account.projects)]
         account.dumps.append(Row(_id("dump", n), topic, {"project_id": project.id}))
@@ -192,18 +208,34 @@ async def _insert(conn: Connection, a: Account) -> None:
                                   start_date, duration_minutes, completed_at)
                VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s,
                        CASE WHEN %s = 'done' THEN now() END)""",
-            (t.id, a.user_id, f["project_id"], t.title, FILLER, f["status"], f["priority"],
-             f["start_date"], f["duration"], f["status"]),
-        )  # fmt: skip
+            (
+                t.id,
+                a.user_id,
+                f["project_id"],
+                t.title,
+                FILLER,
+                f["status"],
+                f["priority"],
+                f["start_date"],
+                f["duration"],
+                f["status"],
+            ),
+        )
     for e in a.events:
         begins = e.fields["start"]
         assert isinstance(begins, datetime) and isinstance(e.fields["hours"], int)
         await conn.execute(
             """INSERT INTO calendar_events (id, user_id, title, description, start_at, end_at)
                VALUES (%s, %s, %s, %s, %s, %s)""",
-            (e.id, a.user_id, e.title, "Room 2 / video link in the invite.", begins,
-             begins + timedelta(hours=e.fields["hours"])),
-        )  # fmt: skip
+            (
+                e.id,
+                a.user_id,
+                e.title,
+                "Room 2 / video link in the invite.",
+                begins,
+                begins + timedelta(hours=e.fields["hours"]),
+            ),
+        )
     for n in a.notes:
         await conn.execute(
             """INSERT INTO notes (id, user_id, project_id, title, content, category)

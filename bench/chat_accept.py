@@ -38,12 +38,17 @@ import boto3
 import httpx
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
+from shared.kernel.settings import Settings
+from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services
-from shared.settings import Settings
-from tests import databases
-from tests.agents.plans import (
+from tests.functions.conftest import token
+from tests.support import databases
+from tests.support.cloud import Cloud, Function
+from tests.support.factories import make_user
+from tests.support.llm_models import EXECUTOR_MODEL, MODELS, PLANNER_MODEL, SERVED
+from tests.support.moto_server import NOT_INHERITED, environment, moto_server
+from tests.support.plan_calls import (
     CALENDAR_STEP,
     TASKS_STEP,
     WRITE_STEP,
@@ -51,14 +56,9 @@ from tests.agents.plans import (
     plan_call,
     synthesis,
 )
-from tests.agents.scripting import Script
-from tests.aws.cloud import Cloud, Function
-from tests.aws.moto_server import NOT_INHERITED, environment, moto_server
-from tests.factories import make_user
-from tests.functions.conftest import token
-from tests.functions.stack import Stack
-from tests.models import EXECUTOR_MODEL, MODELS, PLANNER_MODEL, SERVED
-from tests.turn_kinds import held
+from tests.support.scripting import Script
+from tests.support.stack import Stack
+from tests.support.turn_kinds import held
 
 MODES = ("wait", "accept", "accept-sqs")
 
@@ -67,18 +67,21 @@ def script_week(fake: FakeModelServer, seconds: float) -> None:
     script = Script(fake)
     script.planner(held(seconds, plan_call()), held(seconds, synthesis))
     script.step(
-        TASKS_STEP, held(seconds, reply(tool_call("list_tasks", status=["backlog"]))),
+        TASKS_STEP,
+        held(seconds, reply(tool_call("list_tasks", status=["backlog"]))),
         held(seconds, complete_with_results("Open tasks")),
-    )  # fmt: skip
+    )
     script.step(
-        CALENDAR_STEP, held(seconds, reply(tool_call("get_calendar_events"))),
+        CALENDAR_STEP,
+        held(seconds, reply(tool_call("get_calendar_events"))),
         held(seconds, complete_with_results("Events")),
-    )  # fmt: skip
+    )
     script.step(
-        WRITE_STEP, held(seconds, reply(tool_call("create_task", title="Weekly review"))),
+        WRITE_STEP,
+        held(seconds, reply(tool_call("create_task", title="Weekly review"))),
         held(seconds, reply(tool_call("complete", result="Created the task Weekly review"))),
         kind="planner_step",
-    )  # fmt: skip
+    )
 
 
 async def plan_done(db: Database, plan_id: UUID, limit: float = 120) -> float:
@@ -98,15 +101,21 @@ class Queues:
     """Parley's queues on moto's server, and a task playing the event source mappings: it
     delivers each message to the planner's or an executor's Lambda handler as it arrives."""
 
-    def __init__(self, url: str, fake: FakeModelServer, tokenizer: DeepSeekTokenizer,
-                 models_file: Any) -> None:  # fmt: skip
+    def __init__(
+        self, url: str, fake: FakeModelServer, tokenizer: DeepSeekTokenizer, models_file: Any
+    ) -> None:
         prefix = f"bench-{uuid4().hex[:8]}"
         self.cloud = Cloud(boto3.client("sqs"), prefix=prefix).create_queues()
         base = {
-            "database_url": url, "llm_base_url": fake.base_url, "llm_api_key": "bench",
-            "llm_planner_model": PLANNER_MODEL, "llm_executor_model": EXECUTOR_MODEL,
-            "llm_models_file": models_file, "llm_max_retries": 0, **self.cloud.settings(),
-        }  # fmt: skip
+            "database_url": url,
+            "llm_base_url": fake.base_url,
+            "llm_api_key": "bench",
+            "llm_planner_model": PLANNER_MODEL,
+            "llm_executor_model": EXECUTOR_MODEL,
+            "llm_models_file": models_file,
+            "llm_max_retries": 0,
+            **self.cloud.settings(),
+        }
         self.functions = {
             name: Function(name, Services(Settings(**base), tokens=tokenizer))
             for name in ("agent_planner", "agent_executor")
@@ -135,9 +144,12 @@ async def run_mode(
     queues = Queues(url, fake, tokenizer, args.models_file) if mode == "accept-sqs" else None
     settings: dict[str, Any] = queues.cloud.settings() if queues else {}
     stack = Stack(
-        database_url=url, fake=fake, models_file=args.models_file, tokenizer=tokenizer,
+        database_url=url,
+        fake=fake,
+        models_file=args.models_file,
+        tokenizer=tokenizer,
         **settings,
-    ).start()  # fmt: skip
+    ).start()
     if queues is not None:
         queues.start()
     try:
@@ -159,9 +171,10 @@ async def measure(mode: str, stack: Stack, url: str, args: Any) -> None:
                 body["wait"] = False
             started = time.perf_counter()
             response = await http.post(
-                f"{stack.url('chat')}/chat", json=body,
+                f"{stack.url('chat')}/chat",
+                json=body,
                 headers={"Authorization": f"Bearer {token(user)}"},
-            )  # fmt: skip
+            )
             answered = time.perf_counter()
             expected = 200 if mode == "wait" else 202
             assert response.status_code == expected, response.text
@@ -202,10 +215,15 @@ async def run(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=20, help="turns per mode (default 20)")
-    parser.add_argument("--model-seconds", type=float, default=0.3,
-                        help="how long each model call is held (default 0.3)")  # fmt: skip
-    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: " +
-                        ", ".join(MODES))  # fmt: skip
+    parser.add_argument(
+        "--model-seconds",
+        type=float,
+        default=0.3,
+        help="how long each model call is held (default 0.3)",
+    )
+    parser.add_argument(
+        "--modes", default=",".join(MODES), help="comma-separated: " + ", ".join(MODES)
+    )
     args = parser.parse_args()
     args.modes = [m for m in args.modes.split(",") if m]
     if unknown := set(args.modes) - set(MODES):

@@ -33,7 +33,7 @@ Per round, interleaved so that the machine's load falls on all alike:
   at init — the Realtime broadcast's HTTP client among it: the tokens go to the local Realtime
   server (`local.realtime`, run in this process), which counts the messages it received;
 * tracing on (`OTEL_EXPORTER_OTLP_ENDPOINT`: an OTLP receiver in this process,
-  `tests.otlp_receiver`, which counts the spans it gets): the chat handler's import, and the
+  `tests.support.otlp_receiver`, which counts the spans it gets): the chat handler's import, and the
   deployed chat's and planner's import, first and warm invocations — each exports its spans
   before it returns; the planner's runs continue the chat's traces (the messages'
   `traceparent`). Off, no OpenTelemetry module is loaded: the import lines count the modules
@@ -67,14 +67,14 @@ from typing import Any
 from uuid import uuid4
 
 from local.realtime import RealtimeConfig, RealtimeServer
-from shared.auth import User
-from tests.aws.moto_server import FAKE_AWS, NOT_INHERITED, environment, moto_server
+from shared.auth.access_tokens import User
 from tests.functions.conftest import SECRET, token
-from tests.otlp_receiver import OtlpReceiver, otlp_receiver
-from tests.turn_kinds import Harness, harness
+from tests.support.moto_server import FAKE_AWS, NOT_INHERITED, environment, moto_server
+from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
+from tests.support.turn_kinds import Harness, harness
 
 ROOT = Path(__file__).resolve().parents[1]
-EVENT = ROOT / "tests" / "lambda_events" / "chat_send_message.json"
+EVENT = ROOT / "tests" / "support" / "lambda_events" / "chat_send_message.json"
 HANDLERS = ("chat", "agent_planner", "agent_executor")
 
 IMPORT = """
@@ -154,7 +154,7 @@ print(json.dumps({"import": imported, "first": times[0], "warm": times[1], "aws_
 """
 TRACED = ", tracing on"
 """The deployed chat and planner exporting their spans (`OTEL_EXPORTER_OTLP_ENDPOINT`)."""
-MCP_ECHO = ROOT / "tests" / "tools" / "mcp_echo_server.py"
+MCP_ECHO = ROOT / "tests" / "support" / "mcp_echo_server.py"
 SECRETS = (ROOT / "shared" / "aws" / "secrets.py").exists()
 """Whether this tree reads a stage's secret (a checkout from before it is measured without)."""
 MODES = ("", ", MCP configured", *((", settings from the secret",) if SECRETS else ()))
@@ -177,7 +177,7 @@ print(json.dumps({"import": imported, "first": times[0], "warm": times[1]}))
 SECRET_OWN_LINE = "read the stage's secret: Parley's client"
 SECRET_OWN = """
 import sys, time
-import shared.settings  # a function has it loaded: the read is what comes on top
+import shared.kernel.settings  # a function has it loaded: the read is what comes on top
 started = time.perf_counter()
 from shared.aws.secrets import secret_settings
 assert secret_settings(sys.argv[1])
@@ -186,7 +186,7 @@ print(time.perf_counter() - started)
 SECRET_BOTO3_LINE = "read the stage's secret: boto3"
 SECRET_BOTO3 = """
 import json, sys, time
-import shared.settings
+import shared.kernel.settings
 started = time.perf_counter()
 import boto3
 answer = boto3.client("secretsmanager").get_secret_value(SecretId=sys.argv[1])
@@ -205,9 +205,13 @@ print(time.perf_counter() - started)
 
 def child(code: str, env: dict[str, str], *args: str, cwd: Path = ROOT) -> str:
     done = subprocess.run(
-        [sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True, text=True,
+        [sys.executable, "-c", code, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
         check=False,
-    )  # fmt: skip
+    )
     if done.returncode != 0:
         raise RuntimeError(f"child failed:\n{done.stderr[-3000:]}")
     return done.stdout.strip().splitlines()[-1]
@@ -218,12 +222,16 @@ def compile_code(*roots: Path) -> None:
     `PYTHONDONTWRITEBYTECODE` is set in many environments) — checked against the source's hash,
     so a later edit is never hidden by a stale `.pyc` (the bundle's are unchecked: it never
     changes)."""
-    folders = [str(root / name) for root in (ROOT, *roots) for name in ("shared", "functions")
-               if (root / name).is_dir()]  # fmt: skip
+    folders = [
+        str(root / name)
+        for root in (ROOT, *roots)
+        for name in ("shared", "functions")
+        if (root / name).is_dir()
+    ]
     subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", "--invalidation-mode", "checked-hash",
-         *folders], check=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "compileall", "-q", "--invalidation-mode", "checked-hash", *folders],
+        check=True,
+    )
 
 
 @contextmanager
@@ -235,8 +243,9 @@ def realtime_server(database_url: str) -> Iterator[tuple[str, list[int]]]:
     thread = threading.Thread(target=loop.run_forever, name="realtime", daemon=True)
     thread.start()
     unlimited = 1_000_000  # hosted's 100 messages/s would drop a fast turn's tokens
-    config = RealtimeConfig(database_url=database_url, jwt_secret=SECRET, port=0,
-                            max_events_per_second=unlimited)  # fmt: skip
+    config = RealtimeConfig(
+        database_url=database_url, jwt_secret=SECRET, port=0, max_events_per_second=unlimited
+    )
     server = RealtimeServer(config)
     asyncio.run_coroutine_threadsafe(server.start(), loop).result(timeout=60)
     received = [0]
@@ -281,12 +290,16 @@ def queued_environment(env: dict[str, str], endpoint: str, realtime: str) -> dic
     import boto3
 
     sqs = boto3.client(
-        "sqs", endpoint_url=endpoint, region_name=FAKE_AWS["AWS_REGION"],
+        "sqs",
+        endpoint_url=endpoint,
+        region_name=FAKE_AWS["AWS_REGION"],
         aws_access_key_id=FAKE_AWS["AWS_ACCESS_KEY_ID"],
         aws_secret_access_key=FAKE_AWS["AWS_SECRET_ACCESS_KEY"],
-    )  # fmt: skip
-    queues = {f"{name.upper()}_QUEUE_URL": sqs.create_queue(QueueName=f"cold-{name}")["QueueUrl"]
-              for name in ("planner", "executor")}  # fmt: skip
+    )
+    queues = {
+        f"{name.upper()}_QUEUE_URL": sqs.create_queue(QueueName=f"cold-{name}")["QueueUrl"]
+        for name in ("planner", "executor")
+    }
     kept = {name: value for name, value in env.items() if name not in NOT_INHERITED}
     supabase = {"SUPABASE_URL": realtime, "SUPABASE_SERVICE_ROLE_KEY": token(role="service_role")}
     return {**kept, **environment(endpoint), **queues, **supabase, "INVOKER_TRANSPORT": "sqs"}
@@ -299,10 +312,12 @@ def with_secret(env: dict[str, str], endpoint: str) -> tuple[dict[str, str], str
     import boto3
 
     secrets = boto3.client(
-        "secretsmanager", endpoint_url=endpoint, region_name=FAKE_AWS["AWS_REGION"],
+        "secretsmanager",
+        endpoint_url=endpoint,
+        region_name=FAKE_AWS["AWS_REGION"],
         aws_access_key_id=FAKE_AWS["AWS_ACCESS_KEY_ID"],
         aws_secret_access_key=FAKE_AWS["AWS_SECRET_ACCESS_KEY"],
-    )  # fmt: skip
+    )
     name = f"parley/bench-{uuid4().hex[:8]}"
     held = ("DATABASE_URL", "SUPABASE_JWT_SECRET", "SUPABASE_SERVICE_ROLE_KEY")
     secrets.create_secret(Name=name, SecretString=json.dumps({k: env[k] for k in held}))
@@ -327,24 +342,34 @@ def planner_events(env: dict[str, str], endpoint: str, expected: int = 2) -> str
     import boto3
 
     sqs = boto3.client(
-        "sqs", endpoint_url=endpoint, region_name=FAKE_AWS["AWS_REGION"],
+        "sqs",
+        endpoint_url=endpoint,
+        region_name=FAKE_AWS["AWS_REGION"],
         aws_access_key_id=FAKE_AWS["AWS_ACCESS_KEY_ID"],
         aws_secret_access_key=FAKE_AWS["AWS_SECRET_ACCESS_KEY"],
-    )  # fmt: skip
+    )
     url = env["PLANNER_QUEUE_URL"]
-    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10,
-                                   MessageAttributeNames=["All"]).get("Messages", [])  # fmt: skip
+    messages = sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+    ).get("Messages", [])
     assert len(messages) == expected, f"expected {expected} messages, found {len(messages)}"
     for message in messages:
         sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     records = [
-        {"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
-         "attributes": {"ApproximateReceiveCount": "1"}, "eventSource": "aws:sqs",
-         "eventSourceARN": f"arn:aws:sqs:{FAKE_AWS['AWS_REGION']}:123456789012:cold-planner",
-         "messageAttributes": {name: {"stringValue": value["StringValue"], "dataType": "String"}
-                               for name, value in m.get("MessageAttributes", {}).items()}}
+        {
+            "messageId": m["MessageId"],
+            "receiptHandle": m["ReceiptHandle"],
+            "body": m["Body"],
+            "attributes": {"ApproximateReceiveCount": "1"},
+            "eventSource": "aws:sqs",
+            "eventSourceARN": f"arn:aws:sqs:{FAKE_AWS['AWS_REGION']}:123456789012:cold-planner",
+            "messageAttributes": {
+                name: {"stringValue": value["StringValue"], "dataType": "String"}
+                for name, value in m.get("MessageAttributes", {}).items()
+            },
+        }
         for m in messages
-    ]  # fmt: skip
+    ]
     return json.dumps([{"Records": [record]} for record in records])
 
 
@@ -372,18 +397,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument(
-        "--versus", type=Path, metavar="CHECKOUT",
+        "--versus",
+        type=Path,
+        metavar="CHECKOUT",
         help="also import the chat handler of another checkout (e.g. the commit before a "
         "change) in every round, beside this one's: on a shared machine only figures taken "
         "side by side compare",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's server: no request log
     with (
-        harness() as h, moto_server() as endpoint, realtime_server(h.url) as (realtime, got),
+        harness() as h,
+        moto_server() as endpoint,
+        realtime_server(h.url) as (realtime, got),
         otlp_receiver() as receiver,
-    ):  # fmt: skip
+    ):
         env = child_environment(h)
         default_env = shipped_models(env)
         queued_env = queued_environment(env, endpoint, realtime)
@@ -435,16 +464,20 @@ def main() -> None:
             broadcasts.append(got[0] - before)
             for key, value in planned.items():
                 figures.setdefault(f"planner sqs (deployed): {key}", []).append(value)
-            spans.append(traced_round(figures, traced(queued_env, receiver), endpoint, event,
-                                      receiver))  # fmt: skip
+            spans.append(
+                traced_round(figures, traced(queued_env, receiver), endpoint, event, receiver)
+            )
     report(figures, seen, broadcasts)
     report_tracing(figures, counts, spans)
 
 
 def traced_round(
-    figures: dict[str, list[float]], env: dict[str, str], endpoint: str, event: str,
+    figures: dict[str, list[float]],
+    env: dict[str, str],
+    endpoint: str,
+    event: str,
     receiver: OtlpReceiver,
-) -> int:  # fmt: skip
+) -> int:
     """The deployed chat's two sends and the planner's runs of them with tracing on; the spans
     the receiver got for them."""
     before = len(receiver.spans())
@@ -461,19 +494,24 @@ def import_ratios(
     medians: dict[str, float], minimums: dict[str, float], *, deployed: str | None, cpu: str
 ) -> None:
     """The chat handler's import ÷ `import openai`, the floor's, and Parley's own share."""
-    chat, openai, floor = (f"import functions.chat.handler{cpu}", f"import openai{cpu}",
-                           LIBRARIES_LINE + cpu)  # fmt: skip
+    chat, openai, floor = (
+        f"import functions.chat.handler{cpu}",
+        f"import openai{cpu}",
+        LIBRARIES_LINE + cpu,
+    )
     lines: list[tuple[str, Callable[[dict[str, float]], float]]] = [
         ("chat handler import ÷ import openai", lambda f: f[chat] / f[openai]),
         ("  its libraries alone (floor) ÷ import openai", lambda f: f[floor] / f[openai]),
-        ("  Parley's own share (handler − floor) ÷ openai",
-         lambda f: (f[chat] - f[floor]) / f[openai]),
-    ]  # fmt: skip
+        (
+            "  Parley's own share (handler − floor) ÷ openai",
+            lambda f: (f[chat] - f[floor]) / f[openai],
+        ),
+    ]
     if deployed is not None:
         lines += [
             ("  as deployed (sqs, its send path at init)", lambda f: f[deployed] / f[openai]),
             ("  as deployed, own share ÷ openai", lambda f: (f[deployed] - f[floor]) / f[openai]),
-        ]  # fmt: skip
+        ]
     for label, ratio in lines:
         print(f"{label:<50} {ratio(medians):.2f}  (min {ratio(minimums):.2f})")
 
@@ -509,8 +547,10 @@ def report(
     on_floor_shares(medians, minimums)
     if VERSUS in figures:
         for cpu in ("", CPU):
-            share = [(f[VERSUS + cpu] - f[LIBRARIES_LINE + cpu]) / f[f"import openai{cpu}"]
-                     for f in (medians, minimums)]  # fmt: skip
+            share = [
+                (f[VERSUS + cpu] - f[LIBRARIES_LINE + cpu]) / f[f"import openai{cpu}"]
+                for f in (medians, minimums)
+            ]
             label = f"  --versus checkout's own share ({'CPU' if cpu else 'wall'})"
             print(f"{label:<50} {share[0]:.2f}  (min {share[1]:.2f})")
     modes = [
@@ -530,8 +570,10 @@ def report(
     print(f"chat sqs (deployed): MCP loaded:                {'; '.join(sorted(seen['mcp']))}")
     print(f"{BOTO3_LINE}: what the first 202 would add if the send path used boto3")
     if SECRETS:
-        print(f"{SECRET_BOTO3_LINE}: what init would add reading the secret with boto3 (as "
-              "pydantic-settings' AWSSecretsManagerSettingsSource does)")  # fmt: skip
+        print(
+            f"{SECRET_BOTO3_LINE}: what init would add reading the secret with boto3 (as "
+            "pydantic-settings' AWSSecretsManagerSettingsSource does)"
+        )
 
 
 def report_tracing(
@@ -543,11 +585,15 @@ def report_tracing(
     off, on, openai = "import functions.chat.handler", TRACED_IMPORT, "import openai"
     print("tracing (OpenTelemetry): off is the default")
     for label, name in (("off", off), ("on", on)):
-        print(f"  chat handler import, tracing {label} ÷ import openai:{' ' * (3 - len(label))}"
-              f"{medians[name] / medians[openai]:.2f}  (min "
-              f"{minimums[name] / minimums[openai]:.2f})")  # fmt: skip
-    print(f"  tracing on − off, chat handler import: {medians[on] - medians[off]:+.1f} ms  "
-          f"(min {minimums[on] - minimums[off]:+.1f})")  # fmt: skip
+        print(
+            f"  chat handler import, tracing {label} ÷ import openai:{' ' * (3 - len(label))}"
+            f"{medians[name] / medians[openai]:.2f}  (min "
+            f"{minimums[name] / minimums[openai]:.2f})"
+        )
+    print(
+        f"  tracing on − off, chat handler import: {medians[on] - medians[off]:+.1f} ms  "
+        f"(min {minimums[on] - minimums[off]:+.1f})"
+    )
     for name in (off, on):
         loaded = "; ".join(f"{m} modules, {o} of OpenTelemetry" for m, o in sorted(counts[name]))
         print(f"  {name}: {loaded}")

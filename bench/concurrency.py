@@ -34,9 +34,9 @@ from uuid import UUID, uuid4
 import httpx
 
 from shared.db import Database
-from tests.factories import make_user
 from tests.functions.conftest import token
-from tests.turn_kinds import MESSAGES, Harness, harness
+from tests.support.factories import make_user
+from tests.support.turn_kinds import MESSAGES, Harness, harness
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,10 +61,10 @@ def free_port() -> int:
 
 MODEL = """
 import sys, threading
-from shared.agents import DeepSeekTokenizer
+from shared.llm.tokens import DeepSeekTokenizer
 from local.deepseek import FakeModelServer
-from tests.models import SERVED
-from tests.turn_kinds import script_turns
+from tests.support.llm_models import SERVED
+from tests.support.turn_kinds import script_turns
 fake = FakeModelServer(models=SERVED, tokenizer=DeepSeekTokenizer(), port=int(sys.argv[1]))
 script_turns(fake.start(), model_seconds=float(sys.argv[2]))
 print("ready", flush=True)
@@ -75,9 +75,11 @@ threading.Event().wait()
 def serve_model(port: int, hold: float) -> subprocess.Popen[str]:
     """The fake model in a process of its own (its CPU is not the chat function's)."""
     process = subprocess.Popen(
-        [sys.executable, "-c", MODEL, str(port), str(hold)], cwd=ROOT, stdout=subprocess.PIPE,
+        [sys.executable, "-c", MODEL, str(port), str(hold)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     assert process.stdout is not None and process.stdout.readline().strip() == "ready"
     return process
 
@@ -86,8 +88,17 @@ def serve_chat(
     h: Harness, port: int, model_url: str, extra: dict[str, str]
 ) -> subprocess.Popen[bytes]:
     env = {**h.environment(llm_base_url=model_url), **extra}
-    command = [sys.executable, "-m", "uvicorn", "functions.chat.app:app", "--port", str(port),
-               "--log-level", "warning", "--no-access-log"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "functions.chat.app:app",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        "--no-access-log",
+    ]
     return subprocess.Popen(command, cwd=ROOT, env=env)
 
 
@@ -128,9 +139,13 @@ class Connection:
         if self._streams is None:
             self._streams = await asyncio.open_connection(self.host, self.port)
         reader, writer = self._streams
-        lines = [f"POST {path} HTTP/1.1", f"Host: {self.host}:{self.port}",
-                 "Content-Type: application/json", f"Content-Length: {len(body)}",
-                 *(f"{k}: {v}" for k, v in headers.items())]  # fmt: skip
+        lines = [
+            f"POST {path} HTTP/1.1",
+            f"Host: {self.host}:{self.port}",
+            "Content-Type: application/json",
+            f"Content-Length: {len(body)}",
+            *(f"{k}: {v}" for k, v in headers.items()),
+        ]
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
         head = await reader.readuntil(b"\r\n\r\n")
         status_line, *fields = head.decode("latin-1").split("\r\n")
@@ -157,8 +172,9 @@ async def user_loop(url: str, token: str, until: float, results: Results) -> Non
     try:
         while time.perf_counter() < until:
             client_id = uuid4().hex
-            body = json.dumps({"message": MESSAGES["direct"], "client_message_id": client_id,
-                               "wait": True}).encode()  # fmt: skip
+            body = json.dumps(
+                {"message": MESSAGES["direct"], "client_message_id": client_id, "wait": True}
+            ).encode()
             started = time.perf_counter()
             while True:
                 attempt = time.perf_counter()
@@ -201,8 +217,10 @@ async def check_tables(h: Harness, users: list[UUID], results: Results) -> str:
     unanswered = [c for c in results.answered if c in rows and rows[c][1] != 1]
     unsent = [c for c in rows if c not in results.answered]
     if missing or twice or unanswered:
-        return (f"FAILED: {len(missing)} answered messages not stored, {len(twice)} stored "
-                f"twice, {len(unanswered)} without exactly one answer")  # fmt: skip
+        return (
+            f"FAILED: {len(missing)} answered messages not stored, {len(twice)} stored "
+            f"twice, {len(unanswered)} without exactly one answer"
+        )
     note = f" ({len(unsent)} stored for sends cut off at the end)" if unsent else ""
     return f"ok: {len(results.answered)} messages, each stored once with one answer{note}"
 
@@ -253,8 +271,9 @@ def main() -> None:
     parser.add_argument("--users", default="10,50,200")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--hold", type=float, default=0.2, help="model reply hold, seconds")
-    parser.add_argument("--env", action="append", default=[],
-                        help="NAME=value for the chat function (repeatable)")  # fmt: skip
+    parser.add_argument(
+        "--env", action="append", default=[], help="NAME=value for the chat function (repeatable)"
+    )
     args = parser.parse_args()
     args.users = [int(n) for n in args.users.split(",") if n]
     with harness() as h:  # its fake model goes unused: the chat function calls the one above

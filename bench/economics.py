@@ -46,9 +46,11 @@ from bench import account as seeded
 from bench.replies import ONE_AGENT, BenchScript
 from bench.requests import Request, requests
 from local.deepseek import Exchange, FakeModelServer
-from shared.agents import prompts, run_turn
+from shared.agents import prompts
 from shared.agents.model_calls import tool_schemas
 from shared.db import Database, agents, chats, users
+from shared.dispatch.in_process import run_turn
+from shared.kernel.settings import Settings
 from shared.llm import (
     AssistantMessage,
     ChatRequest,
@@ -69,12 +71,11 @@ from shared.llm import (
 )
 from shared.llm.messages import to_wire
 from shared.llm.tokens import DeepSeekTokenizer, count_tools
-from shared.services import Services
-from shared.settings import Settings, load_settings
+from shared.services import Services, load_settings
 from shared.tools import CallContext, ToolExecutor, TurnCache, builtin_registry, offered_tools
 from shared.tools import ToolCall as ExecutorCall
-from tests import databases
-from tests.events.in_memory import InMemoryPublisher
+from tests.support import databases
+from tests.support.in_memory_publisher import InMemoryPublisher
 
 PLANNER = "deepseek-v4-pro"
 EXECUTOR = "deepseek-flash"
@@ -143,16 +144,28 @@ class Call:
         if usage is None:
             return None
         tools = [x for x in body.get("tools") or () if isinstance(x, dict)]
-        return cls(exchange.request.model, usage.prompt_tokens, usage.cache_hit_tokens,
-                   usage.completion_tokens, tools, exchange.request.messages)  # fmt: skip
+        return cls(
+            exchange.request.model,
+            usage.prompt_tokens,
+            usage.cache_hit_tokens,
+            usage.completion_tokens,
+            tools,
+            exchange.request.messages,
+        )
 
     @classmethod
     def of_reply(cls, request: ChatRequest, done: Completion) -> Call:
         tokens = done.tokens
         tools = [tool.to_wire() for tool in request.tools]
         messages = to_wire(request.messages, thinking=False, tools=bool(tools))
-        return cls(request.model, tokens.prompt_tokens, tokens.cache_hit_tokens,
-                   tokens.completion_tokens, tools, messages)  # fmt: skip
+        return cls(
+            request.model,
+            tokens.prompt_tokens,
+            tokens.cache_hit_tokens,
+            tokens.completion_tokens,
+            tools,
+            messages,
+        )
 
 
 class SpendingCapReached(LLMError):
@@ -208,8 +221,9 @@ def tally(calls: Sequence[Call], registry: Any, tokenizer: DeepSeekTokenizer) ->
             price = price_at(info, when)
             for hits, kind in ((call.hit, "cache"), (0, "no cache")):
                 misses = call.prompt - hits
-                cost = (hits * price.cache_hit + misses * price.cache_miss
-                        + call.output * price.output) / MILLION  # fmt: skip
+                cost = (
+                    hits * price.cache_hit + misses * price.cache_miss + call.output * price.output
+                ) / MILLION
                 t.cost[f"{label}/{kind}"] += cost
     return run
 
@@ -237,16 +251,20 @@ class Bench:
     """The database, the account, the model (the twin, or a live endpoint) and both designs."""
 
     def __init__(
-        self, db: Database, url: str, model: FakeModelServer | LiveRecorder,
+        self,
+        db: Database,
+        url: str,
+        model: FakeModelServer | LiveRecorder,
         overrides: dict[str, Any],
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.db, self.url, self.model, self.overrides = db, url, model, overrides
         self.tokenizer = DeepSeekTokenizer()
         self.registry = load_registry()
         self.client: OpenAIClient | LiveRecorder
         if isinstance(model, FakeModelServer):
-            self.client = OpenAIClient(base_url=model.base_url, api_key=None,
-                                       retry=RetryPolicy(max_retries=0))  # fmt: skip
+            self.client = OpenAIClient(
+                base_url=model.base_url, api_key=None, retry=RetryPolicy(max_retries=0)
+            )
         else:
             self.client = model
         self.user = uuid4()
@@ -268,17 +286,25 @@ class Bench:
 
     def services(self) -> Services:
         settings = Settings(
-            database_url=self.url, llm_planner_model=PLANNER, llm_executor_model=EXECUTOR,
-            executor_concurrency=1, llm_max_retries=0, approvals="off", **self.overrides,
-        )  # fmt: skip
+            database_url=self.url,
+            llm_planner_model=PLANNER,
+            llm_executor_model=EXECUTOR,
+            executor_concurrency=1,
+            llm_max_retries=0,
+            approvals="off",
+            **self.overrides,
+        )
         return Services(settings, db=self.db, llm=self.client, tokens=self.tokenizer)
 
     async def parley(self, request: Request) -> Run:
         start = len(self.calls())
         outcome = await run_turn(
-            self.services(), user_id=self.user, session_id=None, message=request.message,
+            self.services(),
+            user_id=self.user,
+            session_id=None,
+            message=request.message,
             publisher=InMemoryPublisher(),
-        )  # fmt: skip
+        )
         if outcome.plan.answer is None:
             if isinstance(self.model, LiveRecorder) and self.model.spent >= self.model.cap:
                 raise SpendingCapReached("the cap was reached during the turn")
@@ -299,16 +325,25 @@ class Bench:
         async with self.db.service() as conn:
             session = await chats.create_session(conn, user_id=self.user, title=request.name)
             agent = await agents.create_agent(
-                conn, user_id=self.user, chat_session_id=session.id, role="planner",
-                name="one agent", model=PLANNER, permissions="read_write", token_budget=1_000_000,
-            )  # fmt: skip
+                conn,
+                user_id=self.user,
+                chat_session_id=session.id,
+                role="planner",
+                name="one agent",
+                model=PLANNER,
+                permissions="read_write",
+                token_budget=1_000_000,
+            )
         registry = builtin_registry()
         tools = tool_schemas(offered_tools(agent, registry))
-        history: list[Message] = [SystemMessage(prompts.with_date(ONE_AGENT)),
-                                  UserMessage(request.message)]  # fmt: skip
+        history: list[Message] = [
+            SystemMessage(prompts.with_date(ONE_AGENT)),
+            UserMessage(request.message),
+        ]
         first = await self.client.complete(ChatRequest(PLANNER, history, tools=tools))
-        history.append(AssistantMessage(first.text or None, first.tool_calls,
-                                        first.message.reasoning_content))  # fmt: skip
+        history.append(
+            AssistantMessage(first.text or None, first.tool_calls, first.message.reasoning_content)
+        )
         executor = ToolExecutor(self.db, registry)
         context = CallContext(agent_id=agent.id, user_id=self.user)
         turn = TurnCache()
@@ -344,9 +379,11 @@ def _ratio(a: Decimal, b: Decimal) -> str:
 
 
 def report(names: Sequence[str], a_runs: Sequence[Run], b_runs: Sequence[Run]) -> None:
-    head = (f"{'request':<16} {'design':<6} {'model':<16} {'calls':>5} {'prompt':>7} "
-            f"{'hit':>7} {'output':>6}  {'peak cache':>10} {'no cache':>9}  "
-            f"{'off-peak':>9} {'no cache':>9}  {'complete':>8}")  # fmt: skip
+    head = (
+        f"{'request':<16} {'design':<6} {'model':<16} {'calls':>5} {'prompt':>7} "
+        f"{'hit':>7} {'output':>6}  {'peak cache':>10} {'no cache':>9}  "
+        f"{'off-peak':>9} {'no cache':>9}  {'complete':>8}"
+    )
     print(head)
     print("-" * len(head))
     totals = {"A": Run(), "B": Run()}
@@ -354,10 +391,12 @@ def report(names: Sequence[str], a_runs: Sequence[Run], b_runs: Sequence[Run]) -
         for design, run in (("A", a), ("B", b)):
             for model, t in sorted(run.by_model.items(), key=lambda kv: kv[0] != PLANNER):
                 totals[design].by_model[model].add(t)
-                print(f"{name:<16} {design:<6} {model:<16} {t.calls:>5} {t.prompt:>7} "
-                      f"{t.hit:>7} {t.output:>6}  "
-                      + "  ".join(_money(t.cost[c]).rjust(9) for c in COSTS)
-                      + f"  {run.seen:>3}/{run.expected:<4}")  # fmt: skip
+                print(
+                    f"{name:<16} {design:<6} {model:<16} {t.calls:>5} {t.prompt:>7} "
+                    f"{t.hit:>7} {t.output:>6}  "
+                    + "  ".join(_money(t.cost[c]).rjust(9) for c in COSTS)
+                    + f"  {run.seen:>3}/{run.expected:<4}"
+                )
                 name = ""
             totals[design].expected += run.expected
             totals[design].seen += run.seen
@@ -366,9 +405,11 @@ def report(names: Sequence[str], a_runs: Sequence[Run], b_runs: Sequence[Run]) -
                 totals[design].largest_executor_prompt, run.largest_executor_prompt
             )
         at, bt = a.total, b.total
-        print(f"{'':<16} A÷B cost: {_ratio(at.cost['peak/cache'], bt.cost['peak/cache'])} "
-              f"with cache, {_ratio(at.cost['peak/no cache'], bt.cost['peak/no cache'])} "
-              "without")  # fmt: skip
+        print(
+            f"{'':<16} A÷B cost: {_ratio(at.cost['peak/cache'], bt.cost['peak/cache'])} "
+            f"with cache, {_ratio(at.cost['peak/no cache'], bt.cost['peak/no cache'])} "
+            "without"
+        )
     print("-" * len(head))
     for design in ("A", "B"):
         run = totals[design]
@@ -380,12 +421,14 @@ def report(names: Sequence[str], a_runs: Sequence[Run], b_runs: Sequence[Run]) -
         t = run.total
         share = 100 * t.schemas / t.prompt if t.prompt else 0
         hits = 100 * t.hit / t.prompt if t.prompt else 0
-        print(f"{'':<16} {design}: {t.prompt} prompt tokens ({hits:.0f}% cache hits, "
-              f"{share:.0f}% tool schemas), {t.output} output; cost "
-              + ", ".join(f"{c} {_money(t.cost[c])}" for c in COSTS)
-              + f"; completeness {run.seen}/{run.expected} "
-              f"({100 * run.seen / max(run.expected, 1):.0f}%), in the answers "
-              f"{run.answered}/{run.expected}")  # fmt: skip
+        print(
+            f"{'':<16} {design}: {t.prompt} prompt tokens ({hits:.0f}% cache hits, "
+            f"{share:.0f}% tool schemas), {t.output} output; cost "
+            + ", ".join(f"{c} {_money(t.cost[c])}" for c in COSTS)
+            + f"; completeness {run.seen}/{run.expected} "
+            f"({100 * run.seen / max(run.expected, 1):.0f}%), in the answers "
+            f"{run.answered}/{run.expected}"
+        )
     print(f"largest executor prompt: {totals['A'].largest_executor_prompt} tokens")
     at, bt = totals["A"].total, totals["B"].total
     print(
@@ -427,8 +470,10 @@ async def _live(url: str, overrides: dict[str, Any], cap: Decimal) -> None:
     cap: a request begun is finished only if the cap allows each of its calls."""
     settings = load_settings()
     if settings.llm_api_key is None:
-        raise SystemExit("bench.economics --live: set DEEPSEEK_API_KEY (or LLM_BASE_URL and "
-                         "LLM_API_KEY) to the endpoint to measure")  # fmt: skip
+        raise SystemExit(
+            "bench.economics --live: set DEEPSEEK_API_KEY (or LLM_BASE_URL and "
+            "LLM_API_KEY) to the endpoint to measure"
+        )
     recorder = LiveRecorder(OpenAIClient.from_settings(settings), cap)
     names: list[str] = []
     a_runs: list[Run] = []
@@ -452,15 +497,27 @@ async def _live(url: str, overrides: dict[str, Any], cap: Decimal) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--executor-budget", type=int, help="EXECUTOR_TOKEN_BUDGET for design A "
-                        "(default: Parley's default)")  # fmt: skip
-    parser.add_argument("--live", action="store_true", help="measure against the configured "
-                        "endpoint (DEEPSEEK_API_KEY / LLM_BASE_URL), not the twin")  # fmt: skip
-    parser.add_argument("--max-usd", type=Decimal, default=Decimal("0.50"),
-                        help="--live: stop once this much is spent (default 0.50)")  # fmt: skip
+    parser.add_argument(
+        "--executor-budget",
+        type=int,
+        help="EXECUTOR_TOKEN_BUDGET for design A (default: Parley's default)",
+    )
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="measure against the configured "
+        "endpoint (DEEPSEEK_API_KEY / LLM_BASE_URL), not the twin",
+    )
+    parser.add_argument(
+        "--max-usd",
+        type=Decimal,
+        default=Decimal("0.50"),
+        help="--live: stop once this much is spent (default 0.50)",
+    )
     args = parser.parse_args()
-    overrides = {} if args.executor_budget is None else {
-        "executor_token_budget": args.executor_budget}  # fmt: skip
+    overrides = (
+        {} if args.executor_budget is None else {"executor_token_budget": args.executor_budget}
+    )
     asyncio.run(run(overrides, args.max_usd if args.live else None))
 
 

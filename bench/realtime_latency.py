@@ -41,9 +41,9 @@ from shared.db import Database
 from shared.db.records import AgentThread
 from shared.events import Event
 from shared.events.realtime import SupabaseRealtimePublisher
-from shared.settings import LOCAL_JWT_SECRET
-from tests import databases
-from tests.factories import make_thread, make_user
+from shared.kernel.settings import LOCAL_JWT_SECRET
+from tests.support import databases
+from tests.support.factories import make_thread, make_user
 
 INSERT = """INSERT INTO agent_chat_messages
               (agent_session_id, session_id, user_id, plan_id, message_type, content)
@@ -139,9 +139,11 @@ async def run(events: int, paths: list[str]) -> None:
             user = await make_user(db)
             thread = await make_thread(db, user)
         config = RealtimeConfig(
-            database_url=url, port=0, max_events_per_second=UNLIMITED,
+            database_url=url,
+            port=0,
+            max_events_per_second=UNLIMITED,
             max_joins_per_second=UNLIMITED,
-        )  # fmt: skip
+        )
         async with (
             RealtimeServer(config) as server,
             await psycopg.AsyncConnection.connect(url, autocommit=True) as conn,
@@ -153,10 +155,11 @@ async def run(events: int, paths: list[str]) -> None:
             await client.set_auth(mint_token(LOCAL_JWT_SECRET, sub=user))
             clock = Stopwatch()
             tokens = SupabaseRealtimePublisher(
-                supabase_url=server.url, service_key=mint_token(LOCAL_JWT_SECRET,
-                                                                role="service_role"),
-                private=True, client=http,
-            )  # fmt: skip
+                supabase_url=server.url,
+                service_key=mint_token(LOCAL_JWT_SECRET, role="service_role"),
+                private=True,
+                client=http,
+            )
             publishers = await _follow(client, clock, conn, http, thread, tokens)
             for path in paths:
                 for mode_name, mode in (("sequential", sequential), ("burst", burst)):
@@ -184,8 +187,9 @@ async def _follow(
     changes.on_postgres_changes(
         RealtimePostgresChangesListenEvent.Insert,
         lambda change: clock.arrived((change["data"].get("record") or {})["content"]),
-        table="agent_chat_messages", filter=f"session_id=eq.{thread.session_id}",
-    )  # fmt: skip
+        table="agent_chat_messages",
+        filter=f"session_id=eq.{thread.session_id}",
+    )
     broadcasts = client.channel(
         topic, {"config": {"broadcast": None, "presence": None, "private": True}}
     )
@@ -211,10 +215,19 @@ async def _follow(
         response.raise_for_status()
 
     async def token(key: str) -> None:
-        await tokens.publish([Event(
-            type="token", session_id=thread.session_id, plan_id=thread.plan_id, agent_id=None,
-            seq=1, ts=datetime.now(UTC), data={"text": key},
-        )])  # fmt: skip
+        await tokens.publish(
+            [
+                Event(
+                    type="token",
+                    session_id=thread.session_id,
+                    plan_id=thread.plan_id,
+                    agent_id=None,
+                    seq=1,
+                    ts=datetime.now(UTC),
+                    data={"text": key},
+                )
+            ]
+        )
 
     return {"changes": insert, "db": send, "rest": post, "tokens": token}
 

@@ -57,8 +57,8 @@ from local.auth.keys import mint_token
 from local.deepseek import DEEPSEEK_TOKENS_PER_SECOND, FakeModelServer, Pace, RecordedRequest, reply
 from shared.db import Database
 from shared.llm.tokens import DeepSeekTokenizer
-from tests import databases
-from tests.factories import make_user
+from tests.support import databases
+from tests.support.factories import make_user
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANNER_MODEL, EXECUTOR_MODEL = "deepseek-v4-pro", "deepseek-flash"
@@ -129,7 +129,7 @@ async def serve_model(args: argparse.Namespace) -> None:
 
 async def serve_stack(args: argparse.Namespace) -> None:
     from local.stack import running_stack
-    from shared.settings import load_settings
+    from shared.services import load_settings
 
     count_refusals()
     settings = load_settings()

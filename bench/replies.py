@@ -43,8 +43,7 @@ REASONING = (
 STEP = re.compile(r"^Your step: (.+)$", re.MULTILINE)
 STEP_RESULT = re.compile(r"^Step (\d+): completed\nResult: ", re.MULTILINE)
 QUOTED = re.compile(r'"(?:title|name)":"((?:[^"\\]|\\.)*)"')
-ITEM_FIELDS = ("status", "priority", "project_name", "start_at", "start_date",
-               "active_task_count")  # fmt: skip
+ITEM_FIELDS = ("status", "priority", "project_name", "start_at", "start_date", "active_task_count")
 
 
 class BenchScript:
@@ -85,8 +84,10 @@ class BenchScript:
                 return reply(answer([]))
             return reply("Here is what I found:\n" + "\n".join(f"{{{{step {n}}}}}" for n in found))
         request = self._request(messages)
-        steps = [{"description": lookup.description, "tools": [lookup.tool]}
-                 for lookup in request.lookups]  # fmt: skip
+        steps = [
+            {"description": lookup.description, "tools": [lookup.tool]}
+            for lookup in request.lookups
+        ]
         by = {} if request.judgement else {"answer": "executor"}
         return reply(tool_call("create_plan", steps=steps, **by))
 
@@ -136,8 +137,9 @@ def _records(value: Any) -> Iterator[dict[str, Any]]:
             yield value
         elif {"start_at", "end_at", "minutes"} <= value.keys():  # a free slot: an item too
             start, end = str(value["start_at"]), str(value["end_at"])
-            yield {"title": f"Free {start[:10]} {start[11:16]}-{end[11:16]} "
-                            f"({value['minutes']} min)"}  # fmt: skip
+            yield {
+                "title": f"Free {start[:10]} {start[11:16]}-{end[11:16]} ({value['minutes']} min)"
+            }
         for child in value.values():
             yield from _records(child)
     elif isinstance(value, list):

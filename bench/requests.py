@@ -55,8 +55,10 @@ def _in_days(a: Account, days: int) -> Callable[[Row], bool]:
 
 
 def _window(a: Account, days: int) -> dict[str, Any]:
-    return {"time_min": a.start.isoformat(),
-            "time_max": (a.start + timedelta(days=days)).isoformat()}  # fmt: skip
+    return {
+        "time_min": a.start.isoformat(),
+        "time_max": (a.start + timedelta(days=days)).isoformat(),
+    }
 
 
 def requests(a: Account) -> list[Request]:

@@ -4,7 +4,7 @@
 
 Grows a database the way `bench.scale` does (its grower: real turns of each kind copied into
 many users, their timestamps spread over `--months` months), then runs retention with the
-default settings (`RETENTION_*_DAYS`, `shared.retention`) until it has caught up, one batch
+default settings (`RETENTION_*_DAYS`, `shared.usecases.retention`) until it has caught up, one batch
 statement after another, and prints:
 
 * per kind of detail (dialogue, tool rounds, receipts, runs): its rows before and after, and
@@ -37,11 +37,11 @@ from psycopg.rows import dict_row
 
 from bench import scale
 from shared.db.records import Retained
-from shared.db.retention import RETAINED, delete_batch
-from shared.retention import kept_days
+from shared.db.retention_batches import RETAINED, delete_batch
+from shared.kernel.settings import Settings
 from shared.services import Services
-from shared.settings import Settings
-from tests import databases
+from shared.usecases.retention import kept_days
+from tests.support import databases
 
 DETAIL: dict[Retained, list[tuple[str, str]]] = {
     # (table, the condition on its row `r` joined to its plan `p`)

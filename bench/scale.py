@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.scale --turns 100000 [--database NAME] [--regrow] [--only ...]
 
 Grows a database to `--turns` turns by copying real turns — one of each kind of
-`tests.turn_kinds` (direct, tool, complex), run once through the chat function's own path
+`tests.support.turn_kinds` (direct, tool, complex), run once through the chat function's own path
 against the fake model — into many users (`--turns-per-user`, 20: the issue's 100,000 turns
 for 5,000 users, in sessions of 5 turns), one user with `--heavy-sessions` sessions of one turn
 (10,000, at most a tenth of the turns) and one session of `--long-session` turns (1,000). Turns
@@ -85,9 +85,9 @@ from local.postgres import with_database
 from local.realtime.messages.store import CREATE_PARTITIONS
 from shared.db import plans, rollups
 from shared.services import get_services
-from tests import databases, supabase_project
 from tests.functions.conftest import SECRET
-from tests.turn_kinds import KINDS, Harness, Kind, harness, send
+from tests.support import databases, supabase_project
+from tests.support.turn_kinds import KINDS, Harness, Kind, harness, send
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ("public", "parley_private")

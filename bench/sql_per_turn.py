@@ -4,12 +4,12 @@
 
 Runs on a dedicated embedded Postgres (a fresh cluster in a temporary folder) that logs every
 statement with the client's `application_name` and the virtual transaction id
-(`tests.statement_log`), so what it counts is what the server received: each logged statement
-(a `BEGIN` and a `COMMIT` are statements: they are round trips) and each distinct transaction
-(a statement sent outside a transaction is one). Turns go through the chat function's own path
-against the fake model (`tests.turn_kinds`); the first turn of each kind warms the process up
-and is not counted. Prints, per kind, the statements and transactions of one turn, the writes
-among them, the rows it added to `realtime.messages` (its events sent from the database), its
+(`tests.support.statement_log`), so what it counts is what the server received: each logged
+statement (a `BEGIN` and a `COMMIT` are statements: they are round trips) and each distinct
+transaction (a statement sent outside a transaction is one). Turns go through the chat function's
+own path against the fake model (`tests.support.turn_kinds`); the first turn of each kind warms the
+process up and is not counted. Prints, per kind, the statements and transactions of one turn, the
+writes among them, the rows it added to `realtime.messages` (its events sent from the database), its
 token batches, and the statements sent most often.
 
 `--tokens-from-database` measures the alternative to sending token batches over Realtime's
@@ -33,8 +33,8 @@ from psycopg.types.json import Jsonb
 
 from shared.db import Database
 from shared.events import Event
-from tests.statement_log import Statements, log_size, logging_server, read_log
-from tests.turn_kinds import KINDS, Harness, Kind, harness, send
+from tests.support.statement_log import Statements, log_size, logging_server, read_log
+from tests.support.turn_kinds import KINDS, Harness, Kind, harness, send
 
 APP = "parley_sql_bench"
 SEND_TOKENS = "SELECT parley_private.send_events(%s, %s, true)"
@@ -126,8 +126,11 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=3, help="measured turns per kind")
     parser.add_argument("--top", type=int, default=12, help="repeated statements to show")
     parser.add_argument("--kinds", default=",".join(KINDS))
-    parser.add_argument("--tokens-from-database", action="store_true",
-                        help="also send each token batch from the database")  # fmt: skip
+    parser.add_argument(
+        "--tokens-from-database",
+        action="store_true",
+        help="also send each token batch from the database",
+    )
     args = parser.parse_args()
     args.kinds = [k for k in args.kinds.split(",") if k]
     with tempfile.TemporaryDirectory(prefix="parley-sql-bench-") as tmp:

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.turn_overhead [--turns 40] [--versus PATH] [--rounds 3]
 
-Direct, tool and complex turns (`tests.turn_kinds`) go through the chat function's own path
+Direct, tool and complex turns (`tests.support.turn_kinds`) go through the chat function's own path
 against the fake model answering at once; the time model calls were in flight (request out,
 reply in, over HTTP to the fake; calls that overlap — parallel executors — counted once) is
 measured around the model client and subtracted, so what is left is Parley's work on the
@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.turn_kinds import KINDS, Harness, Kind, ModelClock, harness, send
+from tests.support.turn_kinds import KINDS, Harness, Kind, ModelClock, harness, send
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,8 +65,16 @@ def versus(path: Path, args: argparse.Namespace) -> None:
     taken: dict[str, list[dict[str, list[float]]]] = {name: [] for name in trees}
     for _ in range(args.rounds):
         for name, tree in trees.items():
-            command = [sys.executable, "-m", "bench.turn_overhead", "--json",
-                       "--turns", str(args.turns), "--kinds", ",".join(args.kinds)]  # fmt: skip
+            command = [
+                sys.executable,
+                "-m",
+                "bench.turn_overhead",
+                "--json",
+                "--turns",
+                str(args.turns),
+                "--kinds",
+                ",".join(args.kinds),
+            ]
             out = subprocess.run(command, cwd=tree, check=True, capture_output=True, text=True)
             taken[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
     print(f"{'':<8} {'this p50':>10} {'versus p50':>11} {'ratio':>6}   (ms; median of rounds)")

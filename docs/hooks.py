@@ -2,7 +2,7 @@
 
 A page asks for generated text with a marker line of its own, replaced at build time:
 
-    <!-- generated: configuration -->         the settings table, from `shared.settings.Settings`
+    <!-- generated: configuration -->         the settings table, from `kernel.settings.Settings`
     <!-- generated: openapi chat -->          a function's routes and schemas, from its app's
                                               `.openapi()` (chat, agent_planner, agent_executor)
     <!-- generated: events -->                every event type, from the events' JSON Schema
@@ -72,9 +72,9 @@ def linked(text: str, page: PurePath) -> str:
 
 def configuration_table() -> str:
     """One row per setting: its variable, its default and its docstring, in the model's order."""
-    from shared.settings import Settings
+    from shared.kernel.settings import Settings
 
-    docstrings = field_docstrings(ROOT / "shared" / "settings.py", "Settings")
+    docstrings = field_docstrings(ROOT / "shared" / "kernel" / "settings.py", "Settings")
     rows = ["| Variable | Default | Meaning |", "| --- | --- | --- |"]
     for name, field in Settings.model_fields.items():
         rows.append(
@@ -244,7 +244,7 @@ def type_text(schema: Schema) -> str:
 @cache
 def events_schema() -> Schema:
     """The events' JSON Schema, as the chat function serves it at `/schemas/events.json`."""
-    from shared.events.schema import events_json_schema
+    from shared.wire.event_schema import events_json_schema
 
     schema: Schema = events_json_schema()
     return schema

@@ -59,10 +59,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--python", default="3.12", help="the Lambda runtime's Python version")
     parser.add_argument("--python-bin", help="that Python, to byte-compile (default: on PATH)")
     parser.add_argument(
-        "--extra", action="append", choices=EXTRAS, default=[],
+        "--extra",
+        action="append",
+        choices=EXTRAS,
+        default=[],
         help="an optional dependency to ship: `mcp` when the stage configures MCP_SERVERS, "
         "`otel` when it exports traces (OTEL_EXPORTER_OTLP_ENDPOINT)",
-    )  # fmt: skip
+    )
     parser.add_argument("--build-dir", type=Path, default=BUILD, help="the staging folder")
     parser.add_argument("--artifact", type=Path, default=DIST / "parley.zip")
     args = parser.parse_args(argv)
@@ -76,8 +79,21 @@ def main(argv: list[str]) -> int:
     target = ["--python-platform", PLATFORMS[args.arch], "--python-version", args.python]
     requirements = build.parent / f"{build.name}-requirements.txt"
     requirements.write_text(locked_requirements(uv, target, args.extra))
-    run(uv, "pip", "install", "--quiet", "--target", str(build), "--only-binary", ":all:",
-        "--no-deps", "--require-hashes", "-r", str(requirements), *target)  # fmt: skip
+    run(
+        uv,
+        "pip",
+        "install",
+        "--quiet",
+        "--target",
+        str(build),
+        "--only-binary",
+        ":all:",
+        "--no-deps",
+        "--require-hashes",
+        "-r",
+        str(requirements),
+        *target,
+    )
     check_tokenizer(build / TOKENIZER)
     remove_test_suites(build)
     for package in CODE:
@@ -96,8 +112,19 @@ def locked_requirements(uv: Path, target: list[str], extras: list[str]) -> str:
     are then copied from the lock itself, so what is installed is checked against the hashes
     locked by `python3 dev.py lock`, never against hashes fetched now."""
     chosen = [option for name in extras for option in ("--extra", name)]
-    resolved = output(uv, "pip", "compile", "pyproject.toml", *chosen, "--constraint", str(LOCK),
-                      "--no-header", "--annotation-style", "line", *target)  # fmt: skip
+    resolved = output(
+        uv,
+        "pip",
+        "compile",
+        "pyproject.toml",
+        *chosen,
+        "--constraint",
+        str(LOCK),
+        "--no-header",
+        "--annotation-style",
+        "line",
+        *target,
+    )
     entries = lock_entries(LOCK.read_text())
     found = []
     for name, version in deployed(resolved):
@@ -123,9 +150,10 @@ def deployed(resolved: str) -> list[tuple[str, str]]:
         }
     left_out = set(NOT_DEPLOYED)
     while grown := {
-        name for (name, _), parents in needed_by.items()
+        name
+        for (name, _), parents in needed_by.items()
         if name not in left_out and parents and parents <= left_out
-    }:  # fmt: skip
+    }:
         left_out |= grown
     return [(name, version) for name, version in needed_by if name not in left_out]
 
@@ -213,8 +241,14 @@ def run(*cmd: object) -> None:
 
 
 def output(*cmd: object) -> str:
-    done = subprocess.run([str(part) for part in cmd], cwd=ROOT, check=True, env=environment(),
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [str(part) for part in cmd],
+        cwd=ROOT,
+        check=True,
+        env=environment(),
+        capture_output=True,
+        text=True,
+    )
     return done.stdout
 
 

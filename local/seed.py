@@ -107,9 +107,16 @@ async def _insert_tasks(conn: Connection, user: UUID) -> None:
             """INSERT INTO tasks (id, user_id, project_id, title, status, priority, completed_at)
                VALUES (%s, %s, %s, %s, %s, %s, CASE WHEN %s = 'done' THEN now() END)
                ON CONFLICT (id) DO NOTHING""",
-            (demo_id(f"task:{title}", user), user, demo_id(f"project:{project}", user), title,
-             status, priority, status),
-        )  # fmt: skip
+            (
+                demo_id(f"task:{title}", user),
+                user,
+                demo_id(f"project:{project}", user),
+                title,
+                status,
+                priority,
+                status,
+            ),
+        )
 
 
 async def _insert_notes_and_dumps(conn: Connection, user: UUID) -> None:
@@ -134,9 +141,15 @@ async def _insert_events(conn: Connection, user: UUID, start: date) -> None:
         await conn.execute(
             """INSERT INTO calendar_events (id, user_id, task_id, title, start_at, end_at)
                VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING""",
-            (demo_id(f"event:{title}", user), user, task_id, title, begins,
-             begins + timedelta(hours=hours)),
-        )  # fmt: skip
+            (
+                demo_id(f"event:{title}", user),
+                user,
+                task_id,
+                title,
+                begins,
+                begins + timedelta(hours=hours),
+            ),
+        )
 
 
 def _project(key: str | None, user: UUID) -> UUID | None:

@@ -91,10 +91,15 @@ class BackgroundServer:
             return self
         sock = listen(self.host, self._port)
         config = uvicorn.Config(
-            self.app, log_level="warning", access_log=False, lifespan="off", loop="asyncio",
-            http="h11", ws="websockets-sansio" if self._websockets else "none",
+            self.app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            loop="asyncio",
+            http="h11",
+            ws="websockets-sansio" if self._websockets else "none",
             timeout_graceful_shutdown=2,
-        )  # fmt: skip
+        )
         server = _Server(config, self._on_shutdown)
         thread = threading.Thread(
             target=server.run, kwargs={"sockets": [sock]}, name=self.name, daemon=True

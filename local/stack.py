@@ -45,13 +45,13 @@ from local.postgres import is_new_cluster, start_embedded, with_database
 from local.realtime import RealtimeConfig, RealtimeServer
 from local.seed import DEMO_EMAIL, DEMO_PASSWORD, DEMO_USER_ID, SeedSummary, seed_demo, seed_user
 from local.serving import BackgroundServer
-from shared import logs, tracing
-from shared.dashboards import OPERATOR, OPERATOR_CLAIM
 from shared.db import Database
-from shared.errors import ConfigurationError
-from shared.services import Services, get_services
-from shared.settings import LOCAL_JWT_SECRET, Settings, load_settings
-from shared.sweeper import sweep
+from shared.kernel.errors import ConfigurationError
+from shared.kernel.settings import LOCAL_JWT_SECRET, Settings
+from shared.observability import logs, tracing
+from shared.services import Services, get_services, load_settings
+from shared.usecases.daily_dashboards import OPERATOR, OPERATOR_CLAIM
+from shared.usecases.sweeper import sweep
 
 log = logging.getLogger(__name__)
 LOCAL_POOL_SIZE = 8
@@ -109,8 +109,11 @@ def gateway(services: Services, console: ConsoleSettings | None = None) -> Starl
     """The three functions under one server, each at its own prefix (as three URLs would be),
     answering CORS as the function URLs do (`local.cors`), and the console at `/`."""
     routes: list[BaseRoute] = []
-    for prefix, app in (("/chat", chat_app()), ("/agent_planner", planner_app()),
-                        ("/agent_executor", executor_app())):  # fmt: skip
+    for prefix, app in (
+        ("/chat", chat_app()),
+        ("/agent_planner", planner_app()),
+        ("/agent_executor", executor_app()),
+    ):
         app.dependency_overrides[get_services] = lambda: services
         routes.append(Mount(prefix, app=app))
     if console is not None:
@@ -144,8 +147,10 @@ class RunningStack:
         """The one command that adds a user to the running stack: Auth's sign-up, as
         `supabase.auth.signUp` calls it (the user is confirmed at once and signed in)."""
         body = json.dumps({"email": email, "password": password})
-        return (f"curl -s {self.supabase_url}/auth/v1/signup -H 'apikey: {self.anon_key}' "
-                f"-H 'content-type: application/json' -d '{body}'")  # fmt: skip
+        return (
+            f"curl -s {self.supabase_url}/auth/v1/signup -H 'apikey: {self.anon_key}' "
+            f"-H 'content-type: application/json' -d '{body}'"
+        )
 
     @property
     def supabase_url(self) -> str:
@@ -187,61 +192,93 @@ async def running_stack(
         else LOCAL_JWT_SECRET
     )
     keys = ApiKeys.derive(secret)
-    auth = Auth(AuthConfig(
-        database_url, jwt_secret=secret, keys=keys, signing=settings.auth_signing_algorithm,
-        signing_key_path=settings.parley_data_dir / "auth" / "signing-key.json",
-        refresh_token_reuse_interval=refresh_token_reuse_interval,
-        on_signup=lambda user_id: _seed_new_user(database_url, user_id),
-    ))  # fmt: skip
+    auth = Auth(
+        AuthConfig(
+            database_url,
+            jwt_secret=secret,
+            keys=keys,
+            signing=settings.auth_signing_algorithm,
+            signing_key_path=settings.parley_data_dir / "auth" / "signing-key.json",
+            refresh_token_reuse_interval=refresh_token_reuse_interval,
+            on_signup=lambda user_id: _seed_new_user(database_url, user_id),
+        )
+    )
     await auth.start()
     with contextlib.ExitStack() as stack:
         try:
-            await auth.ensure_user(user_id=DEMO_USER_ID, email=DEMO_EMAIL, password=DEMO_PASSWORD,
-                                   app_metadata={OPERATOR_CLAIM: OPERATOR})  # fmt: skip
+            await auth.ensure_user(
+                user_id=DEMO_USER_ID,
+                email=DEMO_EMAIL,
+                password=DEMO_PASSWORD,
+                app_metadata={OPERATOR_CLAIM: OPERATOR},
+            )
             model = _model_settings(settings, stack, model_latency, Pace(model_tokens_per_second))
-            realtime = RealtimeServer(RealtimeConfig.from_settings(
-                settings, database_url=database_url, jwt_secret=secret, port=realtime_port,
-                jwks_url=JWKS_PATH, api_keys=keys.opaque(),
-                connect_error_delay=0.5, join_error_delay=0.5,
-            ), routes=[Mount("/auth/v1", app=auth_app(auth))])  # fmt: skip
+            realtime = RealtimeServer(
+                RealtimeConfig.from_settings(
+                    settings,
+                    database_url=database_url,
+                    jwt_secret=secret,
+                    port=realtime_port,
+                    jwks_url=JWKS_PATH,
+                    api_keys=keys.opaque(),
+                    connect_error_delay=0.5,
+                    join_error_delay=0.5,
+                ),
+                routes=[Mount("/auth/v1", app=auth_app(auth))],
+            )
             await realtime.start()
         except BaseException:
             await auth.stop()
             raise
         auth.issuer = f"{realtime.url}/auth/v1"
         try:
-            local = settings.model_copy(update={
-                "database_url": database_url, "supabase_url": realtime.url,
-                "supabase_anon_key": SecretStr(keys.publishable),
-                "supabase_service_role_key": SecretStr(keys.secret),
-                "supabase_jwt_secret": SecretStr(secret),
-                # Settings.jwks_url derives it from supabase_url; a configured one is another
-                # project's.
-                "supabase_jwks_url": None,
-                "invoker_transport": "in_process", "db_pool_max_size": _pool_size(settings),
-                "planner_function_url": (f"http://127.0.0.1:{port}/agent_planner"
-                                         if port else None),
-                "realtime_quota_per_second": _realtime_quota(settings, realtime),
-                **model,
-            })  # fmt: skip
+            local = settings.model_copy(
+                update={
+                    "database_url": database_url,
+                    "supabase_url": realtime.url,
+                    "supabase_anon_key": SecretStr(keys.publishable),
+                    "supabase_service_role_key": SecretStr(keys.secret),
+                    "supabase_jwt_secret": SecretStr(secret),
+                    # Settings.jwks_url derives it from supabase_url; a configured one is another
+                    # project's.
+                    "supabase_jwks_url": None,
+                    "invoker_transport": "in_process",
+                    "db_pool_max_size": _pool_size(settings),
+                    "planner_function_url": (
+                        f"http://127.0.0.1:{port}/agent_planner" if port else None
+                    ),
+                    "realtime_quota_per_second": _realtime_quota(settings, realtime),
+                    **model,
+                }
+            )
             services = Services(local)
             console = ConsoleSettings(
-                supabase_url=realtime.url, publishable_key=keys.publishable,
-                demo_email=DEMO_EMAIL, demo_password=DEMO_PASSWORD, demo_message=demo_message,
-            )  # fmt: skip
+                supabase_url=realtime.url,
+                publishable_key=keys.publishable,
+                demo_email=DEMO_EMAIL,
+                demo_password=DEMO_PASSWORD,
+                demo_message=demo_message,
+            )
             server = BackgroundServer(
-                gateway(services, console), port=port, name="functions",
+                gateway(services, console),
+                port=port,
+                name="functions",
                 on_shutdown=services.aclose,
-            )  # fmt: skip
+            )
             stack.enter_context(server)
             sweeper = asyncio.create_task(_sweep_forever(local))
             try:
-                yield RunningStack(server.url, realtime, keys, secret, demo_model=bool(model),
-                                   sweep_every=local.sweep_interval_seconds,
-                                   model_latency=model_latency if model else 0.0,
-                                   model_tokens_per_second=(model_tokens_per_second
-                                                            if model else 0.0),
-                                   signing=auth.signing.algorithm)  # fmt: skip
+                yield RunningStack(
+                    server.url,
+                    realtime,
+                    keys,
+                    secret,
+                    demo_model=bool(model),
+                    sweep_every=local.sweep_interval_seconds,
+                    model_latency=model_latency if model else 0.0,
+                    model_tokens_per_second=(model_tokens_per_second if model else 0.0),
+                    signing=auth.signing.algorithm,
+                )
             finally:
                 sweeper.cancel()
                 await asyncio.gather(sweeper, return_exceptions=True)
@@ -263,9 +300,11 @@ async def password_session(
     """A session from the project's Auth, as `supabase.auth.signInWithPassword` gets one."""
     async with httpx.AsyncClient() as http:
         response = await http.post(
-            f"{supabase_url}/auth/v1/token", params={"grant_type": "password"},
-            json={"email": email, "password": password}, headers={"apikey": apikey},
-        )  # fmt: skip
+            f"{supabase_url}/auth/v1/token",
+            params={"grant_type": "password"},
+            json={"email": email, "password": password},
+            headers={"apikey": apikey},
+        )
     response.raise_for_status()
     session: dict[str, object] = response.json()
     return session
@@ -302,9 +341,13 @@ async def _sweep_forever(settings: Settings) -> None:
 
 async def serve(settings: Settings, database: LocalDatabase, args: argparse.Namespace) -> None:
     async with running_stack(
-        settings, database.url, port=args.port, realtime_port=args.realtime_port,
-        model_latency=_model_latency(args), model_tokens_per_second=_model_pace(args),
-    ) as running:  # fmt: skip
+        settings,
+        database.url,
+        port=args.port,
+        realtime_port=args.realtime_port,
+        model_latency=_model_latency(args),
+        model_tokens_per_second=_model_pace(args),
+    ) as running:
         banner(running)
         env = write_client_env(running, settings.parley_data_dir)
         print(
@@ -314,13 +357,19 @@ async def serve(settings: Settings, database: LocalDatabase, args: argparse.Name
         )
         session_id = await _demo(running, args.message)
         print(f"\nThis turn in the console: {running.url}/#/s/{session_id}")
-        print(f"\nWatch a turn live: open {running.console_url}\n"
-              "  The console signs in as the demo user and sends the demo message. You see the "
-              "plan graph,\n  two executors' threads filling in over Realtime, and a calendar "
-              "event's deletion waiting\n  for your approval.", flush=True)  # fmt: skip
+        print(
+            f"\nWatch a turn live: open {running.console_url}\n"
+            "  The console signs in as the demo user and sends the demo message. You see the "
+            "plan graph,\n  two executors' threads filling in over Realtime, and a calendar "
+            "event's deletion waiting\n  for your approval.",
+            flush=True,
+        )
         add_user = running.signup_command("ana@example.com", "choose-a-password")
-        print(f"\nUsers: the demo user signs in with {DEMO_EMAIL} / {DEMO_PASSWORD}. Add another "
-              f"(or use the console's Create an account):\n  {add_user}", flush=True)  # fmt: skip
+        print(
+            f"\nUsers: the demo user signs in with {DEMO_EMAIL} / {DEMO_PASSWORD}. Add another "
+            f"(or use the console's Create an account):\n  {add_user}",
+            flush=True,
+        )
         if not args.once:
             print("\nServing until Ctrl-C.", flush=True)
             await _until_interrupted()
@@ -372,17 +421,28 @@ def banner(running: RunningStack) -> None:
         label = "as configured (LLM_BASE_URL, LLM_PLANNER_MODEL, LLM_EXECUTOR_MODEL)"
     url = running.url
     print(f"  model       {label}")
-    print(f"  console     {running.console_url}  (Parley Console: a demo turn, live; "
-          f"{url}/ to sign in)")  # fmt: skip
-    print(f"  functions   {url}/chat · {url}/agent_planner · "
-          f"{url}/agent_executor  (OpenAPI: {url}/chat/docs)")  # fmt: skip
-    print(f"  supabase    {running.supabase_url}  (SUPABASE_URL for supabase-js: Auth at "
-          "/auth/v1, Realtime at /realtime/v1, channel session:<id>)")  # fmt: skip
+    print(
+        f"  console     {running.console_url}  (Parley Console: a demo turn, live; "
+        f"{url}/ to sign in)"
+    )
+    print(
+        f"  functions   {url}/chat · {url}/agent_planner · "
+        f"{url}/agent_executor  (OpenAPI: {url}/chat/docs)"
+    )
+    print(
+        f"  supabase    {running.supabase_url}  (SUPABASE_URL for supabase-js: Auth at "
+        "/auth/v1, Realtime at /realtime/v1, channel session:<id>)"
+    )
     keys = running.keys
-    print(f"  keys        publishable {keys.publishable}  secret {keys.secret}  "
-          f"(legacy anon / service_role JWTs too; sessions {running.signing})")  # fmt: skip
-    print(f"  sweeper     every {running.sweep_every:g} s (plans whose runner died, approvals "
-          "not resumed)", flush=True)  # fmt: skip
+    print(
+        f"  keys        publishable {keys.publishable}  secret {keys.secret}  "
+        f"(legacy anon / service_role JWTs too; sessions {running.signing})"
+    )
+    print(
+        f"  sweeper     every {running.sweep_every:g} s (plans whose runner died, approvals "
+        "not resumed)",
+        flush=True,
+    )
 
 
 def write_client_env(running: RunningStack, data_dir: Path) -> Path:
@@ -410,17 +470,22 @@ async def _demo(running: RunningStack, message: str) -> str:
     token = str(session["access_token"])
     print(f"\nDemo turn, as the demo user: {message!r}", flush=True)
     turn = await demo.play(
-        functions_url=running.url, realtime_url=running.realtime.realtime_url,
-        anon_key=running.anon_key, user_token=token, message=message,
+        functions_url=running.url,
+        realtime_url=running.realtime.realtime_url,
+        anon_key=running.anon_key,
+        user_token=token,
+        message=message,
         say=lambda line: print(line, flush=True),
-    )  # fmt: skip
+    )
     reply = turn.reply
     print(f"\nAnswer ({reply['status']}, {reply['strategy']}, plan {reply['plan_id']}):")
     print("  " + (reply.get("answer") or reply.get("error") or "").replace("\n", "\n  "))
     print(f"\n{len(turn.events)} events arrived over Realtime. Try it yourself:")
     print(f"  export TOKEN={token}   # the demo user's access token, valid an hour")
-    print(f"  curl -s {running.url}/chat/chat -H \"Authorization: Bearer $TOKEN\" "
-          "-H 'content-type: application/json' -d '{\"message\": \"Hello!\"}'")  # fmt: skip
+    print(
+        f'  curl -s {running.url}/chat/chat -H "Authorization: Bearer $TOKEN" '
+        "-H 'content-type: application/json' -d '{\"message\": \"Hello!\"}'"
+    )
     return str(reply["session_id"])
 
 
@@ -440,11 +505,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--message", default=demo.DEMO_MESSAGE, help="the demo turn's message")
     parser.add_argument("--once", action="store_true", help="exit after the demo turn")
     parser.add_argument(
-        "--model-latency", type=float, metavar="SECONDS",
+        "--model-latency",
+        type=float,
+        metavar="SECONDS",
         help="how long the offline demo model takes before each reply, as a real model would, "
         "so a turn can be watched in the console "
         f"(default {DEMO_MODEL_LATENCY:g}; 0 with --once)",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--model-tokens-per-second",
         type=float,

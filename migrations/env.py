@@ -12,7 +12,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection, create_engine, pool
 
-from shared.settings import get_settings
+from shared.services import get_settings
 
 VERSION_SCHEMA = "parley_private"
 

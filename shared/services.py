@@ -7,7 +7,10 @@ calls a model starts without those settings. Tests and the local stack pass read
 (`Services(settings, llm=..., db=...)`): the fake model server's client, a shared pool.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the module defines a pydantic model (`_Deployed`), and
+# the chat's cold start keeps every model's annotations objects, not strings to evaluate
+# (`tests/functions/test_handlers.py`); the clients' types, imported for checking only, are
+# written as strings instead.
 
 import asyncio
 import logging
@@ -16,18 +19,21 @@ from collections.abc import Sequence
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
-from shared.errors import ConfigurationError
-from shared.settings import Settings, get_settings
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsError
+
+from shared.kernel.errors import ConfigurationError
+from shared.kernel.settings import Settings
 
 if TYPE_CHECKING:
     import httpx2
     from fastapi import FastAPI
 
-    from shared.admission import TurnSlots
-    from shared.agents.approvals import ApprovalGate
-    from shared.auth import TokenVerifier
+    from shared.agents.approval_gate import ApprovalGate
+    from shared.auth.access_tokens import TokenVerifier
     from shared.db import Database
     from shared.events import Publisher
+    from shared.kernel.admission import TurnSlots
     from shared.llm import LLMClient, ModelRegistry
     from shared.llm.tokens import TokenCounter
     from shared.queues.senders import QueueSender
@@ -47,12 +53,12 @@ class Services:
         self,
         settings: Settings,
         *,
-        db: Database | None = None,
-        llm: LLMClient | None = None,
-        tools: ToolRegistry | None = None,
-        approvals: ApprovalGate | None = None,
-        tokens: TokenCounter | None = None,
-        event_sinks: Sequence[Publisher] = (),
+        db: "Database | None" = None,
+        llm: "LLMClient | None" = None,
+        tools: "ToolRegistry | None" = None,
+        approvals: "ApprovalGate | None" = None,
+        tokens: "TokenCounter | None" = None,
+        event_sinks: Sequence["Publisher"] = (),
     ) -> None:
         self.settings = settings
         self.event_sinks = tuple(event_sinks)
@@ -63,14 +69,14 @@ class Services:
         self._given = frozenset(name for name, part in given.items() if part is not None)
 
     @cached_property
-    def db(self) -> Database:
-        from shared.db import Database
+    def db(self) -> "Database":
+        from shared.db import Database  # on first use
 
         return Database(self.settings.database_url, max_size=self.settings.db_pool_max_size)
 
     @cached_property
-    def verifier(self) -> TokenVerifier:
-        from shared.auth import TokenVerifier
+    def verifier(self) -> "TokenVerifier":
+        from shared.auth.access_tokens import TokenVerifier  # on first use
 
         secret = self.settings.supabase_jwt_secret
         return TokenVerifier(
@@ -78,18 +84,18 @@ class Services:
         )
 
     @cached_property
-    def http(self) -> httpx2.AsyncClient:
+    def http(self) -> "httpx2.AsyncClient":
         """One HTTP client for calls to other functions and to Realtime (pooled connections):
         httpx2, the model client's library, with its TLS settings (loaded once for both)."""
-        import httpx2
+        import httpx2  # on first use
 
-        from shared.tls import http_client_tls_context
+        from shared.kernel.tls import http_client_tls_context  # on first use
 
         timeout = httpx2.Timeout(900.0, connect=10.0)
         return httpx2.AsyncClient(timeout=timeout, verify=http_client_tls_context())
 
     @cached_property
-    def queue_sender(self) -> QueueSender:
+    def queue_sender(self) -> "QueueSender":
         """What `SqsInvoker` puts messages on the queues with (`INVOKER_TRANSPORT=sqs`): SQS's
         JSON API over `http.client`, signed here, when the environment leads to credentials
         and names a region — a Lambda function's always does: its keys, or under SnapStart its
@@ -98,18 +104,18 @@ class Services:
         `AWS_ENDPOINT_URL`) when set, as boto3's would. Else, or behind an HTTPS proxy,
         boto3's client (`sqs`): it finds credentials every other way (instance profiles, SSO,
         config files) and honours proxies."""
-        from shared.aws.credentials import from_environment
+        from shared.aws.credentials import from_environment  # on first use
 
         environ = os.environ
         credentials = from_environment(environ)
         if credentials is not None and not (
             environ.get("HTTPS_PROXY") or environ.get("https_proxy")
         ):
-            from shared.queues.sqs_http import SqsHttpSender
+            from shared.queues.sqs_http import SqsHttpSender  # on first use
 
             endpoint = environ.get("AWS_ENDPOINT_URL_SQS") or environ.get("AWS_ENDPOINT_URL")
             return SqsHttpSender(credentials, endpoint=endpoint or None)
-        from shared.queues.senders import BotoSender
+        from shared.queues.senders import BotoSender  # on first use
 
         return BotoSender(self.sqs)
 
@@ -120,8 +126,8 @@ class Services:
         `queue_sender`). boto3 comes with the Lambda runtime; it is imported here, on first
         use, so functions that never use it do not pay for it."""
         try:
-            import boto3
-            from botocore.exceptions import NoRegionError
+            import boto3  # on first use
+            from botocore.exceptions import NoRegionError  # on first use
         except ImportError as exc:
             raise ConfigurationError(
                 "INVOKER_TRANSPORT=sqs needs boto3 (in the Lambda runtime; elsewhere install "
@@ -135,17 +141,17 @@ class Services:
             ) from exc
 
     @cached_property
-    def turn_slots(self) -> TurnSlots:
+    def turn_slots(self) -> "TurnSlots":
         """The turns this process runs at once (`MAX_RUNNING_TURNS`, admission control)."""
-        from shared.admission import TurnSlots
+        from shared.kernel.admission import TurnSlots  # on first use
 
         settings = self.settings
         return TurnSlots(settings.max_running_turns, retry_after=settings.retry_after_seconds)
 
     @cached_property
-    def models(self) -> ModelRegistry:
+    def models(self) -> "ModelRegistry":
         """Prices, context windows and capabilities by model name (`LLM_MODELS_FILE` applied)."""
-        from shared.llm import load_registry
+        from shared.llm import load_registry  # on first use
 
         return load_registry(self.settings.llm_models_file)
 
@@ -164,16 +170,16 @@ class Services:
         return min(settings.executor_token_budget, window)
 
     @cached_property
-    def llm(self) -> LLMClient:
+    def llm(self) -> "LLMClient":
         """The model client; raises `LLMNotConfigured` (saying what to set) when it cannot be."""
-        from shared.llm import OpenAIClient
+        from shared.llm import OpenAIClient  # on first use
 
         return OpenAIClient.from_settings(self.settings)
 
     @cached_property
-    def tools(self) -> ToolRegistry:
+    def tools(self) -> "ToolRegistry":
         """The tool registry: the built-in tools (MCP tools are added by whoever connects them)."""
-        from shared.tools import builtin_registry
+        from shared.tools import builtin_registry  # on first use
 
         return builtin_registry()
 
@@ -191,10 +197,10 @@ class Services:
         async with self.__dict__.setdefault("_mcp_lock", asyncio.Lock()):
             if "_mcp" in self.__dict__:
                 return
-            from shared.agents.control_tools import CONTROL_NAMES
+            from shared.agents.control_tools import CONTROL_NAMES  # on first use
 
             try:
-                from shared.tools.mcp_source import McpSource, admitted
+                from shared.tools.mcp_source import McpSource, admitted  # on first use
             except ModuleNotFoundError as exc:
                 if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types"):
                     raise
@@ -208,33 +214,36 @@ class Services:
             self.__dict__["_mcp"] = source
 
     @cached_property
-    def tool_executor(self) -> ToolExecutor:
-        from shared.tools import ToolExecutor
+    def tool_executor(self) -> "ToolExecutor":
+        from shared.tools import ToolExecutor  # on first use
 
         return ToolExecutor(self.db, self.tools, timeout_seconds=self.settings.tool_timeout_seconds)
 
     @cached_property
-    def approvals(self) -> ApprovalGate:
+    def approvals(self) -> "ApprovalGate":
         """Consulted before destructive tool calls and on escalations: the user decides through
         `agent_approvals` rows (`APPROVALS=on`, the default), or nobody is asked (`off`)."""
-        from shared.agents.approvals import DatabaseApprovals, NoApprovals
+        from shared.agents.approval_gate import DatabaseApprovals, NoApprovals  # on first use
 
         if self.settings.approvals == "off":
             return NoApprovals()
         return DatabaseApprovals(self.db)
 
     @cached_property
-    def tokens(self) -> TokenCounter:
+    def tokens(self) -> "TokenCounter":
         """The tokenizer budgets are measured with (DeepSeek's; loaded on first count)."""
-        from shared.llm.tokens import DeepSeekTokenizer
+        from shared.llm.tokens import DeepSeekTokenizer  # on first use
 
         return DeepSeekTokenizer()
 
     async def aclose(self) -> None:
         """Close the clients these services built (not the ones they were given); they are
         built afresh on next use (tests and the local stack; a Lambda just freezes)."""
-        built = {name: self.__dict__.pop(name) for name in ("db", "http", "llm", "_mcp")
-                 if name in self.__dict__ and name not in self._given}  # fmt: skip
+        built = {
+            name: self.__dict__.pop(name)
+            for name in ("db", "http", "llm", "_mcp")
+            if name in self.__dict__ and name not in self._given
+        }
         if (sender := self.__dict__.pop("queue_sender", None)) is not None:
             sender.close()
         if built.get("_mcp") is not None:
@@ -248,6 +257,57 @@ class Services:
                 await closer()
 
 
+class _Deployed(Settings):
+    """Settings as a deployed function reads them: given values, the environment, then the
+    stage's Secrets Manager secret that `SETTINGS_SECRET_ID` names (`shared.aws.secrets`)."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        if not os.environ.get("SETTINGS_SECRET_ID"):
+            return init_settings, env_settings
+        from shared.aws.secrets import SecretsManagerSource  # only where a secret is named
+
+        return init_settings, env_settings, SecretsManagerSource(settings_cls)
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read settings from the environment (and the stage's secret), turning validation errors
+    into one clear message; a model DeepSeek retired is refused here, at start."""
+    try:
+        settings: Settings = _Deployed(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise ConfigurationError(f"Invalid configuration — {_problems(exc)}") from exc
+    except SettingsError as exc:  # a value pydantic-settings could not decode, e.g. bad JSON
+        raise ConfigurationError(f"Invalid configuration — {exc}") from exc
+    from shared.llm.model_registry import refuse_retired_models  # the registry only when checking
+
+    refuse_retired_models(settings)
+    return settings
+
+
+def _problems(exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]).upper()
+        cause = (err.get("ctx") or {}).get("error")
+        message = str(cause) if err["type"] == "value_error" and cause else err["msg"]
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once per cold start."""
+    return load_settings()
+
+
 def build_services(settings: Settings | None = None) -> Services:
     """Services for `settings` (default: the environment's)."""
     return Services(settings or get_settings())
@@ -259,7 +319,7 @@ def get_services() -> Services:
     return build_services()
 
 
-def services_of(app: FastAPI) -> Services:
+def services_of(app: "FastAPI") -> Services:
     """`app`'s services: `get_services()`, or what a test put in its place
     (`app.dependency_overrides[get_services]`)."""
     provider = app.dependency_overrides.get(get_services, get_services)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
-from tests import databases
-from tests.models import MODELS
+from shared.llm.tokens import DeepSeekTokenizer
+from tests.support import databases
+from tests.support.llm_models import MODELS
 
 
 @pytest.fixture(scope="session")

@@ -36,8 +36,16 @@ MANIFEST = VENDOR / "manifest.json"
 LOCK = WEB / "package-lock.json"
 CLIENT = WEB.parent / "clients" / "js"
 CLIENT_DIR = "parley-client"
-CLIENT_FILES = ("index.js", "client.js", "sse.js", "sequencer.js", "texts.js", "watch.js",
-                "generated/routes.js", "generated/problems.js")  # fmt: skip
+CLIENT_FILES = (
+    "index.js",
+    "client.js",
+    "sse.js",
+    "sequencer.js",
+    "texts.js",
+    "watch.js",
+    "generated/routes.js",
+    "generated/problems.js",
+)
 """@parley/client's modules the browser loads (its `.d.ts` files are for editors only)."""
 
 FILES = {  # vendored name: (package, path inside the package)
@@ -72,8 +80,11 @@ def client_problems() -> list[str]:
         copy, source = VENDOR / CLIENT_DIR / name, CLIENT / "src" / name
         if not copy.exists() or copy.read_bytes() != source.read_bytes():
             found.append(f"{CLIENT_DIR}/{name} is not clients/js/src/{name}")
-    extra = {p.relative_to(VENDOR / CLIENT_DIR).as_posix() for p in (VENDOR / CLIENT_DIR).rglob("*")
-             if p.is_file()} - set(CLIENT_FILES)  # fmt: skip
+    extra = {
+        p.relative_to(VENDOR / CLIENT_DIR).as_posix()
+        for p in (VENDOR / CLIENT_DIR).rglob("*")
+        if p.is_file()
+    } - set(CLIENT_FILES)
     found += [f"{CLIENT_DIR}/{name} is not one of the client's modules" for name in sorted(extra)]
     return found
 
@@ -115,9 +126,11 @@ def vendor_client(manifest: dict[str, Any] | None = None) -> None:
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(CLIENT / "src" / name, target / name)
         files[f"{CLIENT_DIR}/{name}"] = {
-            "package": "@parley/client", "version": version,
-            "source": f"clients/js/src/{name}", "sha256": sha256(target / name),
-        }  # fmt: skip
+            "package": "@parley/client",
+            "version": version,
+            "source": f"clients/js/src/{name}",
+            "sha256": sha256(target / name),
+        }
     MANIFEST.write_text(json.dumps({**manifest, "files": files}, indent=2) + "\n")
     print(f"web/build.py: copied @parley/client into {target.relative_to(WEB.parent)}")
 
@@ -135,8 +148,12 @@ def build() -> None:
     files = {}
     for name, (package, source) in FILES.items():
         shutil.copyfile(modules / package / source, VENDOR / name)
-        files[name] = {"package": package, "version": versions[package], "source": source,
-                       "sha256": sha256(VENDOR / name)}  # fmt: skip
+        files[name] = {
+            "package": package,
+            "version": versions[package],
+            "source": source,
+            "sha256": sha256(VENDOR / name),
+        }
     for package in sorted({package for package, _ in FILES.values()}):
         licence = modules / package / "LICENSE"
         shutil.copyfile(licence, VENDOR / "licenses" / f"{package.replace('/', '__')}.txt")
@@ -159,11 +176,15 @@ def refresh_if_stale() -> None:
     if client_problems():
         vendor_client()
     if failed is not None:
-        print(f"web/build.py: npm ci failed ({failed}); serving the committed files.",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"web/build.py: npm ci failed ({failed}); serving the committed files.", file=sys.stderr
+        )
     elif npm is None and (stale := npm_problems()):
-        print(f"web/build.py: {stale[0]}; serving the committed files. Install Node.js 20+ "
-              "and run python3 web/build.py to rebuild.", file=sys.stderr)  # fmt: skip
+        print(
+            f"web/build.py: {stale[0]}; serving the committed files. Install Node.js 20+ "
+            "and run python3 web/build.py to rebuild.",
+            file=sys.stderr,
+        )
 
 
 def main(argv: list[str]) -> int:

@@ -3,7 +3,7 @@
 
 1. `contract/`: each function's OpenAPI document, as its FastAPI app builds it
    (`app.openapi()`: `chat.json`, `agent_planner.json`, `agent_executor.json`), and the events'
-   JSON Schema as the chat function serves it (`events.json`, from `shared.events.schema`).
+   JSON Schema as the chat function serves it (`events.json`, from `shared.wire.event_schema`).
 2. `src/generated/`: `scripts/generate.mjs` turns those into TypeScript declarations
    (`openapi-typescript`, `json-schema-to-typescript`) and the route table the client calls.
 
@@ -34,7 +34,7 @@ def documents() -> dict[str, dict[str, Any]]:
     from functions.agent_executor.app import create_app as executor_app
     from functions.agent_planner.app import create_app as planner_app
     from functions.chat.app import create_app as chat_app
-    from shared.events.schema import events_json_schema
+    from shared.wire.event_schema import events_json_schema
 
     return {
         "chat.json": chat_app().openapi(),
@@ -70,8 +70,9 @@ def node_generate(*, check: bool) -> int:
     if node is None or npm is None:
         sys.exit("clients/js/generate.py: Node.js 20+ and npm are needed for the declarations")
     if not (PACKAGE / "node_modules" / "openapi-typescript").exists():
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                       cwd=PACKAGE, check=True)  # fmt: skip
+        subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=PACKAGE, check=True
+        )
     script = PACKAGE / "scripts" / "generate.mjs"
     args = [node, str(script), "--root", str(PACKAGE), *(["--check"] if check else [])]
     return subprocess.run(args).returncode

@@ -4,7 +4,7 @@ queue ("run step")."""
 from __future__ import annotations
 
 from functions.agent_executor.app import app
-from shared.lambda_entry import LambdaHandler
+from shared.runtime.lambda_handler import LambdaHandler
 
 handler = LambdaHandler(app, queue=True, agent="executor")
 handler.prepare()

@@ -6,9 +6,10 @@ from uuid import UUID
 
 from fastapi import APIRouter
 
-from shared.http import ServiceCaller, ServicesDep, problems
-from shared.models.runs import RunStepRequest, StepOutcomeOut
-from shared.runs import run_step_here
+from shared.api.deps import ServiceCaller, ServicesDep
+from shared.api.problems import problems
+from shared.dispatch.transport import run_step_here
+from shared.wire.runs import RunStepRequest, StepOutcomeOut
 
 router = APIRouter(tags=["steps"])
 

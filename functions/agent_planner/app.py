@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from functions.agent_planner import plans
-from shared.http import create_base_app
+from shared.api.app import create_base_app
 
 
 def create_app() -> FastAPI:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from functions.agent_planner.app import app
-from shared.lambda_entry import LambdaHandler
+from shared.runtime.lambda_handler import LambdaHandler
 
 handler = LambdaHandler(app, queue=True, schedule=True, agent="planner")
 handler.prepare()

@@ -8,29 +8,21 @@ from uuid import UUID
 from fastapi import APIRouter, Header, Request, status
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from shared import approvals
 from shared.agents import request_cancel
-from shared.http import (
-    EVENT_STREAM,
-    CurrentUser,
-    ServiceCaller,
-    ServicesDep,
-    accepted,
-    accepted_response,
-    function_url,
-    problems,
-    respond_async,
-)
-from shared.models.runs import (
+from shared.api.deps import CurrentUser, ServiceCaller, ServicesDep, function_url
+from shared.api.problems import problems
+from shared.api.responses import EVENT_STREAM, accepted, accepted_response, respond_async
+from shared.dispatch.transport import resume_plan, run_plan_here, stream_plan_here
+from shared.usecases import approval_decisions as approvals
+from shared.usecases.plan_views import plan_detail
+from shared.wire.runs import (
     ApprovalList,
     CancelReply,
     DecisionReply,
     DecisionRequest,
     PlanOutcomeOut,
 )
-from shared.models.turns import ApprovalOut, PlanDetail
-from shared.plan_views import plan_detail
-from shared.runs import resume_plan, run_plan_here, stream_plan_here
+from shared.wire.turns import ApprovalOut, PlanDetail
 
 router = APIRouter(tags=["plans"])
 
@@ -95,9 +87,13 @@ async def decide_approval(
     respond-async`, or `INVOKER_TRANSPORT=sqs` (the plan is queued), it answers **202** once
     the decision is recorded and the plan handed on (`plan.handed_off`: watch Realtime)."""
     decided = await approvals.decide_approval(
-        services, user, plan_id=plan_id, approval_id=approval_id, decision=body.decision,
+        services,
+        user,
+        plan_id=plan_id,
+        approval_id=approval_id,
+        decision=body.decision,
         text=body.text,
-    )  # fmt: skip
+    )
     asked = respond_async(prefer)
     resumed = await resume_plan(services, plan_id=plan_id, wait=not asked)
     reply = DecisionReply(

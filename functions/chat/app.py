@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from functions.chat import dashboards, event_schema, sessions, turns
-from shared.admission import TurnSlots
-from shared.http import TurnAdmission, create_base_app
+from shared.api.app import TurnAdmission, create_base_app
+from shared.kernel.admission import TurnSlots
 from shared.services import services_of
 
 

@@ -4,9 +4,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from shared.dashboards import daily_dashboards
-from shared.http import CurrentUser, ServicesDep, problems
-from shared.models.dashboards import Dashboards
+from shared.api.deps import CurrentUser, ServicesDep
+from shared.api.problems import problems
+from shared.usecases.daily_dashboards import daily_dashboards
+from shared.wire.dashboards import Dashboards
 
 router = APIRouter(tags=["dashboards"])
 Days = Annotated[int, Query(ge=1, le=366, description="How many UTC days, today included.")]

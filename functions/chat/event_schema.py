@@ -12,7 +12,7 @@ SCHEMA_JSON = "application/schema+json"
 
 @cache
 def _schema() -> dict[str, Any]:
-    from shared.events.schema import events_json_schema  # the models load on first request
+    from shared.wire.event_schema import events_json_schema  # the models load on first request
 
     return events_json_schema()
 
@@ -20,9 +20,13 @@ def _schema() -> dict[str, Any]:
 @router.get(
     "/schemas/events.json",
     response_class=JSONResponse,
-    responses={200: {"description": "A JSON Schema (draft 2020-12) document",
-                     "content": {SCHEMA_JSON: {"schema": {"type": "object"}}}}},
-)  # fmt: skip
+    responses={
+        200: {
+            "description": "A JSON Schema (draft 2020-12) document",
+            "content": {SCHEMA_JSON: {"schema": {"type": "object"}}},
+        }
+    },
+)
 async def get_events_schema() -> JSONResponse:
     """The JSON Schema (2020-12) of the events Realtime and server-sent events carry: `oneOf`
     the twelve types by `type`, each with its `data` (docs/events.md explains them). The same

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functions.chat.app import app
-from shared.lambda_entry import LambdaHandler
+from shared.runtime.lambda_handler import LambdaHandler
 
 handler = LambdaHandler(app)
 handler.prepare()

@@ -6,9 +6,12 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import PlainTextResponse
 
-from shared import plan_views, sessions, transcripts
-from shared.http import CurrentUser, ServicesDep, problems
-from shared.models.sessions import (
+from shared.api.deps import CurrentUser, ServicesDep
+from shared.api.problems import problems
+from shared.usecases import chat_sessions as sessions
+from shared.usecases import plan_views, transcripts
+from shared.usecases.chat_sessions import CURSOR
+from shared.wire.sessions import (
     ForkRequest,
     MessageList,
     MessageOut,
@@ -19,8 +22,7 @@ from shared.models.sessions import (
     Timeline,
     TimelineEntryOut,
 )
-from shared.models.turns import PlanList
-from shared.sessions import CURSOR
+from shared.wire.turns import PlanList
 
 router = APIRouter(tags=["sessions"])
 AfterSeq = Annotated[int, Query(ge=0, description="Only entries with a larger `seq`.")]

@@ -6,20 +6,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from shared import sending
-from shared.http import (
-    EVENT_STREAM,
-    PROBLEM_JSON,
-    CurrentUser,
-    ServicesDep,
-    accepted,
-    accepted_response,
-    function_url,
-    problem_response,
-    problems,
-    respond_async,
-)
-from shared.models.turns import ChatTurnAccepted, ChatTurnReply, ChatTurnRequest
+from shared.api.deps import CurrentUser, ServicesDep, function_url
+from shared.api.problems import PROBLEM_JSON, problem_response, problems
+from shared.api.responses import EVENT_STREAM, accepted, accepted_response, respond_async
+from shared.usecases import sending
+from shared.wire.turns import ChatTurnAccepted, ChatTurnReply, ChatTurnRequest
 
 router = APIRouter(tags=["chat"])
 
@@ -93,7 +84,7 @@ async def post_chat(
     when `stream` was asked. The same id with another message is a 422
     (`client-message-id-reused`); a new message while a turn runs, a 409 (`turn-running`).
     """
-    answer = sending.how_to_answer(services, body, prefer)
+    answer = sending.how_to_answer(services, body, respond_async(prefer))
     here = function_url(request)
     if answer == "wait":
         return await sending.send(services, user, body)

@@ -24,10 +24,14 @@ from local.auth.service import Auth, Caller
 
 MAX_BODY_BYTES = 1 << 20
 """`limitRequestBody(1 << 20)` in GoTrue's router."""
-_NO_KEY = {"message": "No API key found in request",
-           "hint": "No `apikey` request header or url param was found."}  # fmt: skip
-_BAD_KEY = {"message": "Invalid API key",
-            "hint": "Double check your Supabase `anon` or `service_role` API key."}  # fmt: skip
+_NO_KEY = {
+    "message": "No API key found in request",
+    "hint": "No `apikey` request header or url param was found.",
+}
+_BAD_KEY = {
+    "message": "Invalid API key",
+    "hint": "Double check your Supabase `anon` or `service_role` API key.",
+}
 
 
 def create_app(auth: Auth) -> Starlette:
@@ -101,8 +105,9 @@ async def _params(request: Request) -> dict[str, Any]:
     """`retrieveRequestParams`: the body as a JSON object, whatever its content type."""
     body = await request.body()
     if len(body) > MAX_BODY_BYTES:
-        raise AuthError(413, "request_entity_too_large",
-                        f"Request body too large (max {MAX_BODY_BYTES} bytes)")  # fmt: skip
+        raise AuthError(
+            413, "request_entity_too_large", f"Request body too large (max {MAX_BODY_BYTES} bytes)"
+        )
     try:
         params = json.loads(body or b"null")
     except ValueError as exc:
@@ -125,19 +130,27 @@ async def _jwks(request: Request) -> Response:
 
 
 async def _health(request: Request, auth: Auth) -> Response:
-    return JSONResponse({
-        "version": "parley-auth-twin", "name": "GoTrue",
-        "description": "GoTrue is a user registration and authentication API",
-    })  # fmt: skip
+    return JSONResponse(
+        {
+            "version": "parley-auth-twin",
+            "name": "GoTrue",
+            "description": "GoTrue is a user registration and authentication API",
+        }
+    )
 
 
 async def _settings(request: Request, auth: Auth) -> Response:
     # internal/api/settings.go: what a client may ask before showing a sign-in form.
-    return JSONResponse({
-        "external": {"email": True, "phone": False, "anonymous_users": False},
-        "disable_signup": not auth.config.signups, "mailer_autoconfirm": True,
-        "phone_autoconfirm": False, "sms_provider": "", "saml_enabled": False,
-    })  # fmt: skip
+    return JSONResponse(
+        {
+            "external": {"email": True, "phone": False, "anonymous_users": False},
+            "disable_signup": not auth.config.signups,
+            "mailer_autoconfirm": True,
+            "phone_autoconfirm": False,
+            "sms_provider": "",
+            "saml_enabled": False,
+        }
+    )
 
 
 async def _signup(request: Request, auth: Auth) -> Response:

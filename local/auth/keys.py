@@ -42,8 +42,12 @@ def mint_token(
     """An HS256 token like Supabase's legacy ones: the local stack's legacy API keys, and tests'
     hand-made tokens. Sessions come from the Auth twin (`local.auth`), not from here."""
     now = int(time.time())
-    claims: dict[str, Any] = {"iss": "parley-local", "role": role, "iat": now,
-                              "exp": now + expires_in}  # fmt: skip
+    claims: dict[str, Any] = {
+        "iss": "parley-local",
+        "role": role,
+        "iat": now,
+        "exp": now + expires_in,
+    }
     if role == "authenticated":
         claims["aud"] = "authenticated"
     if sub is not None:
@@ -69,8 +73,18 @@ class SigningKey:
                 raise ValueError("the signing key file holds no EC private key")
             self._private, self._public, self.kid = key, key.public_key(), str(jwk["kid"])
             public = json.loads(ECAlgorithm.to_jwk(self._public))
-            self._jwks = {"keys": [{**public, "kid": self.kid, "alg": "ES256", "use": "sig",
-                                    "key_ops": ["verify"], "ext": True}]}  # fmt: skip
+            self._jwks = {
+                "keys": [
+                    {
+                        **public,
+                        "kid": self.kid,
+                        "alg": "ES256",
+                        "use": "sig",
+                        "key_ops": ["verify"],
+                        "ext": True,
+                    }
+                ]
+            }
 
     @classmethod
     def load(cls, signing: Signing, *, secret: str, path: Path | None) -> SigningKey:
@@ -86,8 +100,7 @@ class SigningKey:
     def sign(self, claims: Mapping[str, Any]) -> str:
         if self._private is None:
             return jwt.encode(dict(claims), self._secret, algorithm="HS256")
-        return jwt.encode(dict(claims), self._private, algorithm="ES256",
-                          headers={"kid": self.kid})  # fmt: skip
+        return jwt.encode(dict(claims), self._private, algorithm="ES256", headers={"kid": self.kid})
 
     def jwks(self) -> dict[str, Any]:
         """`{"keys": [...]}`: the public key with `kid`, `alg` and `use`, as GoTrue publishes it

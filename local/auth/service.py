@@ -230,13 +230,21 @@ class Auth:
         now = int(time.time())
         expires_at = now + self.config.jwt_exp
         claims = {
-            "iss": self.issuer, "sub": str(user["id"]), "aud": user["aud"] or AUD,
-            "exp": expires_at, "iat": now, "email": user["email"] or "",
-            "phone": user["phone"] or "", "app_metadata": user["raw_app_meta_data"] or {},
-            "user_metadata": user["raw_user_meta_data"] or {}, "role": user["role"] or AUD,
-            "aal": "aal1", "amr": await store.amr(conn, session_id),
-            "session_id": str(session_id), "is_anonymous": bool(user["is_anonymous"]),
-        }  # fmt: skip
+            "iss": self.issuer,
+            "sub": str(user["id"]),
+            "aud": user["aud"] or AUD,
+            "exp": expires_at,
+            "iat": now,
+            "email": user["email"] or "",
+            "phone": user["phone"] or "",
+            "app_metadata": user["raw_app_meta_data"] or {},
+            "user_metadata": user["raw_user_meta_data"] or {},
+            "role": user["role"] or AUD,
+            "aal": "aal1",
+            "amr": await store.amr(conn, session_id),
+            "session_id": str(session_id),
+            "is_anonymous": bool(user["is_anonymous"]),
+        }
         return {
             "access_token": self.signing.sign(claims),
             "token_type": "bearer",
@@ -384,9 +392,14 @@ class Auth:
                 )
             role = _text(params, "role") or AUD
             user_id = await self._create_user(
-                conn, email, password_hash, data if isinstance(data, dict) else {}, role=role,
-                user_id=user_id, identity_metadata=False,
-            )  # fmt: skip
+                conn,
+                email,
+                password_hash,
+                data if isinstance(data, dict) else {},
+                role=role,
+                user_id=user_id,
+                identity_metadata=False,
+            )
             app_metadata = params.get("app_metadata")
             if isinstance(app_metadata, dict):
                 await store.merge_metadata(conn, user_id, "raw_app_meta_data", app_metadata)
@@ -425,8 +438,10 @@ class Auth:
                 await store.update_user(conn, user["id"], **columns)
             if params.get("email_confirm") is True:
                 await store.confirm_email(conn, user["id"])
-            for key, column in (("app_metadata", "raw_app_meta_data"),
-                                ("user_metadata", "raw_user_meta_data")):  # fmt: skip
+            for key, column in (
+                ("app_metadata", "raw_app_meta_data"),
+                ("user_metadata", "raw_user_meta_data"),
+            ):
                 if isinstance(params.get(key), dict):
                     await store.merge_metadata(conn, user["id"], column, params[key])
             await self._ban(conn, user["id"], params.get("ban_duration"))
@@ -455,18 +470,26 @@ class Auth:
                 await self._create_user(conn, email, password_hash, {}, role=AUD, user_id=user_id)
             else:
                 await store.update_user(
-                    conn, user_id, email=email, aud=AUD, role=AUD,
+                    conn,
+                    user_id,
+                    email=email,
+                    aud=AUD,
+                    role=AUD,
                     encrypted_password=password_hash,
-                )  # fmt: skip
+                )
                 if not await store.identities(conn, user_id):
                     await store.insert_identity(
-                        conn, user_id=user_id, provider="email",
+                        conn,
+                        user_id=user_id,
+                        provider="email",
                         identity_data=_identity_data(user_id, email),
-                    )  # fmt: skip
+                    )
             await store.merge_metadata(
-                conn, user_id, "raw_app_meta_data",
+                conn,
+                user_id,
+                "raw_app_meta_data",
                 {"provider": "email", "providers": ["email"], **app_metadata},
-            )  # fmt: skip
+            )
             if existing is None or existing["email_confirmed_at"] is None:
                 await store.confirm_email(conn, user_id)
 
@@ -483,26 +506,42 @@ class Auth:
             )
         if len(password) < self.config.password_min_length:
             raise AuthError(
-                422, "weak_password",
+                422,
+                "weak_password",
                 f"Password should be at least {self.config.password_min_length} characters.",
                 weak_password=["length"],
-            )  # fmt: skip
+            )
 
     async def _create_user(
-        self, conn: Connection, email: str, password_hash: str, data: Mapping[str, Any], *,
-        role: str, user_id: UUID | None = None, identity_metadata: bool = True,
-    ) -> UUID:  # fmt: skip
+        self,
+        conn: Connection,
+        email: str,
+        password_hash: str,
+        data: Mapping[str, Any],
+        *,
+        role: str,
+        user_id: UUID | None = None,
+        identity_metadata: bool = True,
+    ) -> UUID:
         """`signupNewUser` / `adminUserCreate`'s insert, with the email identity
         (`createNewIdentity`, `internal/api/external.go`: on sign-up the identity's data joins
         the user's metadata)."""
         user_id = user_id or uuid4()
-        identity = {**_identity_data(user_id, email),
-                    **{k: v for k, v in data.items() if k not in ("sub", "email")}}  # fmt: skip
+        identity = {
+            **_identity_data(user_id, email),
+            **{k: v for k, v in data.items() if k not in ("sub", "email")},
+        }
         metadata = {**data, **(_identity_data(user_id, email) if identity_metadata else {})}
         await store.insert_user(
-            conn, user_id=user_id, email=email, password_hash=password_hash, aud=AUD, role=role,
-            app_metadata={"provider": "email", "providers": ["email"]}, user_metadata=metadata,
-        )  # fmt: skip
+            conn,
+            user_id=user_id,
+            email=email,
+            password_hash=password_hash,
+            aud=AUD,
+            role=role,
+            app_metadata={"provider": "email", "providers": ["email"]},
+            user_metadata=metadata,
+        )
         await store.insert_identity(conn, user_id=user_id, provider="email", identity_data=identity)
         return user_id
 
@@ -543,9 +582,11 @@ class Auth:
         only when set, `phone` always (empty when unset), the identities
         (`internal/models/identity.go`)."""
         body: dict[str, Any] = {
-            "id": str(user["id"]), "aud": user["aud"] or "", "role": user["role"] or "",
+            "id": str(user["id"]),
+            "aud": user["aud"] or "",
+            "role": user["role"] or "",
             "email": user["email"] or "",
-        }  # fmt: skip
+        }
         _maybe(body, "email_confirmed_at", user["email_confirmed_at"])
         _maybe(body, "invited_at", user["invited_at"])
         body["phone"] = user["phone"] or ""

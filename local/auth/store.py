@@ -60,16 +60,32 @@ async def email_taken(conn: Connection, email: str) -> bool:
 
 
 async def insert_user(
-    conn: Connection, *, user_id: UUID, email: str, password_hash: str, aud: str, role: str,
-    app_metadata: Mapping[str, Any], user_metadata: Mapping[str, Any],
-) -> None:  # fmt: skip
+    conn: Connection,
+    *,
+    user_id: UUID,
+    email: str,
+    password_hash: str,
+    aud: str,
+    role: str,
+    app_metadata: Mapping[str, Any],
+    user_metadata: Mapping[str, Any],
+) -> None:
     at = now()
     await conn.execute(
         "INSERT INTO auth.users (id, aud, role, email, encrypted_password, raw_app_meta_data, "
         "raw_user_meta_data, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-        (user_id, aud, role, email, password_hash, Jsonb(dict(app_metadata)),
-         Jsonb(dict(user_metadata)), at, at),
-    )  # fmt: skip
+        (
+            user_id,
+            aud,
+            role,
+            email,
+            password_hash,
+            Jsonb(dict(app_metadata)),
+            Jsonb(dict(user_metadata)),
+            at,
+            at,
+        ),
+    )
 
 
 async def insert_identity(
@@ -79,9 +95,16 @@ async def insert_identity(
     await conn.execute(
         "INSERT INTO auth.identities (provider_id, user_id, identity_data, provider, "
         "last_sign_in_at, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-        (str(identity_data.get("sub", user_id)), user_id, Jsonb(dict(identity_data)), provider,
-         at, at, at),
-    )  # fmt: skip
+        (
+            str(identity_data.get("sub", user_id)),
+            user_id,
+            Jsonb(dict(identity_data)),
+            provider,
+            at,
+            at,
+            at,
+        ),
+    )
 
 
 async def identities(conn: Connection, user_id: UUID) -> list[Row]:

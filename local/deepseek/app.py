@@ -76,7 +76,9 @@ class FakeModel:
     ) -> None:
         extra = dict(models) if isinstance(models, Mapping) else dict.fromkeys(models, DEEPSEEK)
         self.profiles: dict[str, ModelProfile] = {
-            **dict.fromkeys((*DEEPSEEK_MODELS, *DEMO_MODELS), DEEPSEEK), **extra}  # fmt: skip
+            **dict.fromkeys((*DEEPSEEK_MODELS, *DEMO_MODELS), DEEPSEEK),
+            **extra,
+        }
         """The model names served, and how each behaves; any other gets DeepSeek's 400."""
         self.api_key = api_key
         self.latency = latency

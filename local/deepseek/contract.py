@@ -65,8 +65,11 @@ def refusal(status: int, message: str, type_: str = "invalid_request_error") -> 
 def deserialize_error(path: str, problem: str) -> ErrorReply:
     """422, as DeepSeek's body parser words a field of the wrong type or an unknown value."""
     where = f"{path}: " if path else ""
-    return refusal(422, "Failed to deserialize the JSON body into the target type: "
-                   f"{where}{problem} at line 1 column 1")  # fmt: skip
+    return refusal(
+        422,
+        "Failed to deserialize the JSON body into the target type: "
+        f"{where}{problem} at line 1 column 1",
+    )
 
 
 def unknown_model(model: str, served: Sequence[str]) -> ErrorReply:
@@ -198,8 +201,9 @@ def max_tokens(body: Mapping[str, Any], profile: ModelProfile) -> ErrorReply | N
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_OUTPUT:
-        return refusal(400, "Invalid max_tokens value, the valid range of max_tokens is "
-                       f"[1, {MAX_OUTPUT}]")  # fmt: skip
+        return refusal(
+            400, f"Invalid max_tokens value, the valid range of max_tokens is [1, {MAX_OUTPUT}]"
+        )
     return None
 
 
@@ -233,8 +237,11 @@ def tools_offered(body: Mapping[str, Any], profile: ModelProfile) -> ErrorReply 
     for tool in tools:
         name = (tool.get("function") or {}).get("name") if isinstance(tool, Mapping) else None
         if not isinstance(name, str) or not FUNCTION_NAME.fullmatch(name):
-            return refusal(400, f"Invalid function name {name!r}: use a-z, A-Z, 0-9, "
-                           "underscores and dashes, at most 64 characters.")  # fmt: skip
+            return refusal(
+                400,
+                f"Invalid function name {name!r}: use a-z, A-Z, 0-9, "
+                "underscores and dashes, at most 64 characters.",
+            )
     return None
 
 
@@ -324,10 +331,13 @@ def context_length(
         requested = DEFAULT_OUTPUT[mode]
     if prompt_tokens + requested <= CONTEXT_LENGTH:
         return None
-    return refusal(400, f"This model's maximum context length is {CONTEXT_LENGTH} tokens. However,"
-                   f" you requested {prompt_tokens + requested} tokens ({prompt_tokens} in the "
-                   f"messages, {requested} in the completion). Please reduce the length of the "
-                   "messages or completion.")  # fmt: skip
+    return refusal(
+        400,
+        f"This model's maximum context length is {CONTEXT_LENGTH} tokens. However,"
+        f" you requested {prompt_tokens + requested} tokens ({prompt_tokens} in the "
+        f"messages, {requested} in the completion). Please reduce the length of the "
+        "messages or completion.",
+    )
 
 
 RULES: tuple[RuleInfo, ...] = (

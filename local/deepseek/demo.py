@@ -49,8 +49,11 @@ def demo_reply(request: RecordedRequest) -> Reply:
         if NIL_ID in call.arguments_json and agents.changes_rows(tool):
             return _nothing_to_act_on(call, tools, reasoning)
         return reply(f"(demo) Calling {call.name}.", call, reasoning=reasoning)
-    results = [str(m.get("content", "")) for m in messages[_last_turn_start(messages) :]
-               if m.get("role") == "tool"]  # fmt: skip
+    results = [
+        str(m.get("content", ""))
+        for m in messages[_last_turn_start(messages) :]
+        if m.get("role") == "tool"
+    ]
     if agents.offers(tools, agents.COMPLETE) and request.body.get("tool_choice") != "none":
         done = ScriptedCall(agents.COMPLETE, json.dumps(agents.completion(results)))
         return reply(done, reasoning=reasoning)
@@ -89,8 +92,9 @@ def _plan(
         tools, agents.CREATE_PLAN
     ):
         return None
-    return agents.demo_plan(agents.plannable(tools), user_text, _best_tool,
-                            direct=agents.domain_tools(tools))  # fmt: skip
+    return agents.demo_plan(
+        agents.plannable(tools), user_text, _best_tool, direct=agents.domain_tools(tools)
+    )
 
 
 def _tool_to_call(request: RecordedRequest, user_text: str) -> Mapping[str, Any] | None:

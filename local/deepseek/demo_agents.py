@@ -18,8 +18,9 @@ from typing import Any
 CREATE_PLAN = "create_plan"
 COMPLETE = "complete"
 CONTROL = frozenset({CREATE_PLAN, COMPLETE, "fail", "escalate", "ask_planner"})
-GREETING = re.compile(r"^\W*(hello|hi|hey|good (morning|afternoon|evening)|thanks|thank you)\b",
-                      re.IGNORECASE)  # fmt: skip
+GREETING = re.compile(
+    r"^\W*(hello|hi|hey|good (morning|afternoon|evening)|thanks|thank you)\b", re.IGNORECASE
+)
 MULTI_STEP = re.compile(r"\b(plan|then|and then|after that|first)\b", re.IGNORECASE)
 CLAUSES = re.compile(r"[,:;.]|\band then\b|\bthen\b|\band\b", re.IGNORECASE)
 STEP_LINE = re.compile(r"^Your step: (.+)$", re.MULTILINE)
@@ -124,8 +125,13 @@ def _step(number: int, tool: Mapping[str, Any], assignee: str, after: list[int])
         description = f'Use {name} for "Demo task from Parley", using the earlier results.'
     else:
         description = f"Use {name} and report what it returns."
-    return {"step_number": number, "description": description, "assignee": assignee,
-            "depends_on": after, "tools": [name]}  # fmt: skip
+    return {
+        "step_number": number,
+        "description": description,
+        "assignee": assignee,
+        "depends_on": after,
+        "tools": [name],
+    }
 
 
 def _clip(text: str, limit: int) -> str:

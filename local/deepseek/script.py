@@ -157,8 +157,13 @@ def usage(prompt: int, completion: int, *, cache_hit: int = 0, reasoning: int = 
     return ScriptedUsage(prompt, completion, cache_hit, reasoning)
 
 
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "unknown_error",
-               422: "invalid_request_error", 429: "rate_limit_error"}  # fmt: skip
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "unknown_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+}
 """DeepSeek's `type` per status; its `code` is "invalid_request_error" for all of these."""
 
 
@@ -176,9 +181,11 @@ def rate_limited(retry_after: float | str | None = None) -> ErrorReply:
     """429 as DeepSeek words it (its concurrency limit); `retry_after` is sent as the
     Retry-After header (seconds or an HTTP date), which DeepSeek itself does not send."""
     headers = {} if retry_after is None else {"retry-after": str(retry_after)}
-    text = ("Too many requests. Your current concurrency is 26, which exceeds your concurrency "
-            "limit of 25 based on your remaining balance. Please top up your balance to restore "
-            "your concurrency.")  # fmt: skip
+    text = (
+        "Too many requests. Your current concurrency is 26, which exceeds your concurrency "
+        "limit of 25 based on your remaining balance. Please top up your balance to restore "
+        "your concurrency."
+    )
     return error(429, text, headers=headers)
 
 

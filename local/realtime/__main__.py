@@ -1,6 +1,6 @@
 """`python -m local.realtime`: the local Supabase Realtime server, standalone.
 
-Defaults come from `shared.settings` (DATABASE_URL, SUPABASE_JWT_SECRET, REALTIME_HOST,
+Defaults come from `shared.kernel.settings` (DATABASE_URL, SUPABASE_JWT_SECRET, REALTIME_HOST,
 REALTIME_PORT, …); flags override them.
 """
 
@@ -19,8 +19,8 @@ from local.realtime.changes import capture
 from local.realtime.config import RealtimeConfig
 from local.realtime.engine import check_database
 from local.realtime.logs import redact_uvicorn_logs
-from shared.errors import ConfigurationError
-from shared.settings import get_settings
+from shared.kernel.errors import ConfigurationError
+from shared.services import get_settings
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

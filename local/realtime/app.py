@@ -24,7 +24,7 @@ from local.realtime.config import RealtimeConfig
 from local.realtime.connection import Connection
 from local.realtime.engine import Realtime
 from local.realtime.frames import serializer_for
-from shared.settings import get_settings
+from shared.services import get_settings
 
 
 async def websocket_endpoint(websocket: WebSocket) -> None:

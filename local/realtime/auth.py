@@ -1,9 +1,10 @@
 """Token checks with the hosted server's rules and messages.
 
-`shared.auth.TokenVerifier` does the cryptography; this module adds Realtime's rules (`role` and a
-numeric `exp` required, no leeway) and phrases each failure the way Supabase Realtime does at the
-three places a token is checked: the websocket upgrade (HTTP 401 + `{"error": msg}`), a channel
-join (reply `{"reason": "Code: msg"}`) and a token refresh on a joined channel (`system` error).
+`shared.auth.access_tokens.TokenVerifier` does the cryptography; this module adds Realtime's rules
+(`role` and a numeric `exp` required, no leeway) and phrases each failure the way Supabase Realtime
+does at the three places a token is checked: the websocket upgrade (HTTP 401 + `{"error": msg}`), a
+channel join (reply `{"reason": "Code: msg"}`) and a token refresh on a joined channel (`system`
+error).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import jwt
 
-from shared.auth import (
+from shared.auth.access_tokens import (
     InvalidClaims,
     InvalidSignature,
     MalformedToken,

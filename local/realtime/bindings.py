@@ -16,9 +16,22 @@ from dataclasses import dataclass
 from typing import Any
 
 FILTER_OPS = frozenset(
-    ("eq", "neq", "lt", "lte", "gt", "gte", "in", "like", "ilike", "is", "match", "imatch",
-     "isdistinct")
-)  # fmt: skip
+    (
+        "eq",
+        "neq",
+        "lt",
+        "lte",
+        "gt",
+        "gte",
+        "in",
+        "like",
+        "ilike",
+        "is",
+        "match",
+        "imatch",
+        "isdistinct",
+    )
+)
 _ACTIONS = ("INSERT", "UPDATE", "DELETE")
 
 

@@ -235,9 +235,12 @@ class Channel:
         if extension not in self._writes:
             try:
                 allowed = await write_access(
-                    self.engine.pool, self.subtopic, self.claims, extension,
+                    self.engine.pool,
+                    self.subtopic,
+                    self.claims,
+                    extension,
                     headers=self.connection.headers,
-                )  # fmt: skip
+                )
             except PolicyError as exc:
                 log.error("realtime: RlsPolicyError on %s: %s", self.topic, exc)
                 return False
@@ -269,9 +272,12 @@ class Channel:
     async def _reauthorize(self, claims: Claims) -> None:
         try:
             access = await read_access(
-                self.engine.pool, self.subtopic, claims,
-                presence=self.request.presence_enabled, headers=self.connection.headers,
-            )  # fmt: skip
+                self.engine.pool,
+                self.subtopic,
+                claims,
+                presence=self.request.presence_enabled,
+                headers=self.connection.headers,
+            )
         except PolicyError:
             access = Access()
         if not (access.broadcast or access.presence):

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from local.realtime.plans import PLANS, Plan
-from shared.errors import ConfigurationError
-from shared.settings import LOCAL_JWT_SECRET, Settings
+from shared.kernel.errors import ConfigurationError
+from shared.kernel.settings import LOCAL_JWT_SECRET, Settings
 
 _FREE = PLANS["free"]
 
@@ -80,10 +80,14 @@ class RealtimeConfig:
                 "or pass --database-url postgresql://…"
             )
         secret = settings.supabase_jwt_secret
-        plan = replace(PLANS[settings.realtime_plan], **{
-            plan_field.name: value for plan_field in fields(Plan)
-            if (value := getattr(settings, f"realtime_{plan_field.name}")) is not None
-        })  # fmt: skip
+        plan = replace(
+            PLANS[settings.realtime_plan],
+            **{
+                plan_field.name: value
+                for plan_field in fields(Plan)
+                if (value := getattr(settings, f"realtime_{plan_field.name}")) is not None
+            },
+        )
         config = cls(
             database_url=settings.database_url or "",
             jwt_secret=secret.get_secret_value() if secret else LOCAL_JWT_SECRET,

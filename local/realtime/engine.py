@@ -20,7 +20,7 @@ from local.realtime.listener import Listener
 from local.realtime.messages import store
 from local.realtime.messages.delivery import DatabaseBroadcasts
 from local.realtime.presence import PresenceRegistry
-from shared.errors import ConfigurationError
+from shared.kernel.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
 

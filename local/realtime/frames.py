@@ -99,9 +99,12 @@ class V1Serializer:
         ):
             raise MalformedFrame("expected an object with topic, event, payload and ref")
         return _frame(
-            message["topic"], message["event"], message["payload"], message["ref"],
+            message["topic"],
+            message["event"],
+            message["payload"],
+            message["ref"],
             message.get("join_ref"),
-        )  # fmt: skip
+        )
 
     def encode(self, frame: Frame) -> str | None:
         payload = frame.payload
@@ -145,9 +148,13 @@ def encode_user_broadcast(topic: str, broadcast: UserBroadcast) -> bytes:
         if len(value) > 255:
             raise ValueError(f"{name} is {len(value)} bytes; binary frames allow at most 255")
     header = struct.pack(
-        "!BBBBB", _USER_BROADCAST, len(topic_bytes), len(event_bytes), len(meta),
+        "!BBBBB",
+        _USER_BROADCAST,
+        len(topic_bytes),
+        len(event_bytes),
+        len(meta),
         1 if broadcast.is_json else 0,
-    )  # fmt: skip
+    )
     return header + topic_bytes + event_bytes + meta + broadcast.payload
 
 

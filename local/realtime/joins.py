@@ -97,9 +97,14 @@ async def _open(connection: Connection, frame: Frame) -> tuple[Channel, list[Sto
     window = _replay_window(request, subtopic, access)
     ids = binding_ids(request.postgres_changes)
     channel = Channel(
-        connection, frame, request,
-        claims=claims, access_token=token, access=access, binding_ids=ids,
-    )  # fmt: skip
+        connection,
+        frame,
+        request,
+        claims=claims,
+        access_token=token,
+        access=access,
+        binding_ids=ids,
+    )
     if request.postgres_changes:
         try:
             await engine.router.subscribe(
@@ -136,9 +141,12 @@ async def _read_access(
 ) -> Access:
     try:
         access = await read_access(
-            connection.engine.pool, subtopic, claims,
-            presence=request.presence_enabled, headers=connection.headers,
-        )  # fmt: skip
+            connection.engine.pool,
+            subtopic,
+            claims,
+            presence=request.presence_enabled,
+            headers=connection.headers,
+        )
     except PolicyError:
         access = Access()
     if not (access.broadcast or access.presence):

@@ -131,8 +131,10 @@ async def _send_batch(
 
 def _publish_json(engine: Realtime, message: JsonObject, *, private: bool) -> None:
     payload: JsonObject = {
-        "payload": message["payload"], "event": message["event"], "type": "broadcast",
-    }  # fmt: skip
+        "payload": message["payload"],
+        "event": message["event"],
+        "type": "broadcast",
+    }
     if message.get("id"):
         payload["meta"] = {"id": message["id"]}
     engine.limits.events.add()

@@ -111,9 +111,11 @@ class RealtimeServer:
         return await self.start()
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         await self.stop()
 
     def _uvicorn_config(self, engine: Realtime) -> uvicorn.Config:

@@ -42,7 +42,7 @@ that holds writers of the three tables off until it commits (2.5 s at 100,000 tu
 at a million on the benchmark's machine).
 
 **Time-ordered ids.** The same revision makes the conversation tables' ids UUIDv7
-(`parley_private.new_id()`, as `shared.ids.new_id` makes them in Python): random ids put every
+(`parley_private.new_id()`, as `shared.kernel.ids.new_id` makes them in Python): random ids put every
 new index entry on a page of its own, which at a million turns is a page read and, after each
 checkpoint, a full page image in the write-ahead log per entry — after a checkpoint, a direct
 turn wrote about 12 times the log it writes on an empty database (128 KB against 10.5 KB). Time-ordered ids keep a turn's entries on the newest

@@ -30,7 +30,7 @@ second time (the executions hold it), the executions nine indexes. Now:
   `agents.prompt_id` (a prompt is never deleted).
   `agent_executions` is unique on `(plan_id, step_id, attempt)` (NULLS NOT DISTINCT: the
   planner's plan-level run has no step), one index for what three did.
-* **Retention** (`shared/retention.py`, settings `RETENTION_*_DAYS`): the sweeper deletes the
+* **Retention** (`shared/usecases/retention.py`, settings `RETENTION_*_DAYS`): the sweeper deletes the
   detail of plans that ended long enough ago, in batches ordered by `agent_plans.completed_at`
   (indexed here). `parley_private.retention_marks` records, per kind of detail, the
   `completed_at` through which it has been deleted, so readers can say what was removed
@@ -57,7 +57,7 @@ down_revision: str | None = "5a0c1e2b0701"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# The same as `shared.db.prompts.prompt_id` (tests/integration/test_storage.py holds them equal).
+# The same as `shared.db.prompt_store.prompt_id` (tests/migrations/test_storage.py holds them equal).
 PROMPT_ID = "encode(substring(sha256(convert_to({body}, 'UTF8')) FROM 1 FOR 16), 'hex')::uuid"
 
 RETAINED = ("dialogue", "tool_rounds", "receipts", "executions")
@@ -410,7 +410,7 @@ CREATE TABLE parley_private.retention_marks (
 );
 COMMENT ON TABLE parley_private.retention_marks IS
     'Per kind of detail: deleted for every plan that ended (completed_at) at or before '
-    'removed_through, kept_days after it ended (shared/retention.py).';
+    'removed_through, kept_days after it ended (shared/usecases/retention.py).';
 ALTER TABLE parley_private.retention_marks ENABLE ROW LEVEL SECURITY;
 REVOKE ALL ON parley_private.retention_marks FROM PUBLIC, anon, authenticated, service_role;
 INSERT INTO parley_private.retention_marks (what)

@@ -8,50 +8,51 @@ Three entry points, one per function (`functions/*` put HTTP in front of each):
                              invoker=invoker)                    # the planner's whole job
     step = await run_executor_step(services, step_id=..., attempt=1, publisher=publisher)
 
-`run_turn` is the first two in one call (tests, the local stack); `request_cancel` flags a plan.
 Everything is stored before it is published and every handler is idempotent: `start_turn` on
 `client_message_id`, `run_plan` by resuming from the tables, `run_executor_step` on
 (step, attempt); a run lease in the row keeps a plan or step to one live run at a time
-(`leases`). Executors are reached through an `Invoker` (in-process here); destructive tools
-and escalations go through the `ApprovalGate` of `services.approvals` (by default the user
-decides, through `agent_approvals`; use cases in `shared.approvals`).
+(`leases`). What the agents need of the rest is in `ports`: the `Invoker` that reaches
+executors (`shared.dispatch` has the transports; `shared.dispatch.in_process.run_turn` is a
+turn's two steps in one call) and the services they use. Destructive tools and escalations go
+through the `ApprovalGate` of `services.approvals` (by default the user decides, through
+`agent_approvals`; use cases in `shared.usecases.approval_decisions`).
 
-Modules: `turns` (entry points), `planner` (the planner's loop), `plan_runner` (steps in
-dependency order, concurrently — or handed to a queue), `executor` + `step_loop` +
-`step_setup` (one step's agent), `questions` (the planner answering executors), `finishing`
-(how a run ends), `abandoning` (ending what no run will finish), `history` (histories rebuilt
-from rows), `budget` (prompts within budgets, counted by `shared.llm.tokens`), `accounting`,
-`control_tools`, `prompts`, `approvals`, `leases`, `invoker` + `http_invoker`, `events`,
-`errors`, `outcomes`.
+`planner/`: a user's turn (`user_turns`), the planner's loop (`plans`), steps in dependency
+order (`scheduler`), how a run ends (`finishing`) and ending what no run will finish
+(`abandoning`). `executor/`: one step's agent (`steps`, `step_loop`, `step_setup`). Beside
+them, what both use: `history` (histories rebuilt from rows), `budget` (prompts within
+budgets), `model_calls`, `tool_runs`, `questions` (the planner answering executors),
+`accounting`, `control_tools`, `plan_schema`, `prompts`, `approval_gate`, `leases`,
+`events`, `errors`, `outcomes`.
 """
 
 from typing import TYPE_CHECKING
 
-from shared.lazy import lazy_exports
+from shared.kernel.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from shared.agents.approvals import (
+    from shared.agents.approval_gate import (
         ALLOW as ALLOW,
     )
-    from shared.agents.approvals import (
+    from shared.agents.approval_gate import (
         WAIT as WAIT,
     )
-    from shared.agents.approvals import (
+    from shared.agents.approval_gate import (
         ApprovalGate as ApprovalGate,
     )
-    from shared.agents.approvals import (
+    from shared.agents.approval_gate import (
         DatabaseApprovals as DatabaseApprovals,
     )
-    from shared.agents.approvals import (
+    from shared.agents.approval_gate import (
         Escalation as Escalation,
     )
-    from shared.agents.approvals import (
+    from shared.agents.approval_gate import (
         NoApprovals as NoApprovals,
     )
-    from shared.agents.approvals import (
+    from shared.agents.approval_gate import (
         ToolApproval as ToolApproval,
     )
-    from shared.agents.approvals import (
+    from shared.agents.approval_gate import (
         Verdict as Verdict,
     )
     from shared.agents.errors import (
@@ -75,14 +76,8 @@ if TYPE_CHECKING:
     from shared.agents.errors import (
         TurnStillRunning as TurnStillRunning,
     )
-    from shared.agents.executor import (
+    from shared.agents.executor.steps import (
         run_executor_step as run_executor_step,
-    )
-    from shared.agents.invoker import (
-        InProcessInvoker as InProcessInvoker,
-    )
-    from shared.agents.invoker import (
-        Invoker as Invoker,
     )
     from shared.agents.outcomes import (
         PlanOutcome as PlanOutcome,
@@ -96,32 +91,26 @@ if TYPE_CHECKING:
     from shared.agents.outcomes import (
         TurnStarted as TurnStarted,
     )
-    from shared.agents.planner import (
+    from shared.agents.planner.runs import (
         run_plan as run_plan,
     )
-    from shared.agents.turns import (
+    from shared.agents.planner.user_turns import (
         request_cancel as request_cancel,
     )
-    from shared.agents.turns import (
-        run_turn as run_turn,
-    )
-    from shared.agents.turns import (
+    from shared.agents.planner.user_turns import (
         start_turn as start_turn,
     )
-    from shared.llm.tokens import (
-        DeepSeekTokenizer as DeepSeekTokenizer,
+    from shared.agents.ports import (
+        AgentServices as AgentServices,
     )
-    from shared.llm.tokens import (
-        TokenCounter as TokenCounter,
-    )
-    from shared.llm.tokens import (
-        count_prompt as count_prompt,
+    from shared.agents.ports import (
+        Invoker as Invoker,
     )
 
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        "shared.agents.approvals": (
+        "shared.agents.approval_gate": (
             "ALLOW",
             "WAIT",
             "ApprovalGate",
@@ -140,11 +129,10 @@ __getattr__, __all__ = lazy_exports(
             "PromptTooLarge",
             "TurnStillRunning",
         ),
-        "shared.agents.executor": ("run_executor_step",),
-        "shared.agents.invoker": ("InProcessInvoker", "Invoker"),
+        "shared.agents.executor.steps": ("run_executor_step",),
         "shared.agents.outcomes": ("PlanOutcome", "StepOutcome", "TurnOutcome", "TurnStarted"),
-        "shared.agents.planner": ("run_plan",),
-        "shared.agents.turns": ("request_cancel", "run_turn", "start_turn"),
-        "shared.llm.tokens": ("DeepSeekTokenizer", "TokenCounter", "count_prompt"),
+        "shared.agents.planner.runs": ("run_plan",),
+        "shared.agents.planner.user_turns": ("request_cancel", "start_turn"),
+        "shared.agents.ports": ("AgentServices", "Invoker"),
     },
 )

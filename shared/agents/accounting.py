@@ -15,9 +15,10 @@ from uuid import UUID
 
 from shared.agents.errors import CostCapReached, PlanCancelled
 from shared.db import Database, plans
-from shared.db.records import Plan, Usage
+from shared.db.records import Plan
 from shared.db.transitions import Control, Transition
-from shared.errors import NotFound
+from shared.kernel.errors import NotFound
+from shared.kernel.usage import Usage
 from shared.llm import Completion
 
 
@@ -50,9 +51,11 @@ def account_call(
     it: a `usage` event with the call's tokens and cost and the plan's totals after it."""
     transition.account(execution_id, completion.usage, llm_calls=1)
     transition.event(
-        "usage", {"model": completion.model, "call": completion.usage.json()},
-        agent_id=agent_id, totals_at="plan",
-    )  # fmt: skip
+        "usage",
+        {"model": completion.model, "call": completion.usage.json()},
+        agent_id=agent_id,
+        totals_at="plan",
+    )
 
 
 def plan_usage(plan: Plan) -> Usage:

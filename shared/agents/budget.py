@@ -128,12 +128,17 @@ class _Fitting:
         """The announcement of what this prompt leaves out before its messages."""
         parts = [self.earlier] if self.earlier else []
         if self.dropped:
-            parts.append(f"{len(self.dropped)} earlier messages{_calls_in(self.dropped)} were "
-                         "left out to fit the context budget")  # fmt: skip
+            parts.append(
+                f"{len(self.dropped)} earlier messages{_calls_in(self.dropped)} were "
+                "left out to fit the context budget"
+            )
         if not parts:
             return None
-        how = ("Answer from what is shown and say what is missing" if self.no_tools else
-               "Ask again or call the tools again if you need them")  # fmt: skip
+        how = (
+            "Answer from what is shown and say what is missing"
+            if self.no_tools
+            else "Ask again or call the tools again if you need them"
+        )
         return f"(Note: {'; '.join(parts)}. {how}.)"
 
     def cap_tool_results(self, cap: int) -> None:
@@ -152,8 +157,12 @@ class _Fitting:
 
     def kept_cuts(self) -> dict[str, str]:
         """The cuts of results still sent (a cut result may have been dropped since)."""
-        kept = {m.tool_call_id for segment in self.segments for m in segment.messages
-                if isinstance(m, ToolMessage)}  # fmt: skip
+        kept = {
+            m.tool_call_id
+            for segment in self.segments
+            for m in segment.messages
+            if isinstance(m, ToolMessage)
+        }
         return {call_id: what for call_id, what in self.cut.items() if call_id in kept}
 
     def left_out(self, kept_cuts: dict[str, str]) -> tuple[str, ...]:
@@ -185,8 +194,9 @@ class _Fitting:
 
 
 def _calls_in(messages: Sequence[Message]) -> str:
-    calls = Counter(c.name for m in messages if isinstance(m, AssistantMessage)
-                    for c in m.tool_calls)  # fmt: skip
+    calls = Counter(
+        c.name for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls
+    )
     if not calls:
         return ""
     named = ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in sorted(calls.items()))
@@ -210,14 +220,34 @@ def fit_prompt(
     the last 200 of this conversation"); it is announced like dropped messages.
     """
     wire_tools = [tool.to_wire() for tool in tools]
-    originals = {m.tool_call_id: m.content for segment in segments for m in segment.messages
-                 if isinstance(m, ToolMessage)}  # fmt: skip
-    bound = _Fitting(system, list(segments), count_tools(UTF8_BOUND, wire_tools), UTF8_BOUND,
-                     thinking, earlier, originals, no_tools=not tools)  # fmt: skip
+    originals = {
+        m.tool_call_id: m.content
+        for segment in segments
+        for m in segment.messages
+        if isinstance(m, ToolMessage)
+    }
+    bound = _Fitting(
+        system,
+        list(segments),
+        count_tools(UTF8_BOUND, wire_tools),
+        UTF8_BOUND,
+        thinking,
+        earlier,
+        originals,
+        no_tools=not tools,
+    )
     if bound.size() <= budget:
         return FittedPrompt(bound.messages())
-    fitting = _Fitting(system, list(segments), count_tools(counter, wire_tools), counter, thinking,
-                       earlier, originals, no_tools=not tools)  # fmt: skip
+    fitting = _Fitting(
+        system,
+        list(segments),
+        count_tools(counter, wire_tools),
+        counter,
+        thinking,
+        earlier,
+        originals,
+        no_tools=not tools,
+    )
     size = fitting.size()
     while size > budget and fitting.no_tools and fitting.drop_oldest():
         size = fitting.size()  # history first: this call could not fetch a cut result again

@@ -87,8 +87,12 @@ def schema(name: str) -> ToolSchema:
     one text field, with the limits checked on arrival (`parse_control`) rather than spelled
     out on every call."""
     field = next(iter(_MODELS[name].model_fields))
-    parameters = {"type": "object", "properties": {field: {"type": "string"}},
-                  "required": [field], "additionalProperties": False}  # fmt: skip
+    parameters = {
+        "type": "object",
+        "properties": {field: {"type": "string"}},
+        "required": [field],
+        "additionalProperties": False,
+    }
     return ToolSchema(name, _DESCRIPTIONS[name], parameters)
 
 
@@ -102,8 +106,9 @@ def create_plan(tool_names: Sequence[str]) -> ToolSchema:
     return ToolSchema(CREATE_PLAN, _DESCRIPTIONS[CREATE_PLAN], _lean(parameters))
 
 
-_CHECKED_ON_ARRIVAL = frozenset({"maxLength", "minLength", "minimum", "maxItems", "minItems",
-                                 "default"})  # fmt: skip
+_CHECKED_ON_ARRIVAL = frozenset(
+    {"maxLength", "minLength", "minimum", "maxItems", "minItems", "default"}
+)
 
 
 def _lean(node: Any) -> Any:
@@ -136,10 +141,12 @@ def parse_control(name: str, arguments: Mapping[str, Any]) -> ControlCall | str:
     try:
         value = model.model_validate(dict(arguments))
     except ValidationError as exc:
-        problems = problem_list([
-            f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
-            for err in exc.errors(include_url=False, include_input=False)
-        ])  # fmt: skip
+        problems = problem_list(
+            [
+                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+                for err in exc.errors(include_url=False, include_input=False)
+            ]
+        )
         return f"invalid arguments for {name}: {problems}"
     field = next(iter(model.model_fields))
     return ControlCall(name, str(getattr(value, field)))

@@ -23,7 +23,7 @@ from uuid import UUID
 
 from psycopg import OperationalError
 
-from shared.errors import AppError, Conflict, InvalidInput, UpstreamUnavailable
+from shared.kernel.errors import AppError, Conflict, InvalidInput, UpstreamUnavailable
 
 if TYPE_CHECKING:
     from shared.db.records import Plan
@@ -159,5 +159,8 @@ class ClientMessageIdReused(InvalidInput):
         self.plan_id = plan_id
 
     def problem_fields(self) -> dict[str, Any]:
-        return {"client_message_id": self.client_message_id, "message_id": str(self.message_id),
-                "plan_id": str(self.plan_id)}  # fmt: skip
+        return {
+            "client_message_id": self.client_message_id,
+            "message_id": str(self.message_id),
+            "plan_id": str(self.plan_id),
+        }

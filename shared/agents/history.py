@@ -65,8 +65,9 @@ class Turn:
 
     def messages(self) -> list[Message]:
         turn: list[Message] = [AssistantMessage(self.text, tuple(self.calls), self.reasoning)]
-        turn += [ToolMessage.answering(c, self.results[c.id]) for c in self.calls
-                 if c.id in self.results]  # fmt: skip
+        turn += [
+            ToolMessage.answering(c, self.results[c.id]) for c in self.calls if c.id in self.results
+        ]
         if not self.calls:
             turn.append(UserMessage(TEXT_ONLY_REMINDER))
         return turn
@@ -91,10 +92,13 @@ def without_text(
 def wire_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
     """`chat_messages.tool_calls`: the wire form, arguments exactly as the model wrote them."""
     return [
-        {"id": c.id, "type": "function",
-         "function": {"name": c.name, "arguments": c.arguments_json}}
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": c.arguments_json},
+        }
         for c in calls
-    ]  # fmt: skip
+    ]
 
 
 def _call_from_wire(raw: dict[str, Any]) -> ToolCall:
@@ -224,9 +228,10 @@ def conversation_segments(rows: Sequence[ChatMessage]) -> list[Segment]:
         if row.role == "user" or not segments:
             segments.append([])
         message: Message = (
-            UserMessage(row.content) if row.role == "user"
+            UserMessage(row.content)
+            if row.role == "user"
             else AssistantMessage(row.content, reasoning_content=row.reasoning_content)
-        )  # fmt: skip
+        )
         segments[-1].append(message)
     return [Segment(tuple(messages)) for messages in segments]
 

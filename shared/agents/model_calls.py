@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from shared import tracing
 from shared.agents.accounting import check, read_control
 from shared.agents.budget import FittedPrompt, Segment, fit_prompt
 from shared.agents.quotes import Quotes
@@ -20,6 +19,7 @@ from shared.agents.replies import own_reply
 from shared.db.records import Agent, Execution, Plan
 from shared.db.transitions import Control
 from shared.events import EventEmitter
+from shared.kernel.text import storable
 from shared.llm import (
     ChatRequest,
     Completed,
@@ -31,20 +31,20 @@ from shared.llm import (
     ToolSchema,
     UnexpectedReply,
 )
-from shared.models.text import storable
+from shared.llm import spans as genai
+from shared.observability import tracing
 from shared.tools import ToolDefinition
-from shared.tracing import genai
 
 if TYPE_CHECKING:
-    from shared.services import Services
-    from shared.settings import Settings
+    from shared.agents.ports import AgentServices
+    from shared.kernel.settings import Settings
 
 
 @dataclass(frozen=True, slots=True)
 class AgentRun:
     """An agent at work on a plan: its row, where its calls are accounted, where events go."""
 
-    services: Services
+    services: AgentServices
     emitter: EventEmitter
     plan: Plan
     agent: Agent
@@ -146,7 +146,7 @@ async def call_model(
     The reply comes back as Parley's (`replies.own_reply`): its own call ids, storable text —
     and with `quotes`, each `{{step N}}` in its text replaced by that step's result, in the
     streamed tokens as in the completion returned. With tracing on, the call is a GenAI span
-    (`shared.tracing.genai`: model, tokens, cache hits, finish reason; no text by default).
+    (`shared.llm.spans`: model, tokens, cache hits, finish reason; no text by default).
     """
     settings = run.services.settings
     current = control or await read_control(run.services.db, run.plan.id)
@@ -154,9 +154,13 @@ async def call_model(
     if not tracing.enabled():
         return await _call(run, request, stream_text=stream_text, quotes=quotes)
     attributes = genai.request_attributes(
-        request, base_url=settings.llm_base_url, session_id=run.plan.session_id,
-        plan_id=run.plan.id, agent_name=run.agent.role, agent_id=run.agent.id,
-    )  # fmt: skip
+        request,
+        base_url=settings.llm_base_url,
+        session_id=run.plan.session_id,
+        plan_id=run.plan.id,
+        agent_name=run.agent.role,
+        agent_id=run.agent.id,
+    )
     with tracing.span(genai.span_name(request), kind="client", attributes=attributes) as span:
         completion = await _call(run, request, stream_text=stream_text, quotes=quotes)
         span.set_attributes(genai.completion_attributes(completion))

@@ -79,8 +79,9 @@ def validate_plan(
     """Return `plan` with steps in order if it is runnable, else raise `InvalidPlan`."""
     steps = sorted(plan.steps, key=lambda s: s.step_number)
     numbers = [s.step_number for s in steps]
-    problems = [f"step {n} appears more than once" for n in sorted(set(numbers))
-                if numbers.count(n) > 1]  # fmt: skip
+    problems = [
+        f"step {n} appears more than once" for n in sorted(set(numbers)) if numbers.count(n) > 1
+    ]
     for step in steps:
         problems += _step_problems(step, set(numbers), known_tools, write_tools)
     cycle = _cycle(steps)

@@ -8,7 +8,7 @@
 * **NUL and lone surrogates.** Postgres text and `jsonb` cannot hold U+0000 or half a UTF-16
   pair. A model can produce either (in its text, its reasoning, a tool name, or — escaped as
   `\\u0000` / `\\udfff` — inside tool arguments); each one is replaced by U+FFFD, which shows
-  that something was there, and the turn goes on (`shared.models.text.storable`).
+  that something was there, and the turn goes on (`shared.kernel.text.storable`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import secrets
 from dataclasses import replace
 from typing import Any
 
+from shared.kernel.text import storable
 from shared.llm import Completion, ToolCall
-from shared.models.text import storable
 
 
 def new_call_id() -> str:

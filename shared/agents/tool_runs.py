@@ -17,16 +17,16 @@ from uuid import UUID
 
 from pydantic import JsonValue
 
-from shared import tracing
 from shared.agents.accounting import check_cancel, read_control
-from shared.agents.approvals import ToolApproval
+from shared.agents.approval_gate import ToolApproval
 from shared.agents.errors import AwaitingApproval
-from shared.agents.events import add_dialogue
+from shared.agents.event_data import add_dialogue
 from shared.agents.model_calls import AgentRun
 from shared.db import Database, agents
-from shared.db.records import Agent, AgentThread
+from shared.db.records import Agent, AgentThread, DialogueEntry
 from shared.db.transitions import Control, Transition
 from shared.llm import ToolCall
+from shared.observability import tracing
 from shared.tools import CallContext, ToolResult, TurnCache, decide
 from shared.tools import ToolCall as ExecutorCall
 from shared.tools.executor import Checked
@@ -58,12 +58,18 @@ async def run_tool(
     check_cancel(state.control or await read_control(run.services.db, run.plan.id))
     if not tracing.enabled():
         return await _run(run, call, state=state, turn=turn, thread=thread, step_id=step_id)
-    attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name,
-                  "gen_ai.tool.call.id": call.id, "gen_ai.tool.type": "function",
-                  "gen_ai.agent.name": run.agent.role, "gen_ai.agent.id": str(run.agent.id),
-                  "parley.plan.id": str(run.plan.id)}  # fmt: skip
-    with tracing.span(f"execute_tool {call.name}", attributes=attributes,
-                      expected=(AwaitingApproval,)) as span:  # fmt: skip
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": call.name,
+        "gen_ai.tool.call.id": call.id,
+        "gen_ai.tool.type": "function",
+        "gen_ai.agent.name": run.agent.role,
+        "gen_ai.agent.id": str(run.agent.id),
+        "parley.plan.id": str(run.plan.id),
+    }
+    with tracing.span(
+        f"execute_tool {call.name}", attributes=attributes, expected=(AwaitingApproval,)
+    ) as span:
         outcome = await _run(run, call, state=state, turn=turn, thread=thread, step_id=step_id)
         if outcome.result.error is not None:
             span.set_attribute("error.type", outcome.result.error)  # the tool's answer says why
@@ -91,9 +97,11 @@ async def _run(
         execution_id=run.execution.id,
     )
     return await run.services.tool_executor.execute_checked(
-        ExecutorCall(call.id, call.name, call.arguments_json), agent=agent, context=context,
+        ExecutorCall(call.id, call.name, call.arguments_json),
+        agent=agent,
+        context=context,
         turn=turn,
-    )  # fmt: skip
+    )
 
 
 def record_result(
@@ -132,16 +140,30 @@ def _record_denial(
     a step's denial is an `agent_message` too; both are a `permission_denied` event."""
     reason = checked.denial or ""
     thread_id = thread.id if thread is not None else None
+    said = DialogueEntry(
+        "permission_denied",
+        reason,
+        checked.agent_id,
+        None,
+        call.name,
+        call.id,
+        tool_args=checked.arguments,
+    )
     row_id = add_dialogue(
-        transition, thread_id=thread_id, step_id=step_id, event_agent_id=run.agent.id,
-        message_type="permission_denied", content=reason, sender_agent_id=checked.agent_id,
-        receiver_agent_id=None, tool_name=call.name, tool_call_id=call.id,
-        tool_args=checked.arguments, announce=thread is not None,
-    )  # fmt: skip
+        transition,
+        said,
+        thread_id=thread_id,
+        step_id=step_id,
+        event_agent_id=run.agent.id,
+        announce=thread is not None,
+    )
     data: dict[str, JsonValue] = {
-        "tool_name": call.name, "tool_call_id": call.id, "reason": reason,
-        "message_id": str(row_id), "step_id": str(step_id) if step_id else None,
-    }  # fmt: skip
+        "tool_name": call.name,
+        "tool_call_id": call.id,
+        "reason": reason,
+        "message_id": str(row_id),
+        "step_id": str(step_id) if step_id else None,
+    }
     transition.event("permission_denied", data, agent_id=run.agent.id)
 
 
@@ -169,6 +191,10 @@ async def _gate(
         return None
     if verdict.decision == "deny":
         reason = f"Not approved: {verdict.text or 'the user did not approve this action'}"
-        return Checked(failure(call.id, call.name, "permission_denied", reason), reason,
-                       dict(call.arguments), agent.id if agent else None)  # fmt: skip
+        return Checked(
+            failure(call.id, call.name, "permission_denied", reason),
+            reason,
+            dict(call.arguments),
+            agent.id if agent else None,
+        )
     raise AwaitingApproval(f"Waiting for the user to approve {call.name}.")

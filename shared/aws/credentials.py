@@ -10,7 +10,7 @@ A Lambda function finds its execution role's credentials one of two ways:
   waits to be restored. The endpoint answers `{"AccessKeyId", "SecretAccessKey", "Token",
   "Expiration"}`; the credentials are fetched when first needed and again before they expire
   (`REFRESH_SECONDS`). After a restore none cached before the snapshot is used: the hooks
-  (`shared.snapstart`) drop the queue sender, and with it its `ContainerCredentials`.
+  (`shared.runtime.snapstart`) drop the queue sender, and with it its `ContainerCredentials`.
 
 Which way, and in that order, is botocore's (`EnvProvider` before `ContainerProvider`,
 botocore/credentials.py), and so is what the endpoint may be: HTTPS, a loopback address, or
@@ -173,6 +173,6 @@ def check_endpoint(uri: str) -> None:
 
 def http_get(url: str, headers: Mapping[str, str], timeout: float) -> tuple[int, bytes]:
     """GET over `http.client` (the endpoint is local: no proxy, the process's TLS settings)."""
-    from shared.aws.stdlib_http import exchange
+    from shared.aws.stdlib_http import exchange  # only for the endpoint
 
     return exchange("GET", url, headers, None, timeout)

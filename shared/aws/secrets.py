@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 from pydantic_settings import EnvSettingsSource
 from pydantic_settings.sources.utils import parse_env_vars
 
-from shared.errors import ConfigurationError
+from shared.kernel.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from pydantic_settings import BaseSettings
@@ -90,7 +90,7 @@ def read_secret(
     secret_id: str, environ: Mapping[str, str], *, sleep: Callable[[float], None] = time.sleep
 ) -> str:
     """The `SecretString` of `secret_id` (`ConfigurationError` when it cannot be read)."""
-    from shared.aws.credentials import CredentialsUnavailable, from_environment
+    from shared.aws.credentials import CredentialsUnavailable, from_environment  # with a secret
 
     source = from_environment(environ)
     if source is None:
@@ -128,14 +128,21 @@ def read_secret(
 
 def _post(endpoint: str, body: bytes, credentials: Credentials) -> tuple[int, bytes]:
     """One request on a connection of its own: nothing is kept open (nor survives a snapshot)."""
-    from shared.aws.sigv4 import host_of, sign
-    from shared.aws.stdlib_http import exchange
+    from shared.aws.sigv4 import host_of, sign  # with a secret
+    from shared.aws.stdlib_http import exchange  # with a secret
 
     parts = urlsplit(endpoint)
     url = f"{parts.scheme}://{parts.netloc}/"
     headers = {"Host": host_of(url), "Content-Type": CONTENT_TYPE, "X-Amz-Target": TARGET}
-    headers |= sign(credentials, service="secretsmanager", method="POST", url=url,
-                    headers=headers, body=body, now=datetime.now(UTC))  # fmt: skip
+    headers |= sign(
+        credentials,
+        service="secretsmanager",
+        method="POST",
+        url=url,
+        headers=headers,
+        body=body,
+        now=datetime.now(UTC),
+    )
     return exchange("POST", url, headers, body, TIMEOUT_SECONDS)
 
 
@@ -149,8 +156,8 @@ def _json(answer: bytes) -> dict[str, Any]:
 
 def _read_with_boto3(secret_id: str) -> str:
     try:
-        import boto3
-        from botocore.exceptions import BotoCoreError, ClientError
+        import boto3  # only off Lambda: ~0.2 s
+        from botocore.exceptions import BotoCoreError, ClientError  # with boto3
     except ImportError as exc:
         raise ConfigurationError(
             f"{SECRET_ID} needs AWS credentials (the AWS_* variables Lambda sets) or boto3 "

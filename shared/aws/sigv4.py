@@ -33,10 +33,23 @@ from urllib.parse import quote, urlsplit
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 UNSIGNED_HEADERS = frozenset(
-    {"baggage", "connection", "expect", "keep-alive", "proxy-authenticate",
-     "proxy-authorization", "te", "traceparent", "tracestate", "trailer", "transfer-encoding",
-     "upgrade", "user-agent", "x-amzn-trace-id"}
-)  # fmt: skip
+    {
+        "baggage",
+        "connection",
+        "expect",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "traceparent",
+        "tracestate",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "user-agent",
+        "x-amzn-trace-id",
+    }
+)
 """Headers botocore leaves out of the signature (hop-by-hop ones, and what proxies change)."""
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -115,15 +128,20 @@ def sign(
         added["X-Amz-Security-Token"] = credentials.session_token
     signed = _canonical_headers({**headers, **added}, url)
     names = ";".join(signed)
-    canonical_request = "\n".join((
-        method.upper(), quote(parts.path or "/", safe="/~"), "",
-        "".join(f"{name}:{value}\n" for name, value in signed.items()), names,
-        hashlib.sha256(body).hexdigest(),
-    ))  # fmt: skip
+    canonical_request = "\n".join(
+        (
+            method.upper(),
+            quote(parts.path or "/", safe="/~"),
+            "",
+            "".join(f"{name}:{value}\n" for name, value in signed.items()),
+            names,
+            hashlib.sha256(body).hexdigest(),
+        )
+    )
     scope = f"{timestamp[:8]}/{credentials.region}/{service}/aws4_request"
-    string_to_sign = "\n".join((
-        ALGORITHM, timestamp, scope, hashlib.sha256(canonical_request.encode()).hexdigest()
-    ))  # fmt: skip
+    string_to_sign = "\n".join(
+        (ALGORITHM, timestamp, scope, hashlib.sha256(canonical_request.encode()).hexdigest())
+    )
     signature = hmac.new(
         _signing_key(credentials, timestamp[:8], service), string_to_sign.encode(), hashlib.sha256
     ).hexdigest()

@@ -1,7 +1,7 @@
 """HTTP over the standard library's `http.client`, for Parley's own AWS calls: the
 credentials endpoint (`shared.aws.credentials`), Secrets Manager at init (`shared.aws.secrets`)
 and SQS sends (`shared.queues.sqs_http`). No proxy, no HTTP library to import (why: the
-`sqs_http` docstring); HTTPS with the process's TLS settings (`shared.tls.tls_context`).
+`sqs_http` docstring); HTTPS with the process's TLS settings (`shared.kernel.tls.tls_context`).
 """
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from collections.abc import Mapping
 from http.client import HTTPConnection, HTTPSConnection
 from urllib.parse import urlsplit
 
+from shared.kernel.tls import tls_context
+
 
 def connect(url: str, timeout: float) -> HTTPConnection:
     """A connection to `url`'s host and port (a URL or an origin, `scheme://host[:port]`),
     opened by its first request; `timeout` bounds connecting and each read."""
     parts = urlsplit(url)
     if parts.scheme == "https":
-        from shared.tls import tls_context
-
         return HTTPSConnection(
             parts.hostname or "", parts.port, timeout=timeout, context=tls_context()
         )
@@ -33,8 +33,12 @@ def exchange(
     path = parts.path or "/"
     connection = connect(url, timeout)
     try:
-        connection.request(method, f"{path}?{parts.query}" if parts.query else path,
-                           body=body, headers=dict(headers))  # fmt: skip
+        connection.request(
+            method,
+            f"{path}?{parts.query}" if parts.query else path,
+            body=body,
+            headers=dict(headers),
+        )
         response = connection.getresponse()
         return response.status, response.read()
     finally:

@@ -49,10 +49,12 @@ def record_from_json(record: type[T], data: Mapping[str, Any]) -> T:
     has at most 14 significant digits here — money is `numeric(14,6)` — so its float prints
     back exactly)."""
     converters = _converters(record)  # type: ignore[arg-type]  # classes are hashable
-    return record(**{
-        name: None if (value := data.get(name)) is None else convert(value)
-        for name, convert in converters.items()
-    })  # fmt: skip
+    return record(
+        **{
+            name: None if (value := data.get(name)) is None else convert(value)
+            for name, convert in converters.items()
+        }
+    )
 
 
 def records_from_json(record: type[T], items: Sequence[Mapping[str, Any]] | None) -> list[T]:

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from shared.db._rows import fetch_one, fetch_optional
 from shared.db.database import Connection
-from shared.db.prompts import STORE_PROMPT, prompt_params
+from shared.db.prompt_store import STORE_PROMPT, prompt_params
 from shared.db.records import Agent, AgentPermissions, AgentRole, AgentStatus, columns
 
 AGENT = columns(Agent)
@@ -28,7 +28,7 @@ async def create_agent(
     system_prompt: str | None = None,
 ) -> Agent:
     """Create an agent row: the row, not the caller, decides later what the agent may do.
-    Its system prompt is stored once (`shared.db.prompts`), in the same statement."""
+    Its system prompt is stored once (`shared.db.prompt_store`), in the same statement."""
     return await fetch_one(
         conn,
         Agent,

@@ -43,10 +43,15 @@ async def request_approval(
     call, even one that reuses the id.
     """
     params = {
-        "plan": plan_id, "step": step_id, "agent": agent_id, "kind": kind, "call": tool_call_id,
-        "tool": tool_name, "args": Jsonb(dict(tool_args)) if tool_args is not None else None,
+        "plan": plan_id,
+        "step": step_id,
+        "agent": agent_id,
+        "kind": kind,
+        "call": tool_call_id,
+        "tool": tool_name,
+        "args": Jsonb(dict(tool_args)) if tool_args is not None else None,
         "reason": reason,
-    }  # fmt: skip
+    }
     created = await fetch_optional(
         conn,
         Approval,

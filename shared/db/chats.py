@@ -12,7 +12,7 @@ from psycopg.types.json import Jsonb
 from shared.db._rows import fetch_all, fetch_one, fetch_optional, record_from_json
 from shared.db.database import Connection
 from shared.db.plans import RUNNING_PLAN
-from shared.db.prompts import STORE_PROMPT, prompt_params
+from shared.db.prompt_store import STORE_PROMPT, prompt_params
 from shared.db.records import (
     ChatMessage,
     ChatSession,
@@ -20,10 +20,10 @@ from shared.db.records import (
     Plan,
     PlanStatus,
     SessionStatus,
-    Usage,
     columns,
 )
-from shared.errors import AccountGone
+from shared.kernel.errors import AccountGone
+from shared.kernel.usage import Usage
 
 SESSION = columns(ChatSession)
 MESSAGE = columns(ChatMessage)
@@ -222,12 +222,23 @@ async def add_message(
             VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
             RETURNING {MESSAGE}""",
         (
-            session_id, user_id, role, content, plan_id, model, usage.prompt_tokens,
-            usage.completion_tokens, usage.cache_hit_tokens, usage.cost_usd,
-            Jsonb(tool_calls) if tool_calls is not None else None, tool_call_id, tool_name,
-            Jsonb(metadata or {}), reasoning_content,
+            session_id,
+            user_id,
+            role,
+            content,
+            plan_id,
+            model,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.cache_hit_tokens,
+            usage.cost_usd,
+            Jsonb(tool_calls) if tool_calls is not None else None,
+            tool_call_id,
+            tool_name,
+            Jsonb(metadata or {}),
+            reasoning_content,
         ),
-    )  # fmt: skip
+    )
 
 
 async def add_user_message(
@@ -406,13 +417,27 @@ async def store_turn(
     (What counts as running: `plans.RUNNING_PLAN`.)"""
     cur = await conn.execute(
         STORE_TURN,
-        {"session": session_id, "user": user_id, "content": content, "cmid": client_message_id,
-         "fresh": fresh_seconds, "model": planner_model, "budget": planner_budget,
-         "trace": trace_id, **prompt_params(planner_prompt)},
-    )  # fmt: skip
+        {
+            "session": session_id,
+            "user": user_id,
+            "content": content,
+            "cmid": client_message_id,
+            "fresh": fresh_seconds,
+            "model": planner_model,
+            "budget": planner_budget,
+            "trace": trace_id,
+            **prompt_params(planner_prompt),
+        },
+    )
     row = await cur.fetchone()
     assert row is not None
     running = record_from_json(Plan, row["running"]) if row["running"] else None
     message = record_from_json(ChatMessage, row["message"]) if row["message"] else None
-    return StoredTurn(message, row["plan_id"], row["planner_id"], row["plan_status"],
-                      bool(row["created"]), running)  # fmt: skip
+    return StoredTurn(
+        message,
+        row["plan_id"],
+        row["planner_id"],
+        row["plan_status"],
+        bool(row["created"]),
+        running,
+    )

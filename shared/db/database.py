@@ -40,7 +40,7 @@ from psycopg.rows import DictRow, Row, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from shared.db.user_statements import StatementRefused, check_user_statement
-from shared.errors import ConfigurationError
+from shared.kernel.errors import ConfigurationError
 
 Connection = AsyncConnection[DictRow]
 

@@ -5,15 +5,14 @@ A thread is held by its step attempt's run (`agent_executions`: `turn_count`, `m
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
 from psycopg.types.json import Jsonb
 
 from shared.db._rows import fetch_all, fetch_one
 from shared.db.database import Connection
-from shared.db.records import AgentMessage, AgentMessageType, AgentThread, columns
-from shared.ids import new_id
+from shared.db.records import AgentMessage, AgentThread, DialogueEntry, columns
+from shared.kernel.ids import new_id
 
 THREAD = columns(AgentThread)
 MESSAGE = columns(AgentMessage)
@@ -54,9 +53,15 @@ async def create_thread(
                 FROM agents a WHERE a.id = %(child)s
               RETURNING *)
             SELECT {THREAD_OF_RUN} FROM run JOIN agent_plans p ON p.id = run.plan_id""",
-        {"id": new_id(), "user": user_id, "plan": plan_id, "step": step_id,
-         "child": child_agent_id, "max_turns": max_turns},
-    )  # fmt: skip
+        {
+            "id": new_id(),
+            "user": user_id,
+            "plan": plan_id,
+            "step": step_id,
+            "child": child_agent_id,
+            "max_turns": max_turns,
+        },
+    )
 
 
 async def list_threads(conn: Connection, *, plan_id: UUID) -> list[AgentThread]:
@@ -70,21 +75,12 @@ async def list_threads(conn: Connection, *, plan_id: UUID) -> list[AgentThread]:
 
 
 async def add_agent_message(
-    conn: Connection,
-    *,
-    thread: AgentThread,
-    message_type: AgentMessageType,
-    content: str = "",
-    sender_agent_id: UUID | None = None,
-    receiver_agent_id: UUID | None = None,
-    tool_name: str | None = None,
-    tool_call_id: str | None = None,
-    tool_args: dict[str, Any] | None = None,
-    model: str | None = None,
-    reasoning_content: str | None = None,
+    conn: Connection, entry: DialogueEntry, *, plan_id: UUID, thread_id: UUID | None = None
 ) -> AgentMessage:
-    """Append a dialogue message to `thread`; `seq` comes from the chat session's counter.
-    (A call's usage is accounted on its execution, not here.)"""
+    """Append a dialogue row to the plan's dialogue — in `thread_id`, or none (a refused tool
+    call of the planner's own loop) — outside a run's statement (a run's rows go through its
+    `Transition`); `seq` comes from the chat session's counter. (A call's usage is accounted
+    on its execution, not here.)"""
     return await fetch_one(
         conn,
         AgentMessage,
@@ -92,47 +88,17 @@ async def add_agent_message(
               (agent_session_id, plan_id, session_id, user_id, sender_agent_id, receiver_agent_id,
                message_type, content, tool_name, tool_call_id, tool_args, model,
                reasoning_content)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+            SELECT %(thread)s, p.id, p.session_id, p.user_id, %(sender_agent_id)s,
+                   %(receiver_agent_id)s, %(message_type)s, %(content)s, %(tool_name)s,
+                   %(tool_call_id)s, %(tool_args)s, %(model)s, %(reasoning_content)s
+              FROM agent_plans p WHERE p.id = %(plan)s
             RETURNING {MESSAGE}""",
-        (
-            thread.id,
-            thread.plan_id,
-            thread.session_id,
-            thread.user_id,
-            sender_agent_id,
-            receiver_agent_id,
-            message_type,
-            content,
-            tool_name,
-            tool_call_id,
-            Jsonb(tool_args) if tool_args is not None else None,
-            model,
-            reasoning_content,
-        ),
-    )
-
-
-async def add_planner_denial(
-    conn: Connection,
-    *,
-    plan_id: UUID,
-    sender_agent_id: UUID | None,
-    reason: str,
-    tool_name: str,
-    tool_call_id: str,
-    tool_args: dict[str, Any],
-) -> AgentMessage:
-    """Record a refused tool call of the planner's own loop (no thread) as a dialogue row."""
-    return await fetch_one(
-        conn,
-        AgentMessage,
-        f"""INSERT INTO agent_chat_messages
-              (plan_id, session_id, user_id, sender_agent_id, message_type, content,
-               tool_name, tool_call_id, tool_args)
-            SELECT p.id, p.session_id, p.user_id, %s, 'permission_denied', %s, %s, %s, %s
-              FROM agent_plans p WHERE p.id = %s
-            RETURNING {MESSAGE}""",
-        (sender_agent_id, reason, tool_name, tool_call_id, Jsonb(tool_args), plan_id),
+        {
+            **entry._asdict(),
+            "tool_args": Jsonb(entry.tool_args) if entry.tool_args is not None else None,
+            "thread": thread_id,
+            "plan": plan_id,
+        },
     )
 
 

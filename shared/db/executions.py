@@ -6,7 +6,8 @@ from uuid import UUID
 
 from shared.db._rows import fetch_one, fetch_optional
 from shared.db.database import Connection
-from shared.db.records import AgentRole, Execution, ExecutionStatus, Usage, columns
+from shared.db.records import AgentRole, Execution, ExecutionStatus, columns
+from shared.kernel.usage import Usage
 
 EXECUTION = columns(Execution)
 
@@ -66,9 +67,17 @@ async def add_execution_usage(
                tool_call_count = tool_call_count + %s,
                permission_denials = permission_denials + %s
            WHERE id = %s""",
-        (llm_calls, usage.prompt_tokens, usage.completion_tokens, usage.cache_hit_tokens,
-         usage.cost_usd, tool_calls, permission_denials, execution_id),
-    )  # fmt: skip
+        (
+            llm_calls,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.cache_hit_tokens,
+            usage.cost_usd,
+            tool_calls,
+            permission_denials,
+            execution_id,
+        ),
+    )
 
 
 async def finish_execution(

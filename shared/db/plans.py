@@ -15,7 +15,8 @@ from shared.db._rows import (
 )
 from shared.db.database import Connection
 from shared.db.leases import PARKED
-from shared.db.records import Plan, PlanStatus, PlanStep, PlanStrategy, StepStatus, Usage, columns
+from shared.db.records import Plan, PlanStatus, PlanStep, PlanStrategy, StepStatus, columns
+from shared.kernel.usage import Usage
 
 PLAN = columns(Plan)
 STEP = columns(PlanStep)
@@ -167,9 +168,14 @@ async def add_plan_usage(conn: Connection, *, plan_id: UUID, usage: Usage) -> No
            SET prompt_tokens = prompt_tokens + %s, completion_tokens = completion_tokens + %s,
                cache_hit_tokens = cache_hit_tokens + %s, cost_usd = cost_usd + %s
            WHERE id = %s""",
-        (usage.prompt_tokens, usage.completion_tokens, usage.cache_hit_tokens, usage.cost_usd,
-         plan_id),
-    )  # fmt: skip
+        (
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.cache_hit_tokens,
+            usage.cost_usd,
+            plan_id,
+        ),
+    )
 
 
 async def add_steps(
@@ -179,11 +185,15 @@ async def add_steps(
     if not steps:
         return []
     rows = [
-        {"step_number": s.step_number, "description": s.description,
-         "executor_required": s.executor_required, "depends_on": list(s.depends_on),
-         "tools": list(s.tools)}
+        {
+            "step_number": s.step_number,
+            "description": s.description,
+            "executor_required": s.executor_required,
+            "depends_on": list(s.depends_on),
+            "tools": list(s.tools),
+        }
         for s in steps
-    ]  # fmt: skip
+    ]
     return await fetch_all(
         conn,
         PlanStep,
@@ -233,9 +243,14 @@ async def update_step(
                                     THEN now() ELSE completed_at END,
                 {_LEASE_ENDS}
             WHERE id = %(id)s RETURNING {STEP}""",
-        {"status": status, "result": result, "error": error, "agent": assigned_agent_id,
-         "id": step_id},
-    )  # fmt: skip
+        {
+            "status": status,
+            "result": result,
+            "error": error,
+            "agent": assigned_agent_id,
+            "id": step_id,
+        },
+    )
 
 
 async def request_cancel(conn: Connection, *, plan_id: UUID) -> Plan | None:

@@ -9,7 +9,6 @@ here: `NamedTuple` would compile each field's annotation string at class creatio
 The `Literal` sets mirror the tables' CHECK constraints.
 """
 
-from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal, NamedTuple
@@ -44,40 +43,13 @@ ExecutionStatus = Literal["pending", "running", "completed", "failed", "timeout"
 ApprovalKind = Literal["tool_call", "escalation"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "answered", "cancelled"]
 Retained = Literal["dialogue", "tool_rounds", "receipts", "executions"]
-"""The kinds of a turn's detail that retention deletes (`shared.retention`)."""
+"""The kinds of a turn's detail that retention deletes (`shared.usecases.retention`)."""
 
 
 def columns(record: type[Any]) -> str:
     """The comma-separated column list of a record type, for SELECT and RETURNING."""
     names: tuple[str, ...] = record._fields  # a named tuple's, in declaration order
     return ", ".join(names)
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Tokens and cost of one or more LLM calls."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_hit_tokens: int = 0
-    cost_usd: Decimal = Decimal(0)
-
-    def __add__(self, other: "Usage") -> "Usage":
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.cache_hit_tokens + other.cache_hit_tokens,
-            self.cost_usd + other.cost_usd,
-        )
-
-    def json(self) -> dict[str, Any]:
-        """As rows' JSON and events carry it (the cost as a decimal string: exact)."""
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cache_hit_tokens": self.cache_hit_tokens,
-            "cost_usd": format(self.cost_usd, "f"),  # never exponent notation ("0E-8")
-        }
 
 
 class ChatSession(NamedTuple):
@@ -207,6 +179,22 @@ class AgentThread(NamedTuple):
     error: str | None
     created_at: datetime
     completed_at: datetime | None
+
+
+class DialogueEntry(NamedTuple):
+    """What a new `agent_chat_messages` row says; its ids and number come from where it is
+    written (`Transition.agent_message` in a run's statement, `dialogue.add_agent_message`
+    on its own)."""
+
+    message_type: AgentMessageType
+    content: str = ""
+    sender_agent_id: UUID | None = None
+    receiver_agent_id: UUID | None = None
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    tool_args: dict[str, Any] | None = None
+    model: str | None = None
+    reasoning_content: str | None = None
 
 
 class AgentMessage(NamedTuple):

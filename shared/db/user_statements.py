@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 
-from shared.errors import AppError
+from shared.kernel.errors import AppError
 
 TRANSACTION_CONTROL = frozenset(
     {"begin", "start", "commit", "end", "rollback", "abort", "savepoint", "release", "prepare"}

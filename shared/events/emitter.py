@@ -96,16 +96,19 @@ class Outbox:
 
     def params(self) -> dict[str, Any]:
         """The `session`, `events` and `private` parameters of `SEND`."""
-        from psycopg.types.json import Jsonb
+        from psycopg.types.json import Jsonb  # psycopg on first use
 
         events: list[dict[str, Any]] = []
         for e in self.staged:
             payload: dict[str, Any] = {
-                "type": e.type, "session_id": str(self.session_id),
-                "plan_id": str_or_none(e.plan_id), "agent_id": str_or_none(e.agent_id),
+                "type": e.type,
+                "session_id": str(self.session_id),
+                "plan_id": str_or_none(e.plan_id),
+                "agent_id": str_or_none(e.agent_id),
                 "seq": e.seq,
-                "ts": e.ts.isoformat().replace("+00:00", "Z"), "data": e.data,
-            }  # fmt: skip
+                "ts": e.ts.isoformat().replace("+00:00", "Z"),
+                "data": e.data,
+            }
             if e.slot is not None:
                 payload["slot"] = e.slot
             if e.totals_at is not None:
@@ -308,9 +311,14 @@ class EventEmitter:
         if not self._token_seqs:
             await self._reserve_token_block()
         event = Event(
-            type="token", session_id=self.session_id, plan_id=plan_id, agent_id=agent_id,
-            seq=self._token_seqs.pop(0), ts=datetime.now(UTC), data={"text": text},
-        )  # fmt: skip
+            type="token",
+            session_id=self.session_id,
+            plan_id=plan_id,
+            agent_id=agent_id,
+            seq=self._token_seqs.pop(0),
+            ts=datetime.now(UTC),
+            data={"text": text},
+        )
         await self._publisher.publish([event])
 
     async def tokens_delivered(self) -> None:

@@ -1,5 +1,5 @@
 """Where events go in this process: the `Publisher` seam and a fan-out (the tests' in-memory
-publisher is `tests.events.in_memory.InMemoryPublisher`).
+publisher is `tests.support.in_memory_publisher.InMemoryPublisher`).
 
 Events about stored state reach Realtime from the database, in their rows' transactions
 (`shared.events.emitter`); publishers only pass them on in this process (an SSE response,

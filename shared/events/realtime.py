@@ -11,7 +11,7 @@ batch starts a short linger timer, and everything published meanwhile leaves in 
 hold the truth and clients catch up with `?after_seq=`.
 
 The HTTP client is httpx2, the model client's own (`openai` depends on it): one HTTP stack in
-the functions, and the model client's TLS settings (`shared.tls.http_client_tls_context`), so
+the functions, and the model client's TLS settings (`shared.kernel.tls.http_client_tls_context`), so
 a planner's first broadcast loads nothing new.
 """
 
@@ -25,6 +25,7 @@ from typing import Any
 import httpx2
 
 from shared.events.models import Event
+from shared.kernel.tls import http_client_tls_context
 
 log = logging.getLogger(__name__)
 EPHEMERAL = frozenset({"token"})
@@ -130,6 +131,5 @@ class SupabaseRealtimePublisher:
 
 def new_client(timeout_seconds: float) -> httpx2.AsyncClient:
     """An httpx2 client with the process's shared TLS settings."""
-    from shared.tls import http_client_tls_context
 
     return httpx2.AsyncClient(timeout=timeout_seconds, verify=http_client_tls_context())

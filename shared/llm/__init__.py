@@ -2,7 +2,7 @@
 
 Build a client once per cold start and pass typed messages:
 
-    client = OpenAIClient.from_settings()          # LLM_BASE_URL, DEEPSEEK_API_KEY / LLM_API_KEY
+    client = OpenAIClient.from_settings(settings)  # LLM_BASE_URL, DEEPSEEK_API_KEY / LLM_API_KEY
     request = ChatRequest("deepseek-v4-pro", [SystemMessage("..."), UserMessage("Hi")], tools=[
         ToolSchema("search_notes", "Search the user's notes", {"type": "object", ...}),
     ])
@@ -23,7 +23,7 @@ Build a client once per cold start and pass typed messages:
 - Histories: `AssistantMessage(tool_calls=..., reasoning_content=...)` then one `ToolMessage`
   per call (`ToolMessage.answering(call, result)`). Before each request the pairing of calls
   and results is checked (`ChatRequest.history="strict"` raises `InvalidHistory`, sending
-  nothing) or repaired (`"repair"`); see `shared.llm.history`. In thinking mode, a request
+  nothing) or repaired (`"repair"`); see `shared.llm.history_checks`. In thinking mode, a request
   with tools passes every assistant turn's `reasoning_content` back (an empty string where the
   model sent none), and one without tools passes it for the user turns that made tool calls
   (`messages.passes_reasoning`, docs/deepseek.md).
@@ -45,7 +45,7 @@ Build a client once per cold start and pass typed messages:
 
 from typing import TYPE_CHECKING
 
-from shared.lazy import lazy_exports
+from shared.kernel.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from shared.llm.client import (
@@ -126,16 +126,16 @@ if TYPE_CHECKING:
     from shared.llm.errors import (
         UnexpectedReply as UnexpectedReply,
     )
-    from shared.llm.history import (
+    from shared.llm.history_checks import (
         HistoryProblem as HistoryProblem,
     )
-    from shared.llm.history import (
+    from shared.llm.history_checks import (
         check_history as check_history,
     )
-    from shared.llm.history import (
+    from shared.llm.history_checks import (
         find_problems as find_problems,
     )
-    from shared.llm.history import (
+    from shared.llm.history_checks import (
         repair_history as repair_history,
     )
     from shared.llm.messages import (
@@ -156,26 +156,26 @@ if TYPE_CHECKING:
     from shared.llm.messages import (
         UserMessage as UserMessage,
     )
+    from shared.llm.model_registry import (
+        ModelInfo as ModelInfo,
+    )
+    from shared.llm.model_registry import (
+        ModelRegistry as ModelRegistry,
+    )
+    from shared.llm.model_registry import (
+        load_registry as load_registry,
+    )
     from shared.llm.openai_client import (
         OpenAIClient as OpenAIClient,
     )
-    from shared.llm.registry import (
-        ModelInfo as ModelInfo,
+    from shared.llm.pricing import (
+        Price as Price,
     )
-    from shared.llm.registry import (
-        ModelRegistry as ModelRegistry,
-    )
-    from shared.llm.registry import (
-        load_registry as load_registry,
+    from shared.llm.pricing import (
+        TokenCounts as TokenCounts,
     )
     from shared.llm.retry import (
         RetryPolicy as RetryPolicy,
-    )
-    from shared.llm.usage import (
-        Price as Price,
-    )
-    from shared.llm.usage import (
-        TokenCounts as TokenCounts,
     )
 
 __getattr__, __all__ = lazy_exports(
@@ -211,7 +211,7 @@ __getattr__, __all__ = lazy_exports(
             "LLMTimeout",
             "UnexpectedReply",
         ),
-        "shared.llm.history": (
+        "shared.llm.history_checks": (
             "HistoryProblem",
             "check_history",
             "find_problems",
@@ -226,8 +226,8 @@ __getattr__, __all__ = lazy_exports(
             "UserMessage",
         ),
         "shared.llm.openai_client": ("OpenAIClient",),
-        "shared.llm.registry": ("ModelInfo", "ModelRegistry", "load_registry"),
+        "shared.llm.model_registry": ("ModelInfo", "ModelRegistry", "load_registry"),
         "shared.llm.retry": ("RetryPolicy",),
-        "shared.llm.usage": ("Price", "TokenCounts"),
+        "shared.llm.pricing": ("Price", "TokenCounts"),
     },
 )

@@ -15,6 +15,7 @@ import openai
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from shared.kernel.tls import http_client_tls_context
 from shared.llm.assembly import ReplyAssembler
 from shared.llm.errors import (
     LLMAuthenticationFailed,
@@ -25,8 +26,8 @@ from shared.llm.errors import (
     LLMRateLimited,
     LLMTimeout,
 )
+from shared.llm.pricing import TokenCounts, parse_usage
 from shared.llm.retry import parse_retry_after
-from shared.llm.usage import TokenCounts, parse_usage
 
 COMPLETIONS = "/chat/completions"
 """Requested through the client's `post`: the body is Parley's own JSON already, and the
@@ -39,9 +40,8 @@ def build_client(*, base_url: str, api_key: str, timeout: float) -> AsyncOpenAI:
     """An AsyncOpenAI with its own retries off: `OpenAIClient` runs the one retry policy.
     Its TLS settings are the HTTP client's own defaults (`SSL_CERT_FILE` / `SSL_CERT_DIR`, the
     platform's trust store on macOS and Windows), not the standard library's: the context every
-    httpx2 client of the process shares (`shared.tls.http_client_tls_context`), which the
+    httpx2 client of the process shares (`shared.kernel.tls.http_client_tls_context`), which the
     planner and executor functions build at init (`load_agent_core`)."""
-    from shared.tls import http_client_tls_context
 
     http = openai.DefaultAsyncHttpxClient(verify=http_client_tls_context(), timeout=timeout)
     return AsyncOpenAI(

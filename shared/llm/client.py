@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from shared.db.records import Usage
+from shared.kernel.usage import Usage
 from shared.llm.errors import LLMBadRequest, UnexpectedReply
 from shared.llm.messages import AssistantMessage, Message, ToolCall
-from shared.llm.usage import TokenCounts
+from shared.llm.pricing import TokenCounts
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shared.errors import AppError, ConfigurationError
+from shared.kernel.errors import AppError, ConfigurationError
 
 
 class LLMError(AppError):

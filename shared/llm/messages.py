@@ -1,6 +1,6 @@
 """Typed chat messages and tool calls, and their OpenAI wire form.
 
-A history is a sequence of `Message` values. `shared.llm.history` checks the rules providers
+A history is a sequence of `Message` values. `shared.llm.history_checks` checks the rules providers
 enforce on it (DeepSeek most strictly) before a request is sent.
 """
 

@@ -36,17 +36,17 @@ from shared.llm.errors import (
     LLMNotConfigured,
     LLMOutOfBalance,
 )
-from shared.llm.history import check_history, repair_history
+from shared.llm.history_checks import check_history, repair_history
 from shared.llm.messages import Message, to_wire
-from shared.llm.registry import ModelInfo, ModelRegistry, load_registry
+from shared.llm.model_registry import ModelInfo, ModelRegistry, load_registry
+from shared.llm.pricing import TokenCounts
 from shared.llm.retry import RetryPolicy
-from shared.llm.usage import TokenCounts
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from shared.kernel.settings import Settings
     from shared.llm._openai_wire import Outcome
-    from shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -85,12 +85,8 @@ class OpenAIClient:
         self._openai: AsyncOpenAI | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None, **seams: Any) -> OpenAIClient:
-        """The client the settings describe (`get_settings()` when none are given)."""
-        if settings is None:
-            from shared.settings import get_settings
-
-            settings = get_settings()
+    def from_settings(cls, settings: Settings, **seams: Any) -> OpenAIClient:
+        """The client the settings describe."""
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
         retry = RetryPolicy(
             max_retries=settings.llm_max_retries,
@@ -193,7 +189,7 @@ class OpenAIClient:
     async def _attempt(
         self, request: ChatRequest, body: dict[str, Any], attempt: int
     ) -> AsyncGenerator[StreamEvent, None]:
-        from shared.llm import _openai_wire as wire
+        from shared.llm import _openai_wire as wire  # openai: ~1 s
 
         assembler = ReplyAssembler()
         outcome = wire.Outcome(model=request.model)
@@ -243,7 +239,7 @@ class OpenAIClient:
 
     def _client(self) -> AsyncOpenAI:
         if self._openai is None:
-            from shared.llm._openai_wire import build_client
+            from shared.llm._openai_wire import build_client  # openai: ~1 s
 
             self._openai = build_client(
                 base_url=self.base_url, api_key=self._api_key, timeout=self._timeout

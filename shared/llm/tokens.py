@@ -20,10 +20,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from shared.errors import ConfigurationError
+from shared.kernel.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from tokenizers import Tokenizer
+    from tokenizers import Tokenizer  # on the first count
 
 MESSAGE_OVERHEAD = 6
 """Template tokens around one message (role marker, end of turn, tool-call wrappers)."""
@@ -88,7 +88,7 @@ class DeepSeekTokenizer:
         if self._tokenizer is None:
             with self._lock:
                 if self._tokenizer is None:
-                    from tokenizers import Tokenizer
+                    from tokenizers import Tokenizer  # on the first count
 
                     self._tokenizer = Tokenizer.from_file(str(self._path or bundled_file()))
         return self._tokenizer

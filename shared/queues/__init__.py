@@ -1,9 +1,8 @@
-"""The AWS transport: SQS messages between the functions, their consumers, dead letters.
+"""SQS as a transport: what a message says, and what sends it.
 
-`messages` (what a message says: ids only), `sqs` (sending them: `SqsInvoker`), `senders`
-(what sends them: `sqs_http`, SQS's API over `http.client` signed by `shared.aws.sigv4`,
-or boto3),
-`consumer` (a function's Lambda handler for its queue), `dead_letters` (messages that kept
-failing). Sends with Lambda's credentials never import boto3; the consumers and the sweeper
-import it when they first use it (the Lambda runtime provides it).
+`queue_messages` (what a message says: ids only), `senders` (what sends them: `sqs_http`,
+SQS's API over `http.client` signed by `shared.aws.sigv4`, or boto3). Sends with Lambda's
+credentials never import boto3. The invoker that uses them is `shared.dispatch.sqs_invoker`,
+a function's handler for its queue `shared.runtime.queue_consumer`, and the dead letters are
+the sweeper's (`shared.usecases.dead_letters`).
 """

@@ -55,7 +55,7 @@ class BotoSender:
     def send_message(
         self, queue_url: str, body: str, attributes: Mapping[str, str] | None = None
     ) -> str:
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import BotoCoreError, ClientError  # boto3's, when used
 
         extra = {"MessageAttributes": message_attributes(attributes)} if attributes else {}
         try:
@@ -64,9 +64,10 @@ class BotoSender:
             error = exc.response.get("Error", {})
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
             raise QueueSendFailed(
-                str(error.get("Code") or "ClientError"), str(error.get("Message") or exc),
+                str(error.get("Code") or "ClientError"),
+                str(error.get("Message") or exc),
                 status=status,
-            ) from exc  # fmt: skip
+            ) from exc
         except BotoCoreError as exc:
             raise QueueSendFailed(type(exc).__name__, str(exc)) from exc
         return str(response["MessageId"])

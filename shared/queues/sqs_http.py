@@ -65,10 +65,20 @@ MAX_IDLE = 4
 TARGET = "AmazonSQS.SendMessage"
 CONTENT_TYPE = "application/x-amz-json-1.0"
 THROTTLED = frozenset(
-    {"Throttling", "ThrottlingException", "ThrottledException", "RequestThrottledException",
-     "TooManyRequestsException", "RequestThrottled", "RequestLimitExceeded", "SlowDown",
-     "RequestTimeout", "RequestTimeoutException", "PriorRequestNotComplete"}
-)  # fmt: skip
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "RequestThrottled",
+        "RequestLimitExceeded",
+        "SlowDown",
+        "RequestTimeout",
+        "RequestTimeoutException",
+        "PriorRequestNotComplete",
+    }
+)
 """AWS error codes boto3's standard mode retries whatever the status (beside any 5xx)."""
 
 
@@ -208,8 +218,15 @@ class SqsHttpSender:
     ) -> tuple[int, bytes, bool]:
         url = f"{origin}/"
         headers = {"Host": host_of(url), "Content-Type": CONTENT_TYPE, "X-Amz-Target": TARGET}
-        headers |= sign(credentials, service="sqs", method="POST", url=url,
-                        headers=headers, body=payload, now=self._clock())  # fmt: skip
+        headers |= sign(
+            credentials,
+            service="sqs",
+            method="POST",
+            url=url,
+            headers=headers,
+            body=payload,
+            now=self._clock(),
+        )
         connection.request("POST", "/", body=payload, headers=headers)
         response = connection.getresponse()
         return response.status, response.read(), response.will_close
@@ -253,15 +270,18 @@ def _message_id(status: int, answer: bytes, body: str, attributes: Mapping[str, 
     if not 200 <= status < 300:
         raise _refusal(status, found, answer)
     if not isinstance(found, dict) or not isinstance(found.get("MessageId"), str):
-        raise QueueSendFailed("InvalidResponse", f"no MessageId in {answer[:200]!r}",
-                              status=status)  # fmt: skip
+        raise QueueSendFailed("InvalidResponse", f"no MessageId in {answer[:200]!r}", status=status)
     digest = hashlib.md5(body.encode(), usedforsecurity=False).hexdigest()
     if found.get("MD5OfMessageBody") != digest:
-        raise QueueSendFailed("ChecksumMismatch", "SQS stored another body than the one sent",
-                              status=status)  # fmt: skip
+        raise QueueSendFailed(
+            "ChecksumMismatch", "SQS stored another body than the one sent", status=status
+        )
     if attributes and found.get("MD5OfMessageAttributes") != attributes_md5(attributes):
-        raise QueueSendFailed("ChecksumMismatch", "SQS stored other message attributes than "
-                              "the ones sent", status=status)  # fmt: skip
+        raise QueueSendFailed(
+            "ChecksumMismatch",
+            "SQS stored other message attributes than the ones sent",
+            status=status,
+        )
     message_id: str = found["MessageId"]
     return message_id
 

@@ -21,7 +21,7 @@ the servers of `Settings.mcp_servers` and yields their tools as `ExternalTool`s.
 
 from typing import TYPE_CHECKING
 
-from shared.lazy import lazy_exports
+from shared.kernel.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from shared.tools.builtin import (
@@ -48,23 +48,8 @@ if TYPE_CHECKING:
     from shared.tools.permissions import (
         offered_tools as offered_tools,
     )
-    from shared.tools.registry import (
-        Access as Access,
-    )
-    from shared.tools.registry import (
-        DatabaseTool as DatabaseTool,
-    )
-    from shared.tools.registry import (
-        ExternalTool as ExternalTool,
-    )
-    from shared.tools.registry import (
-        Tool as Tool,
-    )
-    from shared.tools.registry import (
-        ToolDefinition as ToolDefinition,
-    )
-    from shared.tools.registry import (
-        ToolRegistry as ToolRegistry,
+    from shared.tools.repeated_calls import (
+        TurnCache as TurnCache,
     )
     from shared.tools.results import (
         ToolCallError as ToolCallError,
@@ -78,8 +63,23 @@ if TYPE_CHECKING:
     from shared.tools.schema import (
         JsonObject as JsonObject,
     )
-    from shared.tools.turns import (
-        TurnCache as TurnCache,
+    from shared.tools.tool_registry import (
+        Access as Access,
+    )
+    from shared.tools.tool_registry import (
+        DatabaseTool as DatabaseTool,
+    )
+    from shared.tools.tool_registry import (
+        ExternalTool as ExternalTool,
+    )
+    from shared.tools.tool_registry import (
+        Tool as Tool,
+    )
+    from shared.tools.tool_registry import (
+        ToolDefinition as ToolDefinition,
+    )
+    from shared.tools.tool_registry import (
+        ToolRegistry as ToolRegistry,
     )
     from shared.tools.values import (
         ToolArgs as ToolArgs,
@@ -98,7 +98,7 @@ __getattr__, __all__ = lazy_exports(
         "shared.tools.calls": ("CallContext", "ToolCall"),
         "shared.tools.executor": ("ToolExecutor",),
         "shared.tools.permissions": ("Decision", "decide", "offered_tools"),
-        "shared.tools.registry": (
+        "shared.tools.tool_registry": (
             "Access",
             "DatabaseTool",
             "ExternalTool",
@@ -108,7 +108,7 @@ __getattr__, __all__ = lazy_exports(
         ),
         "shared.tools.results": ("ToolCallError", "ToolErrorCode", "ToolResult"),
         "shared.tools.schema": ("JsonObject",),
-        "shared.tools.turns": ("TurnCache",),
+        "shared.tools.repeated_calls": ("TurnCache",),
         "shared.tools.values": ("ToolArgs", "ToolOutput", "ZonedArgs"),
     },
 )

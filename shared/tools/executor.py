@@ -36,11 +36,15 @@ import psycopg
 from shared.db import agents, dialogue, executions, receipts
 from shared.db.database import Connection, Database
 from shared.db.receipts import CallKey
-from shared.db.records import Agent, Usage
-from shared.errors import AppError, Conflict, InvalidInput, NotFound, PermissionDenied
+from shared.db.records import Agent, DialogueEntry
+from shared.kernel.errors import AppError, Conflict, InvalidInput, NotFound, PermissionDenied
+from shared.kernel.usage import Usage
 from shared.tools.calls import CallContext, ToolCall
 from shared.tools.permissions import ALLOWED, Decision, Policy, decide
-from shared.tools.registry import (
+from shared.tools.repeated_calls import TurnCache
+from shared.tools.results import ToolCallError, ToolErrorCode, ToolResult, failure
+from shared.tools.schema import JsonObject
+from shared.tools.tool_registry import (
     DatabaseTool,
     ExternalTool,
     ParsedArguments,
@@ -49,9 +53,6 @@ from shared.tools.registry import (
     ToolRegistry,
     decode_arguments,
 )
-from shared.tools.results import ToolCallError, ToolErrorCode, ToolResult, failure
-from shared.tools.schema import JsonObject
-from shared.tools.turns import TurnCache
 from shared.tools.values import render_context
 
 logger = logging.getLogger(__name__)
@@ -152,8 +153,12 @@ class ToolExecutor:
         denied); a denial is logged."""
         decision = ALLOWED if tool is None else self.policy(agent, tool, user_id=context.user_id)
         if not decision.allowed:
-            logger.warning("permission denied: agent %s tool %s: %s",
-                           context.agent_id, call.name, decision.reason)  # fmt: skip
+            logger.warning(
+                "permission denied: agent %s tool %s: %s",
+                context.agent_id,
+                call.name,
+                decision.reason,
+            )
         return decision
 
     async def _perform(
@@ -309,8 +314,9 @@ class ToolExecutor:
             receipt = await receipts.find(conn, key)
         if receipt is None or receipt.result is None:
             return None
-        logger.info("write call %s of plan %s already done; its result is reused",
-                    key.call_id, key.plan_id)  # fmt: skip
+        logger.info(
+            "write call %s of plan %s already done; its result is reused", key.call_id, key.plan_id
+        )
         return receipt.result
 
     def _app_failure(self, call: ToolCall, exc: AppError) -> ToolResult:
@@ -340,16 +346,12 @@ async def _record_denial(
     """The `permission_denied` dialogue row: in the call's thread, else on its plan."""
     sender = agent.id if agent is not None else None
     args = _recorded(arguments, call.arguments)
-    if context.thread is not None:
-        await dialogue.add_agent_message(
-            conn, thread=context.thread, message_type="permission_denied", content=reason,
-            sender_agent_id=sender, tool_name=call.name, tool_call_id=call.id, tool_args=args,
-        )  # fmt: skip
-    elif context.plan_id is not None:
-        await dialogue.add_planner_denial(
-            conn, plan_id=context.plan_id, sender_agent_id=sender, reason=reason,
-            tool_name=call.name, tool_call_id=call.id, tool_args=args,
-        )  # fmt: skip
+    thread = context.thread
+    plan_id = thread.plan_id if thread is not None else context.plan_id
+    if plan_id is not None:
+        said = DialogueEntry("permission_denied", reason, sender, None, call.name, call.id, args)
+        thread_id = thread.id if thread is not None else None
+        await dialogue.add_agent_message(conn, said, plan_id=plan_id, thread_id=thread_id)
 
 
 def _decoded(call: ToolCall) -> JsonObject | ToolCallError:

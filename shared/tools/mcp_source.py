@@ -31,12 +31,12 @@ from urllib.parse import parse_qsl, urlsplit
 from mcp.shared.exceptions import MCPError
 from mcp_types import REQUEST_TIMEOUT
 
-from shared.errors import ConfigurationError
-from shared.models.text import storable
-from shared.settings import McpServerConfig
-from shared.tools.registry import NAME, ExternalTool
+from shared.kernel.errors import ConfigurationError
+from shared.kernel.settings import McpServerConfig
+from shared.kernel.text import storable
 from shared.tools.results import ToolCallError
 from shared.tools.schema import JsonObject
+from shared.tools.tool_registry import NAME, ExternalTool
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -95,14 +95,15 @@ class McpServer:
                 await self._closing.wait()
         except Exception as exc:  # reported by start(); after that, calls fail on their own
             self._error = exc
-            logger.warning("MCP server %s: connection ended: %s", self.config.name,
-                           self.described(exc))  # fmt: skip
+            logger.warning(
+                "MCP server %s: connection ended: %s", self.config.name, self.described(exc)
+            )
         finally:
             self._client = None
             self._ready.set()
 
     async def _connect(self, stack: AsyncExitStack) -> Client:
-        from mcp import Client, StdioServerParameters
+        from mcp import Client, StdioServerParameters  # parley[mcp], when used
 
         config = self.config
         if config.command is not None:
@@ -111,8 +112,8 @@ class McpServer:
                 command=config.command, args=config.args, env=env or None, cwd=config.cwd
             )
             return Client(params, read_timeout_seconds=config.timeout_seconds)
-        import httpx2
-        from mcp.client.streamable_http import streamable_http_client
+        import httpx2  # with an HTTP server
+        from mcp.client.streamable_http import streamable_http_client  # when used
 
         headers = {key: value.get_secret_value() for key, value in config.headers.items()}
         http = await stack.enter_async_context(
@@ -136,8 +137,11 @@ class McpServer:
             cursor = page.next_cursor
             if cursor is None:
                 return tools
-        logger.warning("MCP server %s: tools past its first %d pages left out",
-                       self.config.name, MAX_TOOL_PAGES)  # fmt: skip
+        logger.warning(
+            "MCP server %s: tools past its first %d pages left out",
+            self.config.name,
+            MAX_TOOL_PAGES,
+        )
         return tools
 
     async def call(self, tool_name: str, arguments: JsonObject) -> JsonObject:
@@ -154,8 +158,9 @@ class McpServer:
         except Exception as exc:  # the protocol's or the transport's: its text may quote secrets
             if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:
                 raise TimeoutError from None
-            logger.warning("MCP server %s: %s failed: %s", self.config.name, tool_name,
-                           self.described(exc))  # fmt: skip
+            logger.warning(
+                "MCP server %s: %s failed: %s", self.config.name, tool_name, self.described(exc)
+            )
             raise ToolCallError("tool_failed", _failed(self.config.name, exc)) from None
         return _payload(result, self.secrets)
 
@@ -206,8 +211,9 @@ class McpSource:
                 await server.start()
                 self.tools += server.external_tools(await server.list_tools())
             except Exception as exc:  # its text may quote the configuration: no traceback
-                logger.error("MCP server %s left out: %s", server.config.name,
-                             server.described(exc))  # fmt: skip
+                logger.error(
+                    "MCP server %s left out: %s", server.config.name, server.described(exc)
+                )
                 self.failed.append(server.config.name)
                 await server.stop()
         return self.tools
@@ -259,8 +265,10 @@ def admitted(tools: Sequence[ExternalTool], *, taken: Collection[str]) -> list[E
         elif size + offered > MAX_OFFERED_CHARS:
             logger.warning(
                 "MCP tool %s left out: the MCP tools' definitions would pass %d characters, "
-                "too much of every prompt", tool.name, MAX_OFFERED_CHARS,
-            )  # fmt: skip
+                "too much of every prompt",
+                tool.name,
+                MAX_OFFERED_CHARS,
+            )
         else:
             kept.append(tool)
             names.add(tool.name)

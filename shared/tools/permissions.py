@@ -13,7 +13,7 @@ from typing import Protocol
 from uuid import UUID
 
 from shared.db.records import Agent
-from shared.tools.registry import Access, ToolDefinition, ToolRegistry
+from shared.tools.tool_registry import Access, ToolDefinition, ToolRegistry
 
 
 class GuardedTool(Protocol):

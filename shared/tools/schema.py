@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, JsonValue
 
-from shared.errors import ConfigurationError
+from shared.kernel.errors import ConfigurationError
 
 JsonObject = dict[str, JsonValue]
 """A JSON object: tool arguments, tool outputs, schemas."""

@@ -12,16 +12,16 @@ from uuid import uuid4
 import pytest
 
 from local.deepseek import FakeModelServer
-from shared.agents import DeepSeekTokenizer
+from shared.kernel.settings import Settings
+from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services
-from shared.settings import Settings
-from tests.agents.scripting import Script
-from tests.aws.cloud import Cloud, Function
-from tests.aws.moto_server import NOT_INHERITED, environment, moto_server
-from tests.events.in_memory import InMemoryPublisher
 from tests.functions.conftest import SECRET
-from tests.functions.stack import SERVICE_KEY
-from tests.models import EXECUTOR_MODEL, PLANNER_MODEL, SERVED
+from tests.support.cloud import Cloud, Function
+from tests.support.in_memory_publisher import InMemoryPublisher
+from tests.support.llm_models import EXECUTOR_MODEL, PLANNER_MODEL, SERVED
+from tests.support.moto_server import NOT_INHERITED, environment, moto_server
+from tests.support.scripting import Script
+from tests.support.stack import SERVICE_KEY
 
 
 @pytest.fixture(scope="module")

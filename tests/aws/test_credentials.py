@@ -26,7 +26,7 @@ from shared.aws.credentials import (
 from shared.aws.sigv4 import Credentials
 from shared.queues.senders import QueueSendFailed
 from shared.queues.sqs_http import SqsHttpSender
-from tests.aws.cloud import Cloud
+from tests.support.cloud import Cloud
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 AUTH_TOKEN = "lambda-snapstart-authorization-token"
@@ -50,11 +50,14 @@ class Endpoint:
             handler.end_headers()
             return
         self.served += 1
-        body = json.dumps({
-            "AccessKeyId": f"ASIA{self.served:04d}", "SecretAccessKey": f"secret-{self.served}",
-            "Token": f"token-{self.served}",
-            "Expiration": self.expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        }).encode()  # fmt: skip
+        body = json.dumps(
+            {
+                "AccessKeyId": f"ASIA{self.served:04d}",
+                "SecretAccessKey": f"secret-{self.served}",
+                "Token": f"token-{self.served}",
+                "Expiration": self.expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            }
+        ).encode()
         handler.send_response(self.status)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(body)))
@@ -104,12 +107,17 @@ def test_the_endpoint_is_read_once_with_its_token_then_again_near_expiry(
     endpoint: Endpoint,
 ) -> None:
     now = [NOW]
-    source = ContainerCredentials(endpoint.url, "eu-central-1", token=AUTH_TOKEN,
-                                  clock=lambda: now[0])  # fmt: skip
+    source = ContainerCredentials(
+        endpoint.url, "eu-central-1", token=AUTH_TOKEN, clock=lambda: now[0]
+    )
 
     first = source.current()
     assert (first.access_key, first.secret_key, first.session_token, first.region) == (
-        "ASIA0001", "secret-1", "token-1", "eu-central-1")  # fmt: skip
+        "ASIA0001",
+        "secret-1",
+        "token-1",
+        "eu-central-1",
+    )
     assert source.current() is first
     now[0] = NOW + timedelta(minutes=49)  # 11 minutes left: still good
     assert source.current() is first
@@ -120,8 +128,7 @@ def test_the_endpoint_is_read_once_with_its_token_then_again_near_expiry(
 
 
 def test_forget_drops_what_was_read_as_a_restore_must(endpoint: Endpoint) -> None:
-    source = ContainerCredentials(endpoint.url, "eu-central-1", token=AUTH_TOKEN,
-                                  clock=lambda: NOW)  # fmt: skip
+    source = ContainerCredentials(endpoint.url, "eu-central-1", token=AUTH_TOKEN, clock=lambda: NOW)
     assert source.current().access_key == "ASIA0001"
     source.forget()
     assert source.current().access_key == "ASIA0002"
@@ -137,8 +144,7 @@ def test_the_token_may_come_from_a_file(endpoint: Endpoint, tmp_path: Path) -> N
 
 def test_a_refusal_is_tried_three_times_then_reported(endpoint: Endpoint) -> None:
     waits: list[float] = []
-    source = ContainerCredentials(endpoint.url, "eu-central-1", token="wrong",
-                                  sleep=waits.append)  # fmt: skip
+    source = ContainerCredentials(endpoint.url, "eu-central-1", token="wrong", sleep=waits.append)
     with pytest.raises(CredentialsUnavailable, match="HTTP 403"):
         source.current()
     assert len(endpoint.requests) == 3 and len(waits) == 2
@@ -148,8 +154,11 @@ def test_an_endpoint_a_token_could_leak_to_is_refused() -> None:
     for uri in ("http://10.0.0.8/credentials", "http://example.com/creds"):
         with pytest.raises(CredentialsUnavailable, match="loopback"):
             ContainerCredentials(uri, "eu-central-1", token=AUTH_TOKEN)
-    for uri in ("https://example.com/creds", "http://169.254.170.2/v2/creds",
-                "http://[::1]:9001/creds"):  # fmt: skip
+    for uri in (
+        "https://example.com/creds",
+        "http://169.254.170.2/v2/creds",
+        "http://[::1]:9001/creds",
+    ):
         ContainerCredentials(uri, "eu-central-1")
 
 
@@ -189,8 +198,9 @@ def test_a_send_under_snapstart_is_signed_with_the_endpoints_keys(
 
 def test_a_send_without_credentials_fails_cleanly(endpoint: Endpoint, cloud: Cloud) -> None:
     endpoint.status = 500
-    source = ContainerCredentials(endpoint.url, "eu-central-1", token=AUTH_TOKEN,
-                                  sleep=lambda _: None)  # fmt: skip
+    source = ContainerCredentials(
+        endpoint.url, "eu-central-1", token=AUTH_TOKEN, sleep=lambda _: None
+    )
     sender = SqsHttpSender(source, sleep=lambda _: None)
     with pytest.raises(QueueSendFailed) as failed:
         sender.send_message(cloud.urls["planner"], "{}")

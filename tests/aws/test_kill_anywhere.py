@@ -24,19 +24,22 @@ import pytest
 
 from local.deepseek import FakeModelServer, reply
 from shared.db import Database
-from tests.agents.builders import stored
-from tests.agents.holds import plan_row, scalar, set_plan_lease
-from tests.agents.plans import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_script
-from tests.agents.scripting import Script, requests_of
-from tests.aws.cloud import Cloud, Delivery, Function
 from tests.aws.test_queues import a_user_with_a_week, done_events, send
 from tests.aws.test_sweeper import expire_plan_lease, sweep
-from tests.events.in_memory import InMemoryPublisher
-from tests.kills import Kill
+from tests.support.cloud import Cloud, Delivery, Function
+from tests.support.holds import plan_row, scalar, set_plan_lease
+from tests.support.in_memory_publisher import InMemoryPublisher
+from tests.support.kills import Kill
+from tests.support.plan_calls import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_script
+from tests.support.scripting import Script, requests_of
+from tests.support.stored_rows import stored
 
 Functions = dict[str, Function]
-MARKERS = {1: ("executor", TASKS_STEP), 2: ("executor", CALENDAR_STEP),
-           3: ("planner_step", WRITE_STEP)}  # fmt: skip
+MARKERS = {
+    1: ("executor", TASKS_STEP),
+    2: ("executor", CALENDAR_STEP),
+    3: ("planner_step", WRITE_STEP),
+}
 
 
 @dataclass(frozen=True)
@@ -48,33 +51,61 @@ class KillPoint:
 
 
 DIALOGUE, PLANS, STEPS, MESSAGES = (
-    "agent_chat_messages", "agent_plans", "agent_plan_steps", "chat_messages")  # fmt: skip
+    "agent_chat_messages",
+    "agent_plans",
+    "agent_plan_steps",
+    "chat_messages",
+)
 WRITE_COMMITTED = KillPoint(
-    "write committed, its result row not stored", DIALOGUE,
+    "write committed, its result row not stored",
+    DIALOGUE,
     "NEW.message_type = 'tool_result' AND NEW.tool_name = 'create_task'",
-)  # fmt: skip
+)
 POINTS = [
-    KillPoint("plan starts executing", PLANS,
-              "NEW.status = 'executing' AND OLD.status = 'pending'", "UPDATE"),
+    KillPoint(
+        "plan starts executing",
+        PLANS,
+        "NEW.status = 'executing' AND OLD.status = 'pending'",
+        "UPDATE",
+    ),
     KillPoint("plan written", MESSAGES, "NEW.role = 'assistant' AND NEW.tool_calls IS NOT NULL"),
-    KillPoint("steps queued, not yet marked", STEPS,
-              "NEW.dispatched_at IS NOT NULL AND OLD.dispatched_at IS NULL", "UPDATE"),
-    KillPoint("executor step opening", STEPS,
-              "NEW.status = 'running' AND NEW.step_number = 1", "UPDATE"),
-    KillPoint("executor's tool call stored", DIALOGUE,
-              "NEW.message_type = 'tool_call' AND NEW.tool_name = 'list_tasks'"),
+    KillPoint(
+        "steps queued, not yet marked",
+        STEPS,
+        "NEW.dispatched_at IS NOT NULL AND OLD.dispatched_at IS NULL",
+        "UPDATE",
+    ),
+    KillPoint(
+        "executor step opening", STEPS, "NEW.status = 'running' AND NEW.step_number = 1", "UPDATE"
+    ),
+    KillPoint(
+        "executor's tool call stored",
+        DIALOGUE,
+        "NEW.message_type = 'tool_call' AND NEW.tool_name = 'list_tasks'",
+    ),
     KillPoint("planner's answer to the question", DIALOGUE, "NEW.message_type = 'answer'"),
-    KillPoint("write call stored", DIALOGUE,
-              "NEW.message_type = 'tool_call' AND NEW.tool_name = 'create_task'"),
+    KillPoint(
+        "write call stored",
+        DIALOGUE,
+        "NEW.message_type = 'tool_call' AND NEW.tool_name = 'create_task'",
+    ),
     WRITE_COMMITTED,
-    KillPoint("write step completing", STEPS,
-              "NEW.status = 'completed' AND NOT NEW.executor_required", "UPDATE"),
-    KillPoint("step results stored", MESSAGES,
-              "NEW.role = 'tool' AND NEW.metadata ->> 'kind' = 'plan_results'"),
-    KillPoint("answer stored", MESSAGES,
-              "NEW.role = 'assistant' AND NEW.metadata ->> 'kind' = 'answer'"),
+    KillPoint(
+        "write step completing",
+        STEPS,
+        "NEW.status = 'completed' AND NOT NEW.executor_required",
+        "UPDATE",
+    ),
+    KillPoint(
+        "step results stored",
+        MESSAGES,
+        "NEW.role = 'tool' AND NEW.metadata ->> 'kind' = 'plan_results'",
+    ),
+    KillPoint(
+        "answer stored", MESSAGES, "NEW.role = 'assistant' AND NEW.metadata ->> 'kind' = 'answer'"
+    ),
     KillPoint("plan completing", PLANS, "NEW.status = 'completed'", "UPDATE"),
-]  # fmt: skip
+]
 
 
 @dataclass
@@ -99,9 +130,14 @@ async def snapshot(db: Database, fake: FakeModelServer, plan_id: UUID) -> AtKill
 
 
 async def run_with(
-    db: Database, cloud: Cloud, functions: Functions, fake: FakeModelServer, user: UUID,
-    on_failure: Callable[[Delivery, UUID], Awaitable[None]] | None = None, **body: Any,
-) -> tuple[UUID, AtKill | None]:  # fmt: skip
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    fake: FakeModelServer,
+    user: UUID,
+    on_failure: Callable[[Delivery, UUID], Awaitable[None]] | None = None,
+    **body: Any,
+) -> tuple[UUID, AtKill | None]:
     """The week plan through the queues (`body`: more of the chat request); the state at the
     first failed delivery."""
     plan_id = UUID((await send(functions, user, **body))["plan_id"])
@@ -118,29 +154,48 @@ async def run_with(
 
 
 async def assert_completed_once(
-    db: Database, fake: FakeModelServer, events: InMemoryPublisher, user: UUID, plan_id: UUID,
+    db: Database,
+    fake: FakeModelServer,
+    events: InMemoryPublisher,
+    user: UUID,
+    plan_id: UUID,
     at_kill: AtKill,
-) -> None:  # fmt: skip
+) -> None:
     after = await stored(db, plan_id)
     assert after.plan.status == "completed", after.plan.error
     assert after.answer.content.startswith("Your week.")
     assert [s.status for s in after.steps] == ["completed", "completed", "completed"]
     assert len(done_events(events, plan_id)) == 1
-    assert await scalar(db, "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
-                        user, "Weekly review") == 1  # fmt: skip
+    assert (
+        await scalar(
+            db,
+            "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
+            user,
+            "Weekly review",
+        )
+        == 1
+    )
     for number, (kind, marker) in MARKERS.items():
         calls = len(requests_of(fake, kind, marker))
         if number in at_kill.finished:
             assert calls == at_kill.calls[number], f"step {number} ran again"
     assert [len([e for e in after.executions if e.step_id == s.id]) for s in after.steps] == [
-        1, 1, 1]  # fmt: skip
+        1,
+        1,
+        1,
+    ]
 
 
 @pytest.mark.parametrize("point", POINTS, ids=[p.name for p in POINTS])
 async def test_killed_at_a_write_then_redelivered(
-    point: KillPoint, db: Database, cloud: Cloud, functions: Functions, script: Script,
-    fake: FakeModelServer, events: InMemoryPublisher,
-) -> None:  # fmt: skip
+    point: KillPoint,
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    script: Script,
+    fake: FakeModelServer,
+    events: InMemoryPublisher,
+) -> None:
     user = await a_user_with_a_week(db)
     script_week(script, fake)
     async with Kill(db, point.table, point.when, on=point.on) as kill:
@@ -151,9 +206,13 @@ async def test_killed_at_a_write_then_redelivered(
 
 
 async def test_killed_after_a_step_settled_before_its_resume_was_sent(
-    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    script: Script,
+    fake: FakeModelServer,
     events: InMemoryPublisher,
-) -> None:  # fmt: skip
+) -> None:
     """The executor dies between committing its step and queueing the plan's resume: its
     message comes back, finds the step settled, and queues the resume then."""
     user = await a_user_with_a_week(db)
@@ -163,8 +222,11 @@ async def test_killed_after_a_step_settled_before_its_resume_was_sent(
     first = await cloud.deliver("executor", functions["agent_executor"])
     assert first is not None
     lost = cloud.take("planner")  # the resume it sent never was: the kill came first
-    assert lost == {"type": "resume_plan", "plan_id": str(plan_id),
-                    "step_id": first.body["step_id"]}  # fmt: skip
+    assert lost == {
+        "type": "resume_plan",
+        "plan_id": str(plan_id),
+        "step_id": first.body["step_id"],
+    }
     cloud.send("executor", first.body)  # ... and its message was not deleted: back it comes
     at_kill = await snapshot(db, fake, plan_id)
 
@@ -178,9 +240,14 @@ SWEPT = [WRITE_COMMITTED, next(p for p in POINTS if p.name == "answer stored")]
 
 @pytest.mark.parametrize("point", SWEPT, ids=[p.name for p in SWEPT])
 async def test_killed_at_a_write_and_finished_by_the_sweeper(
-    point: KillPoint, db: Database, cloud: Cloud, functions: Functions, script: Script,
-    fake: FakeModelServer, events: InMemoryPublisher,
-) -> None:  # fmt: skip
+    point: KillPoint,
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    script: Script,
+    fake: FakeModelServer,
+    events: InMemoryPublisher,
+) -> None:
     """A real kill leaves the runner's lease live: the redelivery finds it taken and leaves;
     once the lease expires, the sweeper hands the plan to the planner again."""
     user = await a_user_with_a_week(db)

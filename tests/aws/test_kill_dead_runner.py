@@ -16,9 +16,6 @@ import pytest
 
 from local.deepseek import FakeModelServer
 from shared.db import Database
-from tests.agents.holds import scalar, set_plan_lease
-from tests.agents.scripting import Script
-from tests.aws.cloud import Cloud, Delivery, Function
 from tests.aws.test_kill_anywhere import (
     POINTS,
     KillPoint,
@@ -28,8 +25,11 @@ from tests.aws.test_kill_anywhere import (
 )
 from tests.aws.test_queues import a_user_with_a_week
 from tests.aws.test_sweeper import set_step_lease, sweep
-from tests.events.in_memory import InMemoryPublisher
-from tests.kills import Kill
+from tests.support.cloud import Cloud, Delivery, Function
+from tests.support.holds import scalar, set_plan_lease
+from tests.support.in_memory_publisher import InMemoryPublisher
+from tests.support.kills import Kill
+from tests.support.scripting import Script
 
 Functions = dict[str, Function]
 
@@ -38,10 +38,14 @@ async def expire_all_leases(db: Database, plan_id: UUID) -> None:
     async with db.service() as conn:
         await conn.execute(
             "UPDATE agent_plans SET lease_expires_at = now() - interval '1 second' "
-            "WHERE id = %s AND lease_owner IS NOT NULL", (plan_id,))  # fmt: skip
+            "WHERE id = %s AND lease_owner IS NOT NULL",
+            (plan_id,),
+        )
         await conn.execute(
             "UPDATE agent_plan_steps SET lease_expires_at = now() - interval '1 second' "
-            "WHERE plan_id = %s AND lease_owner IS NOT NULL", (plan_id,))  # fmt: skip
+            "WHERE plan_id = %s AND lease_owner IS NOT NULL",
+            (plan_id,),
+        )
 
 
 def keep_hidden(cloud: Cloud, delivery: Delivery) -> tuple[str, str]:
@@ -51,8 +55,11 @@ def keep_hidden(cloud: Cloud, delivery: Delivery) -> tuple[str, str]:
     kept: tuple[str, str] | None = None
     for message in cloud.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]:
         mine = kept is None and json.loads(message["Body"]) == delivery.body
-        cloud.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"],
-                                            VisibilityTimeout=900 if mine else 0)  # fmt: skip
+        cloud.sqs.change_message_visibility(
+            QueueUrl=url,
+            ReceiptHandle=message["ReceiptHandle"],
+            VisibilityTimeout=900 if mine else 0,
+        )
         if mine:
             kept = (url, message["ReceiptHandle"])
     assert kept is not None
@@ -61,9 +68,14 @@ def keep_hidden(cloud: Cloud, delivery: Delivery) -> tuple[str, str]:
 
 @pytest.mark.parametrize("point", POINTS, ids=[p.name for p in POINTS])
 async def test_killed_without_cleanup_and_finished_by_the_sweeper(
-    point: KillPoint, db: Database, cloud: Cloud, functions: Functions, script: Script,
-    fake: FakeModelServer, events: InMemoryPublisher,
-) -> None:  # fmt: skip
+    point: KillPoint,
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    script: Script,
+    fake: FakeModelServer,
+    events: InMemoryPublisher,
+) -> None:
     user = await a_user_with_a_week(db)
     script_week(script, fake)
 
@@ -73,8 +85,10 @@ async def test_killed_without_cleanup_and_finished_by_the_sweeper(
         in_flight.append(keep_hidden(cloud, delivery))  # back after the visibility timeout
         if delivery.queue == "executor":
             step_id = UUID(delivery.body["step_id"])
-            if await scalar(db, "SELECT status FROM agent_plan_steps WHERE id = %s",
-                            step_id) == "running":  # fmt: skip
+            if (
+                await scalar(db, "SELECT status FROM agent_plan_steps WHERE id = %s", step_id)
+                == "running"
+            ):
                 await set_step_lease(db, step_id, seconds=60)  # the lease it had taken
         else:
             await set_plan_lease(db, plan_id, seconds=60)
@@ -88,7 +102,8 @@ async def test_killed_without_cleanup_and_finished_by_the_sweeper(
         await sweep(functions)
         if minute == 15:  # the killed invocation's message comes back (visibility timeout)
             for url, handle in in_flight:
-                cloud.sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle,
-                                                    VisibilityTimeout=0)  # fmt: skip
+                cloud.sqs.change_message_visibility(
+                    QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=0
+                )
         await cloud.drain(functions)
     await assert_completed_once(db, fake, events, user, plan_id, at_kill)

@@ -39,8 +39,6 @@ from local.deepseek import FakeModelServer
 from local.realtime import RealtimeServer
 from shared.db import Database
 from shared.events.realtime import session_topic
-from tests.agents.scripting import Script
-from tests.aws.cloud import Cloud
 from tests.aws.test_kill_anywhere import (
     POINTS,
     Functions,
@@ -50,15 +48,17 @@ from tests.aws.test_kill_anywhere import (
     script_week,
 )
 from tests.aws.test_queues import a_user_with_a_week
-from tests.events.in_memory import InMemoryPublisher
-from tests.factories import make_session
 from tests.functions.conftest import SECRET, token
-from tests.functions.stack import SERVICE_KEY
-from tests.kills import Kill
-from tests.models import EXECUTOR_MODEL
-from tests.realtime.helpers import Inbox, config
-from tests.realtime.test_db_broadcast import Received, options
-from tests.realtime.test_db_broadcast import join as join_channel
+from tests.local.realtime.test_db_broadcast import Received, options
+from tests.local.realtime.test_db_broadcast import join as join_channel
+from tests.support.cloud import Cloud
+from tests.support.factories import make_session
+from tests.support.in_memory_publisher import InMemoryPublisher
+from tests.support.kills import Kill
+from tests.support.llm_models import EXECUTOR_MODEL
+from tests.support.realtime_clients import Inbox, config
+from tests.support.scripting import Script
+from tests.support.stack import SERVICE_KEY
 
 EVENTS = "realtime.messages"
 END = "test_end"
@@ -71,13 +71,19 @@ def sent(kind: str, extra: str = "") -> str:
 
 EVENT_POINTS = [
     KillPoint("plan_created sent", EVENTS, sent("plan_created")),
-    KillPoint("executor's tool result sent", EVENTS,
-              sent("agent_message", " AND NEW.payload #>> '{data,message_type}' = 'tool_result'")),
-    KillPoint("an executor's usage sent", EVENTS,
-              sent("usage", f" AND NEW.payload #>> '{{data,model}}' = '{EXECUTOR_MODEL}'")),
+    KillPoint(
+        "executor's tool result sent",
+        EVENTS,
+        sent("agent_message", " AND NEW.payload #>> '{data,message_type}' = 'tool_result'"),
+    ),
+    KillPoint(
+        "an executor's usage sent",
+        EVENTS,
+        sent("usage", f" AND NEW.payload #>> '{{data,model}}' = '{EXECUTOR_MODEL}'"),
+    ),
     KillPoint("step_completed sent", EVENTS, sent("step_completed")),
     KillPoint("done sent", EVENTS, sent("done")),
-]  # fmt: skip
+]
 ALL_POINTS = [*POINTS, *EVENT_POINTS]
 
 
@@ -87,9 +93,11 @@ async def realtime(database_url: str) -> AsyncIterator[RealtimeServer]:
     hosted's 100 events a second (averaged over a minute): a turn sends about 40 from the
     database, a subscriber's delivery counts again, and this module plays 17 turns in a row."""
     settings = config(
-        database_url, jwt_secret=SECRET, api_keys={SERVICE_KEY: "service_role"},
+        database_url,
+        jwt_secret=SECRET,
+        api_keys={SERVICE_KEY: "service_role"},
         max_events_per_second=100_000,
-    )  # fmt: skip
+    )
     async with RealtimeServer(settings) as server:
         yield server
 
@@ -153,29 +161,38 @@ class Tables:
     @classmethod
     async def read(cls, db: Database, session_id: UUID) -> Tables:
         events = await rows(
-            db, "SELECT id::text, event, payload FROM realtime.messages "
-                "WHERE topic = %s AND extension = 'broadcast' AND event <> %s",
-            session_topic(session_id), END,
-        )  # fmt: skip
+            db,
+            "SELECT id::text, event, payload FROM realtime.messages "
+            "WHERE topic = %s AND extension = 'broadcast' AND event <> %s",
+            session_topic(session_id),
+            END,
+        )
         dialogue = await rows(
-            db, "SELECT id::text, seq, message_type FROM agent_chat_messages "
-                "WHERE session_id = %s", session_id,
-        )  # fmt: skip
-        messages = await rows(
-            db, "SELECT id::text, seq, role, tool_calls FROM chat_messages WHERE session_id = %s",
+            db,
+            "SELECT id::text, seq, message_type FROM agent_chat_messages WHERE session_id = %s",
             session_id,
-        )  # fmt: skip
+        )
+        messages = await rows(
+            db,
+            "SELECT id::text, seq, role, tool_calls FROM chat_messages WHERE session_id = %s",
+            session_id,
+        )
         plans = await rows(
             db, "SELECT id::text, status FROM agent_plans WHERE session_id = %s", session_id
         )
         steps = await rows(
-            db, "SELECT s.id::text, s.status FROM agent_plan_steps s "
-                "JOIN agent_plans p ON p.id = s.plan_id WHERE p.session_id = %s", session_id,
-        )  # fmt: skip
+            db,
+            "SELECT s.id::text, s.status FROM agent_plan_steps s "
+            "JOIN agent_plans p ON p.id = s.plan_id WHERE p.session_id = %s",
+            session_id,
+        )
         return cls(
-            events, {r["seq"]: r for r in dialogue}, {r["seq"]: r for r in messages},
-            {r["id"]: r for r in plans}, {r["id"]: r for r in steps},
-        )  # fmt: skip
+            events,
+            {r["seq"]: r for r in dialogue},
+            {r["seq"]: r for r in messages},
+            {r["id"]: r for r in plans},
+            {r["id"]: r for r in steps},
+        )
 
     @property
     def seqs(self) -> list[int]:
@@ -217,8 +234,9 @@ def assert_no_unannounced_row(tables: Tables, live: list[dict[str, Any]]) -> Non
     """
     seen = {int(m["payload"]["seq"]) for m in live}
     named = {m["payload"]["data"].get("message_id") for m in live}
-    unnamed = [m for m in tables.messages.values() if m["role"] == "assistant"
-               and m["id"] not in named]  # fmt: skip
+    unnamed = [
+        m for m in tables.messages.values() if m["role"] == "assistant" and m["id"] not in named
+    ]
     assert not unnamed, f"an assistant message no event names: {unnamed}"
     tools = {seq for seq, m in tables.messages.items() if m["role"] == "tool"}
     missing = sorted((set(tables.dialogue) | tools | set(tables.seqs)) - seen)
@@ -226,12 +244,18 @@ def assert_no_unannounced_row(tables: Tables, live: list[dict[str, Any]]) -> Non
         [tables.dialogue.get(n) or tables.messages.get(n) or n for n in missing]
     )
     for step_id, step in tables.steps.items():
-        ended = [m["payload"]["data"]["status"] for m in live if m["event"] == "step_completed"
-                 and m["payload"]["data"]["step_id"] == step_id]  # fmt: skip
+        ended = [
+            m["payload"]["data"]["status"]
+            for m in live
+            if m["event"] == "step_completed" and m["payload"]["data"]["step_id"] == step_id
+        ]
         assert ended[-1:] == [step["status"]], f"step {step} announced as {ended}"
     for plan_id, plan in tables.plans.items():
-        done = [m["payload"]["data"]["status"] for m in live
-                if m["event"] == "done" and m["payload"]["plan_id"] == plan_id]  # fmt: skip
+        done = [
+            m["payload"]["data"]["status"]
+            for m in live
+            if m["event"] == "done" and m["payload"]["plan_id"] == plan_id
+        ]
         assert done == [plan["status"]], f"plan {plan} announced as {done}"
 
 
@@ -274,15 +298,24 @@ async def assert_events_are_the_rows(
     for at, message in enumerate(received):
         if message["event"] == "done":
             plan, done_seq = message["payload"]["plan_id"], message["payload"]["seq"]
-            late = [m["payload"]["seq"] for m in tokens if m["payload"]["plan_id"] == plan
-                    and m["payload"]["seq"] > done_seq]  # fmt: skip
+            late = [
+                m["payload"]["seq"]
+                for m in tokens
+                if m["payload"]["plan_id"] == plan and m["payload"]["seq"] > done_seq
+            ]
             assert not late, f"token batches numbered after done: {late}"
-            after = [m for m in received[at + 1 :]
-                     if m["event"] == "token" and m["payload"]["plan_id"] == plan]  # fmt: skip
+            after = [
+                m
+                for m in received[at + 1 :]
+                if m["event"] == "token" and m["payload"]["plan_id"] == plan
+            ]
             assert not after, "a token batch arrived after the turn's done"
 
-    local = [json.loads(json.dumps(e.wire())) for e in events.events
-             if e.session_id == session_id and e.type != "token"]  # fmt: skip
+    local = [
+        json.loads(json.dumps(e.wire()))
+        for e in events.events
+        if e.session_id == session_id and e.type != "token"
+    ]
     assert_received_as_stored(tables, live, local)
     assert_no_unannounced_row(tables, live)
     assert_no_event_without_its_row(tables, live)
@@ -298,9 +331,15 @@ async def end_marker(db: Database, session_id: UUID) -> None:
 
 @pytest.mark.parametrize("point", ALL_POINTS, ids=[p.name for p in ALL_POINTS])
 async def test_a_subscriber_gets_exactly_the_stored_rows_events(
-    point: KillPoint, db: Database, cloud: Cloud, functions: Functions, script: Script,
-    fake: FakeModelServer, events: InMemoryPublisher, subscribe: Any,
-) -> None:  # fmt: skip
+    point: KillPoint,
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    script: Script,
+    fake: FakeModelServer,
+    events: InMemoryPublisher,
+    subscribe: Any,
+) -> None:
     user = await a_user_with_a_week(db)
     session = await make_session(db, user)
     subscriber: Subscriber = await subscribe(user, session.id)

@@ -22,21 +22,21 @@ from uuid import UUID
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
+from shared.kernel.settings import Settings
+from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services
-from shared.settings import Settings
-from tests.agents.builders import of_type, stored
-from tests.agents.holds import plan_row, scalar
-from tests.agents.plans import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_script
-from tests.agents.scripting import Script, requests_of
-from tests.aws.cloud import Cloud, Function, body_of, lambda_event
-from tests.events.in_memory import InMemoryPublisher
-from tests.factories import make_user
 from tests.functions.conftest import SECRET
 from tests.functions.test_handlers import load_event
-from tests.tools.builders import make_event, make_task
-from tests.user_facing import assert_names_no_setting
+from tests.support.cloud import Cloud, Function, body_of, lambda_event
+from tests.support.domain_rows import make_event, make_task
+from tests.support.factories import make_user
+from tests.support.holds import plan_row, scalar
+from tests.support.in_memory_publisher import InMemoryPublisher
+from tests.support.plan_calls import CALENDAR_STEP, TASKS_STEP, WRITE_STEP, week_script
+from tests.support.scripting import Script, requests_of
+from tests.support.stored_rows import of_type, stored
+from tests.support.user_facing import assert_names_no_setting
 
 Functions = dict[str, Function]
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,9 +65,13 @@ def done_events(events: InMemoryPublisher, plan_id: UUID) -> list[Any]:
 
 
 async def test_a_complex_plan_completes_through_queue_messages_and_no_function_waits(
-    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    script: Script,
+    fake: FakeModelServer,
     events: InMemoryPublisher,
-) -> None:  # fmt: skip
+) -> None:
     user = await a_user_with_a_week(db)
     week_script(script, fake, prove_overlap=False)
 
@@ -107,18 +111,37 @@ async def test_a_complex_plan_completes_through_queue_messages_and_no_function_w
     await cloud.deliver("planner", functions["agent_planner"])  # write step, then the answer
 
     assert [cloud.depth(q) for q in ("planner", "executor", "planner_dlq", "executor_dlq")] == [
-        0, 0, 0, 0]  # fmt: skip
+        0,
+        0,
+        0,
+        0,
+    ]
     after = await stored(db, plan_id)
     assert after.plan.status == "completed"
     assert [s.status for s in after.steps] == ["completed", "completed", "completed"]
     assert after.answer.content.startswith("Your week. Open tasks: Write report")
-    assert [e.step_id for e in after.executions if e.step_id] == [s.id for s in after.steps] or \
-        sorted(str(e.step_id) for e in after.executions if e.step_id) == sorted(
-            str(s.id) for s in after.steps)  # fmt: skip
+    assert [e.step_id for e in after.executions if e.step_id] == [
+        s.id for s in after.steps
+    ] or sorted(str(e.step_id) for e in after.executions if e.step_id) == sorted(
+        str(s.id) for s in after.steps
+    )
     assert after.types_of(1) == [
-        "delegation", "tool_call", "tool_result", "question", "answer", "completion"]  # fmt: skip
-    assert await scalar(db, "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
-                        user, "Weekly review") == 1  # fmt: skip
+        "delegation",
+        "tool_call",
+        "tool_result",
+        "question",
+        "answer",
+        "completion",
+    ]
+    assert (
+        await scalar(
+            db,
+            "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
+            user,
+            "Weekly review",
+        )
+        == 1
+    )
     assert len(done_events(events, plan_id)) == 1
     assert script.unscripted == []
     invocations = {name: f.invocations for name, f in functions.items()}
@@ -126,9 +149,13 @@ async def test_a_complex_plan_completes_through_queue_messages_and_no_function_w
 
 
 async def test_a_message_delivered_twice_does_its_work_once(
-    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    script: Script,
+    fake: FakeModelServer,
     events: InMemoryPublisher,
-) -> None:  # fmt: skip
+) -> None:
     user = await a_user_with_a_week(db)
     week_script(script, fake, prove_overlap=False)
     plan_id = UUID((await send(functions, user))["plan_id"])
@@ -142,8 +169,11 @@ async def test_a_message_delivered_twice_does_its_work_once(
 
     step = await cloud.deliver("executor", functions["agent_executor"])
     assert step is not None
-    marker = TASKS_STEP if step.body["step_id"] == str(
-        (await stored(db, plan_id)).steps[0].id) else CALENDAR_STEP  # fmt: skip
+    marker = (
+        TASKS_STEP
+        if step.body["step_id"] == str((await stored(db, plan_id)).steps[0].id)
+        else CALENDAR_STEP
+    )
     calls = len(requests_of(fake, "executor", marker))
     cloud.send("executor", step.body)
     both = [await cloud.deliver("executor", functions["agent_executor"]) for _ in range(2)]
@@ -160,8 +190,15 @@ async def test_a_message_delivered_twice_does_its_work_once(
     assert per_step == [1, 1, 1]
     assert len(requests_of(fake, "planner_step", WRITE_STEP)) == 2
     assert len(done_events(events, plan_id)) == 1  # the late resume did not announce it again
-    assert await scalar(db, "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
-                        user, "Weekly review") == 1  # fmt: skip
+    assert (
+        await scalar(
+            db,
+            "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
+            user,
+            "Weekly review",
+        )
+        == 1
+    )
 
 
 async def test_a_message_for_a_plan_that_is_gone_is_dropped(functions: Functions) -> None:
@@ -245,18 +282,25 @@ def request(user: UUID, method: str, path: str, body: dict[str, Any] | None = No
 
 
 async def test_a_decision_queues_the_plan_instead_of_running_it_in_the_request(
-    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    script: Script,
+    fake: FakeModelServer,
     events: InMemoryPublisher,
-) -> None:  # fmt: skip
+) -> None:
     user = await make_user(db)
     event = await make_event(db, user, datetime.now(UTC) + timedelta(days=1), title="Dentist")
-    script.planner(reply(tool_call("delete_calendar_event", event_id=str(event))),
-                   reply("Deleted the dentist."))  # fmt: skip
+    script.planner(
+        reply(tool_call("delete_calendar_event", event_id=str(event))),
+        reply("Deleted the dentist."),
+    )
     plan_id = UUID((await send(functions, user, message="cancel the dentist"))["plan_id"])
     await cloud.drain(functions)
     assert (await plan_row(db, plan_id))["status"] == "awaiting_approval"
-    listed = body_of(await functions["agent_planner"].invoke(
-        request(user, "GET", f"/plans/{plan_id}/approvals")))  # fmt: skip
+    listed = body_of(
+        await functions["agent_planner"].invoke(request(user, "GET", f"/plans/{plan_id}/approvals"))
+    )
     (pending,) = listed["approvals"]
 
     path = f"/plans/{plan_id}/approvals/{pending['id']}"
@@ -271,22 +315,28 @@ async def test_a_decision_queues_the_plan_instead_of_running_it_in_the_request(
     assert cloud.bodies("planner") == [{"type": "run_plan", "plan_id": str(plan_id)}]
     await cloud.drain(functions)
     assert (await plan_row(db, plan_id))["status"] == "completed"
-    assert await scalar(db, "SELECT deleted_at IS NOT NULL FROM calendar_events WHERE id = %s",
-                        event)  # fmt: skip
+    assert await scalar(
+        db, "SELECT deleted_at IS NOT NULL FROM calendar_events WHERE id = %s", event
+    )
     assert len(done_events(events, plan_id)) == 2  # the wait for approval, then the end
 
 
 async def test_a_cancel_while_the_plan_waits_for_its_queued_steps_ends_it(
-    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    script: Script,
+    fake: FakeModelServer,
     events: InMemoryPublisher,
-) -> None:  # fmt: skip
+) -> None:
     user = await a_user_with_a_week(db)
     week_script(script, fake, prove_overlap=False)
     plan_id = UUID((await send(functions, user))["plan_id"])
     await cloud.deliver("planner", functions["agent_planner"])  # parked, two steps queued
 
     cancelled = await functions["agent_planner"].invoke(
-        request(user, "POST", f"/plans/{plan_id}/cancel"))  # fmt: skip
+        request(user, "POST", f"/plans/{plan_id}/cancel")
+    )
     assert cancelled["statusCode"] == 202
     await cloud.drain(functions)
 
@@ -302,8 +352,9 @@ async def test_a_queue_that_cannot_be_reached_is_a_502_and_the_message_is_kept(
     db: Database, cloud: Cloud, settings: dict[str, Any], tokenizer: DeepSeekTokenizer
 ) -> None:
     missing = cloud.urls["planner"] + "-gone"
-    chat = Function("chat", Services(Settings(**{**settings, "planner_queue_url": missing}),
-                                     tokens=tokenizer))  # fmt: skip
+    chat = Function(
+        "chat", Services(Settings(**{**settings, "planner_queue_url": missing}), tokens=tokenizer)
+    )
     try:
         user = await make_user(db)
         response = await chat.invoke(load_event("chat_send_message.json", user))
@@ -311,8 +362,12 @@ async def test_a_queue_that_cannot_be_reached_is_a_502_and_the_message_is_kept(
         chat.close()
     assert response["statusCode"] == 502
     assert "planner queue could not be reached (QueueDoesNotExist)" in body_of(response)["detail"]
-    assert await scalar(db, "SELECT count(*) FROM agent_plans WHERE user_id = %s "
-                        "AND status = 'pending'", user) == 1  # fmt: skip
+    assert (
+        await scalar(
+            db, "SELECT count(*) FROM agent_plans WHERE user_id = %s AND status = 'pending'", user
+        )
+        == 1
+    )
 
 
 CHAT_PROCESS = """
@@ -325,8 +380,11 @@ print(json.dumps({"response": response, "request_imported": sorted(set(sys.modul
 """
 
 
-ECHO_SERVER = {"name": "echo", "command": sys.executable,
-               "args": [str(ROOT / "tests" / "tools" / "mcp_echo_server.py")]}  # fmt: skip
+ECHO_SERVER = {
+    "name": "echo",
+    "command": sys.executable,
+    "args": [str(ROOT / "tests" / "support" / "mcp_echo_server.py")],
+}
 """A stdio MCP server: were it connected, the chat's process would start it and import the SDK."""
 
 
@@ -339,15 +397,25 @@ async def test_the_chat_functions_first_202_imports_neither_boto3_nor_botocore_n
     with MCP servers configured too: the chat offers no tool, so it loads nothing of MCP's."""
     user = await make_user(db)
     env = {
-        **os.environ, "DATABASE_URL": database_url, "SUPABASE_JWT_SECRET": SECRET,
-        "INVOKER_TRANSPORT": "sqs", "PLANNER_QUEUE_URL": cloud.urls["planner"],
-        "EXECUTOR_QUEUE_URL": cloud.urls["executor"], "MCP_SERVERS": json.dumps(mcp_servers),
-    }  # fmt: skip
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "SUPABASE_JWT_SECRET": SECRET,
+        "INVOKER_TRANSPORT": "sqs",
+        "PLANNER_QUEUE_URL": cloud.urls["planner"],
+        "EXECUTOR_QUEUE_URL": cloud.urls["executor"],
+        "MCP_SERVERS": json.dumps(mcp_servers),
+    }
     event = json.dumps(load_event("chat_send_message.json", user))
     done = await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-c", CHAT_PROCESS, event], cwd=ROOT, env=env,
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        subprocess.run,
+        [sys.executable, "-c", CHAT_PROCESS, event],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.splitlines()[-1])
 

@@ -17,11 +17,11 @@ import pytest
 
 from shared.aws.secrets import read_secret, secret_settings
 from shared.db import Database
-from shared.errors import ConfigurationError
-from shared.settings import load_settings
-from tests.factories import make_user
+from shared.kernel.errors import ConfigurationError
+from shared.services import load_settings
 from tests.functions.conftest import SECRET
 from tests.functions.test_handlers import load_event
+from tests.support.factories import make_user
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,11 +48,16 @@ def test_settings_come_from_the_secret_the_environment_names(
     secrets: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     servers = [{"name": "files", "command": "npx", "args": ["-y", "fs"]}]
-    name = stage_secret(secrets, {
-        "DATABASE_URL": "postgresql://parley:pw@db.example.com:6543/postgres",
-        "SUPABASE_SERVICE_ROLE_KEY": "service-role-key", "DEEPSEEK_API_KEY": "sk-deepseek",
-        "MCP_SERVERS": servers, "DB_POOL_MAX_SIZE": 1,
-    })  # fmt: skip
+    name = stage_secret(
+        secrets,
+        {
+            "DATABASE_URL": "postgresql://parley:pw@db.example.com:6543/postgres",
+            "SUPABASE_SERVICE_ROLE_KEY": "service-role-key",
+            "DEEPSEEK_API_KEY": "sk-deepseek",
+            "MCP_SERVERS": servers,
+            "DB_POOL_MAX_SIZE": 1,
+        },
+    )
     monkeypatch.setenv("SETTINGS_SECRET_ID", name)
 
     settings = load_settings()
@@ -132,15 +137,20 @@ async def test_a_deployed_function_runs_on_the_secret_alone(
     sessions, read from the database as the user), and boto3 was never loaded."""
     user = await make_user(db)
     name = stage_secret(secrets, {"DATABASE_URL": database_url, "SUPABASE_JWT_SECRET": SECRET})
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "SUPABASE_JWT_SECRET")}  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SUPABASE_JWT_SECRET")}
     env["SETTINGS_SECRET_ID"] = name
     event = json.dumps(load_event("chat_list_sessions.json", user))
 
     done = await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-c", CHAT_PROCESS, event], cwd=ROOT, env=env,
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        subprocess.run,
+        [sys.executable, "-c", CHAT_PROCESS, event],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.splitlines()[-1])

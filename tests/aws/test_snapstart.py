@@ -24,26 +24,28 @@ import pytest
 from snapshot_restore_py import get_after_restore, get_before_snapshot
 
 from local.deepseek import FakeModelServer, reply
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
+from shared.kernel.settings import Settings
+from shared.llm.tokens import DeepSeekTokenizer
+from shared.runtime.snapstart import CONNECTED
 from shared.services import Services
-from shared.settings import Settings
-from shared.snapstart import CONNECTED
-from tests.agents.scripting import Script
-from tests.aws.cloud import Cloud, Function, body_of
-from tests.aws.proxy import Proxy
-from tests.events.in_memory import InMemoryPublisher
-from tests.factories import make_user
 from tests.functions.test_handlers import load_event
-from tests.turn_kinds import with_application_name
+from tests.support.cloud import Cloud, Function, body_of
+from tests.support.factories import make_user
+from tests.support.in_memory_publisher import InMemoryPublisher
+from tests.support.proxy import Proxy
+from tests.support.scripting import Script
+from tests.support.turn_kinds import with_application_name
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/net/tcp").exists(), reason="needs /proc")
 
 
 def run_hooks(
-    registry: list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]], handler: object,
-    *, reverse: bool,
-) -> int:  # fmt: skip
+    registry: list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]],
+    handler: object,
+    *,
+    reverse: bool,
+) -> int:
     """Run `handler`'s hooks of the runtime's registry, in the runtime's order (before the
     snapshot: last registered first; after the restore: as registered); how many ran."""
     hooks = [(f, a, k) for f, a, k in registry if a and a[0] is handler]
@@ -101,9 +103,13 @@ def proxy(aws: str) -> Iterator[Proxy]:
 
 @pytest.fixture
 def warm(
-    settings: dict[str, Any], cloud: Cloud, proxy: Proxy, tokenizer: DeepSeekTokenizer,
-    events: InMemoryPublisher, monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[dict[str, Function]]:  # fmt: skip
+    settings: dict[str, Any],
+    cloud: Cloud,
+    proxy: Proxy,
+    tokenizer: DeepSeekTokenizer,
+    events: InMemoryPublisher,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[dict[str, Function]]:
     """The chat and the planner, each on a database URL of its own name (`snapstart-<name>`),
     sending to the queue at its URL on the keep-alive front (not at `AWS_ENDPOINT_URL_SQS`,
     which the test's own boto3 client keeps using)."""
@@ -132,9 +138,13 @@ async def send(chat: Function, user: Any) -> dict[str, Any]:
 
 
 async def test_nothing_connected_survives_a_snapshot_and_a_restored_copy_reconnects(
-    db: Database, cloud: Cloud, warm: dict[str, Function], proxy: Proxy, script: Script,
+    db: Database,
+    cloud: Cloud,
+    warm: dict[str, Function],
+    proxy: Proxy,
+    script: Script,
     fake: FakeModelServer,
-) -> None:  # fmt: skip
+) -> None:
     user = await make_user(db)
     script.planner(reply("Hello."), reply("Hello again."))
     chat, planner = warm["chat"], warm["agent_planner"]

@@ -27,9 +27,10 @@ from uuid import uuid4
 import pytest
 
 from shared.aws.sigv4 import Credentials, sign
-from shared.errors import UpstreamUnavailable
+from shared.dispatch.sqs_invoker import SqsInvoker
+from shared.kernel.errors import UpstreamUnavailable
+from shared.kernel.settings import Settings
 from shared.queues.senders import BotoSender, QueueSendFailed, attributes_md5
-from shared.queues.sqs import SqsInvoker
 from shared.queues.sqs_http import (
     ATTEMPTS,
     BACKOFF_SECONDS,
@@ -39,16 +40,19 @@ from shared.queues.sqs_http import (
     SqsHttpSender,
 )
 from shared.services import Services
-from shared.settings import Settings
-from tests.aws.cloud import Cloud
-from tests.aws.proxy import Proxy
+from tests.support.cloud import Cloud
+from tests.support.proxy import Proxy
 
 FROZEN = datetime(2026, 11, 25, 9, 0, 7, tzinfo=UTC)
 SECRET_KEY = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 TOKEN = "IQoJb3JpZ2luX2VjEPa//////////wEaDGV1LWNlbnRyYWwtMSJHMEUCIQ+token/EXAMPLE=="
 SIGNATURE_HEADERS = ("X-Amz-Date", "X-Amz-Security-Token", "Authorization")
-BODY = json.dumps({"QueueUrl": "https://sqs.eu-central-1.amazonaws.com/123456789012/parley-planner",
-                   "MessageBody": '{"type": "run_plan"}'}).encode()  # fmt: skip
+BODY = json.dumps(
+    {
+        "QueueUrl": "https://sqs.eu-central-1.amazonaws.com/123456789012/parley-planner",
+        "MessageBody": '{"type": "run_plan"}',
+    }
+).encode()
 JSON_HEADERS = {"Content-Type": CONTENT_TYPE, "X-Amz-Target": TARGET}
 
 
@@ -57,9 +61,14 @@ def credentials(token: str | None = TOKEN) -> Credentials:
 
 
 def botocore_signature(
-    monkeypatch: pytest.MonkeyPatch, credentials: Credentials, *, method: str, url: str,
-    headers: Mapping[str, str], body: bytes,
-) -> dict[str, str]:  # fmt: skip
+    monkeypatch: pytest.MonkeyPatch,
+    credentials: Credentials,
+    *,
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    body: bytes,
+) -> dict[str, str]:
     """What botocore's `SigV4Auth` adds to this request at `FROZEN`."""
     from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
@@ -67,8 +76,9 @@ def botocore_signature(
 
     monkeypatch.setattr("botocore.auth.get_current_datetime", lambda: FROZEN.replace(tzinfo=None))
     request = AWSRequest(method=method, url=url, headers=dict(headers), data=body)
-    keys = BotoCredentials(credentials.access_key, credentials.secret_key,
-                           credentials.session_token)  # fmt: skip
+    keys = BotoCredentials(
+        credentials.access_key, credentials.secret_key, credentials.session_token
+    )
     SigV4Auth(keys, "sqs", credentials.region).add_auth(request)
     return {name: request.headers[name] for name in SIGNATURE_HEADERS if name in request.headers}
 
@@ -88,21 +98,28 @@ def botocore_signature(
     ids=["aws", "other port, unsigned and untrimmed headers", "default port, given host"],
 )
 def test_the_signature_is_botocores_byte_for_byte(
-    monkeypatch: pytest.MonkeyPatch, token: str | None, url: str, headers: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    token: str | None,
+    url: str,
+    headers: dict[str, str],
     body: bytes,
-) -> None:  # fmt: skip
+) -> None:
     keys = credentials(token)
-    ours = sign(keys, service="sqs", method="POST", url=url, headers=headers, body=body,
-                now=FROZEN)  # fmt: skip
-    assert ours == botocore_signature(monkeypatch, keys, method="POST", url=url,
-                                      headers=headers, body=body)  # fmt: skip
+    ours = sign(keys, service="sqs", method="POST", url=url, headers=headers, body=body, now=FROZEN)
+    assert ours == botocore_signature(
+        monkeypatch, keys, method="POST", url=url, headers=headers, body=body
+    )
     assert ("X-Amz-Security-Token" in ours) is (token is not None)
 
 
 def test_credentials_come_from_what_lambda_sets_in_the_environment() -> None:
-    lambdas = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
-               "AWS_SESSION_TOKEN": TOKEN, "AWS_REGION": "eu-central-1",
-               "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+    lambdas = {
+        "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_SESSION_TOKEN": TOKEN,
+        "AWS_REGION": "eu-central-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
     assert Credentials.from_environment(lambdas) == credentials()
     assert "AKIDEXAMPLE" in repr(credentials())
     assert_no_credentials(repr(credentials()))
@@ -147,20 +164,29 @@ def test_the_request_on_the_wire_carries_botocores_signature_for_it(
     signed = authorization.split("SignedHeaders=")[1].split(",")[0].split(";")
     assert signed == ["content-type", "host", "x-amz-date", "x-amz-security-token", "x-amz-target"]
     assert request.headers["Host"] == urlsplit(proxy.url).netloc
-    given = {name: value for name, value in request.headers.items()
-             if name.lower() in ("content-type", "x-amz-target")}  # fmt: skip
+    given = {
+        name: value
+        for name, value in request.headers.items()
+        if name.lower() in ("content-type", "x-amz-target")
+    }
     expected = botocore_signature(
-        monkeypatch, credentials(), method="POST", url=f"{proxy.url}/", headers=given,
+        monkeypatch,
+        credentials(),
+        method="POST",
+        url=f"{proxy.url}/",
+        headers=given,
         body=request.body,
-    )  # fmt: skip
+    )
     assert {name: request.headers[name] for name in SIGNATURE_HEADERS} == expected
 
 
 def test_a_message_it_sends_is_received_with_the_same_body_and_id(
     cloud: Cloud, sender: SqsHttpSender
 ) -> None:
-    body = json.dumps({"type": "run_plan", "plan_id": str(uuid4()),
-                       "note": 'é ✓ \u2028 "quoted" </tag> \\'}, ensure_ascii=False)  # fmt: skip
+    body = json.dumps(
+        {"type": "run_plan", "plan_id": str(uuid4()), "note": 'é ✓ \u2028 "quoted" </tag> \\'},
+        ensure_ascii=False,
+    )
 
     message_id = sender.send_message(cloud.urls["planner"], body)
 
@@ -222,8 +248,9 @@ def no_credentials_in_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(name)
     keys = tmp_path / "credentials"
-    keys.write_text(f"[default]\naws_access_key_id = AKIDEXAMPLE\n"
-                    f"aws_secret_access_key = {SECRET_KEY}\n")  # fmt: skip
+    keys.write_text(
+        f"[default]\naws_access_key_id = AKIDEXAMPLE\naws_secret_access_key = {SECRET_KEY}\n"
+    )
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(keys))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
@@ -299,9 +326,13 @@ def retrying(waits: list[float]) -> Iterator[SqsHttpSender]:
     ids=["5xx", "throttled"],
 )
 def test_a_failed_or_throttled_send_is_tried_again_after_a_short_wait(
-    aws: str, cloud: Cloud, retrying: SqsHttpSender, waits: list[float], status: int,
+    aws: str,
+    cloud: Cloud,
+    retrying: SqsHttpSender,
+    waits: list[float],
+    status: int,
     answer: dict[str, str],
-) -> None:  # fmt: skip
+) -> None:
     with Proxy(aws) as proxy:
         proxy.refuse(status, answer)
         retrying.send_message(via(proxy, cloud.urls["planner"]), "once")
@@ -417,8 +448,11 @@ def test_message_attributes_travel_with_the_message(
 
 def test_attributes_sqs_stored_otherwise_are_refused(aws: str, cloud: Cloud) -> None:
     body = "{}"
-    answer = {"MessageId": "m-1", "MD5OfMessageBody": hashlib.md5(body.encode()).hexdigest(),
-              "MD5OfMessageAttributes": "0" * 32}  # fmt: skip
+    answer = {
+        "MessageId": "m-1",
+        "MD5OfMessageBody": hashlib.md5(body.encode()).hexdigest(),
+        "MD5OfMessageAttributes": "0" * 32,
+    }
     sending = SqsHttpSender(credentials(), clock=lambda: FROZEN, sleep=lambda _: None)
     with Proxy(aws) as proxy, pytest.raises(QueueSendFailed) as refused:
         proxy.refuse(200, answer)

@@ -15,15 +15,15 @@ from uuid import UUID, uuid4
 
 from local.deepseek import FakeModelServer, reply
 from shared.db import Database
-from shared.queues.dead_letters import PLAN_DEAD, STEP_DEAD
-from tests.agents.builders import of_type, stored
-from tests.agents.holds import plan_row, scalar, set_plan_lease
-from tests.agents.plans import CALENDAR_STEP, WRITE_STEP, week_script
-from tests.agents.scripting import Script, requests_of
-from tests.aws.cloud import MAX_RECEIVES, Cloud, Delivery, Function, lambda_event
+from shared.usecases.dead_letters import PLAN_DEAD, STEP_DEAD
 from tests.aws.test_queues import a_user_with_a_week, done_events, send
-from tests.events.in_memory import InMemoryPublisher
-from tests.kills import Kill
+from tests.support.cloud import MAX_RECEIVES, Cloud, Delivery, Function, lambda_event
+from tests.support.holds import plan_row, scalar, set_plan_lease
+from tests.support.in_memory_publisher import InMemoryPublisher
+from tests.support.kills import Kill
+from tests.support.plan_calls import CALENDAR_STEP, WRITE_STEP, week_script
+from tests.support.scripting import Script, requests_of
+from tests.support.stored_rows import of_type, stored
 
 Functions = dict[str, Function]
 
@@ -43,9 +43,13 @@ async def expire_plan_lease(db: Database, plan_id: UUID) -> None:
 
 
 async def test_a_poison_plan_message_is_dead_lettered_and_its_plan_fails_cleanly(
-    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    script: Script,
+    fake: FakeModelServer,
     events: InMemoryPublisher,
-) -> None:  # fmt: skip
+) -> None:
     user = await a_user_with_a_week(db)
     week_script(script, fake, prove_overlap=False)
     starts = "NEW.status = 'executing' AND OLD.status = 'pending'"
@@ -81,8 +85,10 @@ async def test_dead_letters_about_no_plan_or_step_are_not_reported_as_failed(
     """Dead letters outlive their rows (a user deleted with their plans): they are kept for an
     operator, but nothing is failed, reported or resumed for them."""
     cloud.send("planner_dlq", {"type": "run_plan", "plan_id": str(uuid4())})
-    cloud.send("executor_dlq", {"type": "run_step", "plan_id": str(uuid4()),
-                                "step_id": str(uuid4()), "attempt": 1})  # fmt: skip
+    cloud.send(
+        "executor_dlq",
+        {"type": "run_step", "plan_id": str(uuid4()), "step_id": str(uuid4()), "attempt": 1},
+    )
     report = await sweep(functions)
     assert (report["dead_plans"], report["dead_steps"]) == ([], [])
     assert cloud.depth("planner") == 0  # no "resume plan" for a plan that does not exist
@@ -90,9 +96,13 @@ async def test_dead_letters_about_no_plan_or_step_are_not_reported_as_failed(
 
 
 async def test_a_poison_step_message_fails_its_step_and_the_plan_goes_on_without_it(
-    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    script: Script,
+    fake: FakeModelServer,
     events: InMemoryPublisher,
-) -> None:  # fmt: skip
+) -> None:
     user = await a_user_with_a_week(db)
     week_script(script, fake, prove_overlap=False)
     opens = "NEW.status = 'running' AND NEW.step_number = 2"
@@ -118,14 +128,25 @@ async def test_a_poison_step_message_fails_its_step_and_the_plan_goes_on_without
     ]
     assert requests_of(fake, "executor", CALENDAR_STEP) == []
     assert len(done_events(events, plan_id)) == 1
-    assert await scalar(db, "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
-                        user, "Weekly review") == 0  # fmt: skip
+    assert (
+        await scalar(
+            db,
+            "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
+            user,
+            "Weekly review",
+        )
+        == 0
+    )
 
 
 async def test_the_sweeper_completes_a_plan_whose_runner_was_killed_exactly_once(
-    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    script: Script,
+    fake: FakeModelServer,
     events: InMemoryPublisher,
-) -> None:  # fmt: skip
+) -> None:
     user = await a_user_with_a_week(db)
     week_script(script, fake, prove_overlap=False)
     plan_id = UUID((await send(functions, user))["plan_id"])
@@ -143,7 +164,9 @@ async def test_the_sweeper_completes_a_plan_whose_runner_was_killed_exactly_once
     assert [cloud.depth(q) for q in ("planner", "executor")] == [0, 0]
     stuck = await stored(db, plan_id)
     assert (stuck.plan.status, [s.status for s in stuck.steps]) == (
-        "executing", ["completed", "completed", "running"])  # fmt: skip
+        "executing",
+        ["completed", "completed", "running"],
+    )
     writes = len(requests_of(fake, "planner_step", WRITE_STEP))
 
     assert (await sweep(functions))["plans_redriven"] == []  # its lease is still live
@@ -155,18 +178,32 @@ async def test_the_sweeper_completes_a_plan_whose_runner_was_killed_exactly_once
 
     after = await stored(db, plan_id)
     assert after.plan.status == "completed"
-    assert await scalar(db, "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
-                        user, "Weekly review") == 1  # fmt: skip
+    assert (
+        await scalar(
+            db,
+            "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
+            user,
+            "Weekly review",
+        )
+        == 1
+    )
     assert len(requests_of(fake, "planner_step", WRITE_STEP)) == writes + 1  # only `complete`
     assert [len([e for e in after.executions if e.step_id == s.id]) for s in after.steps] == [
-        1, 1, 1]  # fmt: skip
+        1,
+        1,
+        1,
+    ]
     assert len(done_events(events, plan_id)) == 1
 
 
 async def test_the_sweeper_requeues_an_executor_step_whose_runner_died_once_per_lease(
-    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    script: Script,
+    fake: FakeModelServer,
     events: InMemoryPublisher,
-) -> None:  # fmt: skip
+) -> None:
     """An executor invocation killed mid-step: its message is in flight (hidden for the queue's
     visibility timeout, 900 s) and its step lease is left live. Once the lease has expired the
     sweeper queues the step again — once — and the plan completes with one execution per step."""
@@ -204,9 +241,19 @@ async def test_the_sweeper_requeues_an_executor_step_whose_runner_died_once_per_
     assert after.plan.status == "completed"
     assert [s.status for s in after.steps] == ["completed", "completed", "completed"]
     assert [len([e for e in after.executions if e.step_id == s.id]) for s in after.steps] == [
-        1, 1, 1]  # fmt: skip
-    assert await scalar(db, "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
-                        user, "Weekly review") == 1  # fmt: skip
+        1,
+        1,
+        1,
+    ]
+    assert (
+        await scalar(
+            db,
+            "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
+            user,
+            "Weekly review",
+        )
+        == 1
+    )
     assert len(done_events(events, plan_id)) == 1
 
 

@@ -22,17 +22,17 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from local.deepseek import FakeModelServer
-from shared import tracing
 from shared.db import Database
-from shared.settings import Settings
-from tests.agents.builders import stored
-from tests.agents.plans import week_script
-from tests.agents.scripting import Script
-from tests.aws.cloud import Cloud, Function, body_of
+from shared.kernel.settings import Settings
+from shared.observability import tracing
 from tests.aws.test_queues import a_user_with_a_week
-from tests.functions.stack import SERVICE_KEY
 from tests.functions.test_handlers import load_event
-from tests.models import EXECUTOR_MODEL, PLANNER_MODEL
+from tests.support.cloud import Cloud, Function, body_of
+from tests.support.llm_models import EXECUTOR_MODEL, PLANNER_MODEL
+from tests.support.plan_calls import week_script
+from tests.support.scripting import Script
+from tests.support.stack import SERVICE_KEY
+from tests.support.stored_rows import stored
 
 Functions = dict[str, Function]
 MESSAGE = "Plan my week around the dentist on Thursday (ref ZX-4471)"
@@ -115,9 +115,13 @@ def attribute(span: ReadableSpan, key: str) -> Any:
 
 
 async def test_a_turn_through_the_queues_is_one_trace_with_genai_model_calls(
-    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    script: Script,
+    fake: FakeModelServer,
     spans: InMemorySpanExporter,
-) -> None:  # fmt: skip
+) -> None:
     plan_id, _, _ = await run_turn(db, cloud, functions, script, fake)
     found = list(spans.get_finished_spans())  # each invocation exported its spans as it ended
 
@@ -180,7 +184,9 @@ async def test_a_turn_through_the_queues_is_one_trace_with_genai_model_calls(
         assert attribute(call, "gen_ai.conversation.id") == str(after.plan.session_id)
         assert attribute(call, "gen_ai.input.messages") is None
     assert {attribute(call, "gen_ai.request.model") for call in calls} == {
-        PLANNER_MODEL, EXECUTOR_MODEL}  # fmt: skip
+        PLANNER_MODEL,
+        EXECUTOR_MODEL,
+    }
     assert {attribute(call, "gen_ai.agent.name") for call in calls} == {"planner", "executor"}
     tools = {attribute(s, "gen_ai.tool.name") for s in found if s.name.startswith("execute_tool")}
     assert tools == {"list_tasks", "get_calendar_events", "create_task"}
@@ -191,17 +197,24 @@ async def test_a_turn_through_the_queues_is_one_trace_with_genai_model_calls(
 
 
 async def test_the_turns_json_log_lines_carry_its_ids_and_no_text_or_secret(
-    db: Database, cloud: Cloud, functions: Functions, script: Script, fake: FakeModelServer,
-    spans: InMemorySpanExporter, lambda_logs: LambdaLogSink,
-) -> None:  # fmt: skip
+    db: Database,
+    cloud: Cloud,
+    functions: Functions,
+    script: Script,
+    fake: FakeModelServer,
+    spans: InMemorySpanExporter,
+    lambda_logs: LambdaLogSink,
+) -> None:
     plan_id, accepted, user_token = await run_turn(db, cloud, functions, script, fake)
     after = await stored(db, plan_id)
 
     lines = [json.loads(line) for line in lambda_logs.lines]
     ours = [line for line in lines if not line["logger"].startswith(INFRASTRUCTURE)]
     invocations = {name: set(f.request_ids) for name, f in functions.items()}
-    by_function = {name: [line for line in ours if line["requestId"] in ids]
-                   for name, ids in invocations.items()}  # fmt: skip
+    by_function = {
+        name: [line for line in ours if line["requestId"] in ids]
+        for name, ids in invocations.items()
+    }
     assert all(by_function.values()), {k: len(v) for k, v in by_function.items()}
     assert sum(map(len, by_function.values())) == len(ours)  # each line is an invocation's
     for line in ours:
@@ -218,6 +231,14 @@ async def test_the_turns_json_log_lines_carry_its_ids_and_no_text_or_secret(
     }
 
     written = "\n".join(lambda_logs.lines)  # every line, the servers' too
-    secrets = [MESSAGE, "dentist", after.answer.content, "Should done tasks count?", SERVICE_KEY,
-               user_token, user_token.split(".")[2], "Bearer "]  # fmt: skip
+    secrets = [
+        MESSAGE,
+        "dentist",
+        after.answer.content,
+        "Should done tasks count?",
+        SERVICE_KEY,
+        user_token,
+        user_token.split(".")[2],
+        "Bearer ",
+    ]
     assert [secret for secret in secrets if secret in written] == []

@@ -9,7 +9,7 @@ import pytest
 from local.seed import seed_demo
 from local.stack import RunningStack, running_stack
 from shared.db import Database
-from shared.settings import load_settings
+from shared.services import load_settings
 
 
 @pytest.fixture(scope="module")

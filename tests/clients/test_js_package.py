@@ -17,10 +17,11 @@ import pytest
 from local.auth.keys import mint_token
 from local.seed import DEMO_EMAIL, DEMO_PASSWORD, DEMO_USER_ID
 from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack
-from shared.dashboards import OPERATOR, OPERATOR_CLAIM
 from shared.db import Database
-from tests.clients.node import PACKAGE, ROOT, consumer_copy, package_copy
-from tests.factories import make_user
+from shared.usecases.daily_dashboards import OPERATOR, OPERATOR_CLAIM
+from tests.support import ROOT
+from tests.support.client_node import PACKAGE, consumer_copy, package_copy
+from tests.support.factories import make_user
 
 UNIT = sorted(path.name for path in (PACKAGE / "test").glob("*.test.js"))
 STACK = sorted(path.name for path in (PACKAGE / "test" / "stack").glob("*.test.js"))
@@ -48,9 +49,12 @@ def package() -> Path:
 async def node(package: Path, *args: str, env: dict[str, str] | None = None) -> str:
     """Run node (or a tool of the package) in the package's copy; fail with its output."""
     process = await asyncio.create_subprocess_exec(
-        *args, cwd=package, env={**os.environ, **(env or {})},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        *args,
+        cwd=package,
+        env={**os.environ, **(env or {})},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     output, _ = await asyncio.wait_for(process.communicate(), TIMEOUT)
     text = output.decode()
     assert process.returncode == 0, f"{' '.join(args)} exited {process.returncode}:\n{text}"
@@ -88,17 +92,28 @@ async def stack_settings(stack: RunningStack, db: Database) -> dict[str, object]
     users = {
         "demo": {"id": str(DEMO_USER_ID), "token": mint_token(stack.jwt_secret, sub=DEMO_USER_ID)},
         "other": {"id": str(other), "token": mint_token(stack.jwt_secret, sub=other)},
-        "operator": {"id": str(DEMO_USER_ID), "token": mint_token(
-            stack.jwt_secret, sub=DEMO_USER_ID, extra={"app_metadata": {OPERATOR_CLAIM: OPERATOR}}
-        )},
-    }  # fmt: skip
+        "operator": {
+            "id": str(DEMO_USER_ID),
+            "token": mint_token(
+                stack.jwt_secret,
+                sub=DEMO_USER_ID,
+                extra={"app_metadata": {OPERATOR_CLAIM: OPERATOR}},
+            ),
+        },
+    }
     settings = {
-        "chat": f"{stack.url}/chat", "planner": f"{stack.url}/agent_planner",
-        "executor": f"{stack.url}/agent_executor", "supabaseUrl": stack.supabase_url,
-        "anonKey": stack.anon_key, "users": users, "demoMessage": CONSOLE_DEMO_MESSAGE,
-        "demoEmail": DEMO_EMAIL, "demoPassword": DEMO_PASSWORD, "jwtSecret": stack.jwt_secret,
+        "chat": f"{stack.url}/chat",
+        "planner": f"{stack.url}/agent_planner",
+        "executor": f"{stack.url}/agent_executor",
+        "supabaseUrl": stack.supabase_url,
+        "anonKey": stack.anon_key,
+        "users": users,
+        "demoMessage": CONSOLE_DEMO_MESSAGE,
+        "demoEmail": DEMO_EMAIL,
+        "demoPassword": DEMO_PASSWORD,
+        "jwtSecret": stack.jwt_secret,
         "maxChannels": 4,
-    }  # fmt: skip
+    }
     return settings
 
 
@@ -108,8 +123,15 @@ async def test_against_the_local_stack(
 ) -> None:
     """The package against the stack, as the demo user, another user, and new users."""
     settings = await stack_settings(stack, db)
-    await node(package, "node", "--test", f"--test-timeout={NODE_TEST_TIMEOUT}", FORCE_EXIT,
-               f"test/stack/{name}", env={"PARLEY_STACK": json.dumps(settings)})  # fmt: skip
+    await node(
+        package,
+        "node",
+        "--test",
+        f"--test-timeout={NODE_TEST_TIMEOUT}",
+        FORCE_EXIT,
+        f"test/stack/{name}",
+        env={"PARLEY_STACK": json.dumps(settings)},
+    )
 
 
 async def test_the_packed_package_installs_type_checks_and_runs_the_hook(
@@ -170,10 +192,13 @@ def test_the_typescript_example_in_the_docs_is_the_one_type_checked(doc: str) ->
     """The package README's send-watch-approve example (a TypeScript block starting with its
     imports; npm shows the README as it is) is the one the tests type-check, line by line. The
     docs site includes the file itself (docs/tutorial/frontend.md)."""
-    example = [line.strip() for line in (PACKAGE / "examples/send_watch_approve.ts").read_text()
-               .splitlines()]  # fmt: skip
-    found = re.findall(r"```ts\n(?://[^\n]*\n)*(import .*?)```",
-                       (ROOT / doc).read_text(), re.DOTALL)  # fmt: skip
+    example = [
+        line.strip()
+        for line in (PACKAGE / "examples/send_watch_approve.ts").read_text().splitlines()
+    ]
+    found = re.findall(
+        r"```ts\n(?://[^\n]*\n)*(import .*?)```", (ROOT / doc).read_text(), re.DOTALL
+    )
     blocks = [block for block in found if "watchSession" in block]
     assert blocks, f"{doc} shows no TypeScript example"
     for block in blocks:

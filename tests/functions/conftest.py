@@ -14,14 +14,13 @@ from fastapi import FastAPI
 from local.auth.keys import mint_token
 from local.deepseek import FakeModelServer
 from local.serving import BackgroundServer
-from shared.agents import DeepSeekTokenizer
-from shared.services import Services, get_services
-from shared.settings import load_settings
-from tests.agents.scripting import Script
-from tests.models import SERVED
+from shared.llm.tokens import DeepSeekTokenizer
+from shared.services import Services, get_services, load_settings
+from tests.support.llm_models import SERVED
+from tests.support.scripting import Script
 
 if TYPE_CHECKING:
-    from tests.functions.stack import Stack
+    from tests.support.stack import Stack
 
 SECRET = "functions-test-secret-at-least-32-characters"
 
@@ -66,7 +65,7 @@ def stack(
 ) -> Iterator[Stack]:
     """The three functions behind one gateway, on the module's database and the fake model (a
     module that needs other settings defines its own)."""
-    from tests.functions.stack import Stack  # it reads SECRET from here
+    from tests.support.stack import Stack  # it reads SECRET from here
 
     running = Stack(
         database_url=database_url, fake=fake, models_file=models_file, tokenizer=tokenizer

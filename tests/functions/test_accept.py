@@ -13,14 +13,14 @@ import httpx
 import pytest
 
 from local.deepseek import FakeModelServer, reply
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
 from shared.events import Event
-from tests.agents.holds import Hold, plan_row
-from tests.agents.scripting import Script
-from tests.factories import make_user
-from tests.functions.stack import Stack
+from shared.llm.tokens import DeepSeekTokenizer
 from tests.functions.test_chat_sessions import problem
+from tests.support.factories import make_user
+from tests.support.holds import Hold, plan_row
+from tests.support.scripting import Script
+from tests.support.stack import Stack
 
 Auth = Callable[[UUID], dict[str, str]]
 
@@ -55,27 +55,39 @@ def endings() -> Endings:
 
 @pytest.fixture(scope="module")
 def stack(
-    database_url: str, fake: FakeModelServer, models_file: Path, tokenizer: DeepSeekTokenizer,
+    database_url: str,
+    fake: FakeModelServer,
+    models_file: Path,
+    tokenizer: DeepSeekTokenizer,
     endings: Endings,
-) -> Iterator[Stack]:  # fmt: skip
+) -> Iterator[Stack]:
     running = Stack(
-        database_url=database_url, fake=fake, models_file=models_file, tokenizer=tokenizer,
+        database_url=database_url,
+        fake=fake,
+        models_file=models_file,
+        tokenizer=tokenizer,
         sinks=[endings],
-    ).start()  # fmt: skip
+    ).start()
     yield running
     running.stop()
 
 
 async def test_wait_false_answers_202_while_the_turn_runs_on(
-    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
-    fake: FakeModelServer, endings: Endings,
-) -> None:  # fmt: skip
+    stack: Stack,
+    http: httpx.AsyncClient,
+    db: Database,
+    as_user: Auth,
+    script: Script,
+    fake: FakeModelServer,
+    endings: Endings,
+) -> None:
     user = as_user(await make_user(db))
     hold = Hold(fake)
     script.planner(hold(reply("Here is your answer.")))
 
-    sent = await http.post(f"{stack.url('chat')}/chat", headers=user,
-                           json={"message": "Hi", "wait": False})  # fmt: skip
+    sent = await http.post(
+        f"{stack.url('chat')}/chat", headers=user, json={"message": "Hi", "wait": False}
+    )
 
     assert sent.status_code == 202, sent.text
     body = sent.json()
@@ -99,9 +111,13 @@ async def test_wait_false_answers_202_while_the_turn_runs_on(
 
 
 async def test_prefer_respond_async_asks_for_202_and_a_resend_reports_the_turn(
-    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    stack: Stack,
+    http: httpx.AsyncClient,
+    db: Database,
+    as_user: Auth,
+    script: Script,
     endings: Endings,
-) -> None:  # fmt: skip
+) -> None:
     user = as_user(await make_user(db))
     script.planner(reply("Done."))
     headers = {**user, "Prefer": "respond-async, wait=5"}
@@ -115,9 +131,13 @@ async def test_prefer_respond_async_asks_for_202_and_a_resend_reports_the_turn(
     again = await http.post(f"{stack.url('chat')}/chat", headers=headers, json=body)
     assert again.status_code == 202
     assert (again.json()["plan_id"], again.json()["created"], again.json()["status"]) == (
-        sent.json()["plan_id"], False, "completed")  # fmt: skip
-    waited = await http.post(f"{stack.url('chat')}/chat", headers=headers,
-                             json={**body, "wait": True})  # fmt: skip
+        sent.json()["plan_id"],
+        False,
+        "completed",
+    )
+    waited = await http.post(
+        f"{stack.url('chat')}/chat", headers=headers, json={**body, "wait": True}
+    )
     assert waited.status_code == 200  # the body's `wait` wins over the header
     assert waited.json()["answer"] == "Done."
 
@@ -126,11 +146,15 @@ async def test_streaming_and_not_waiting_exclude_each_other(
     stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth
 ) -> None:
     user_id = await make_user(db)
-    sent = await http.post(f"{stack.url('chat')}/chat", headers=as_user(user_id),
-                           json={"message": "Hi", "stream": True, "wait": False})  # fmt: skip
+    sent = await http.post(
+        f"{stack.url('chat')}/chat",
+        headers=as_user(user_id),
+        json={"message": "Hi", "stream": True, "wait": False},
+    )
     assert "drop `wait: false`" in str(problem(sent, 422)["detail"])
     async with db.service() as conn:
-        cur = await conn.execute("SELECT count(*) AS n FROM chat_messages WHERE user_id = %s",
-                                 (user_id,))  # fmt: skip
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM chat_messages WHERE user_id = %s", (user_id,)
+        )
         row = await cur.fetchone()
     assert row is not None and row["n"] == 0

@@ -13,13 +13,13 @@ import httpx
 import pytest
 
 from local.deepseek import FakeModelServer, reply
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
-from tests.agents.holds import Hold
-from tests.agents.scripting import Script
-from tests.factories import make_user
-from tests.functions.stack import Stack
+from shared.llm.tokens import DeepSeekTokenizer
 from tests.functions.test_chat_sessions import problem
+from tests.support.factories import make_user
+from tests.support.holds import Hold
+from tests.support.scripting import Script
+from tests.support.stack import Stack
 
 Auth = Callable[[UUID], dict[str, str]]
 
@@ -29,9 +29,13 @@ def stack(
     database_url: str, fake: FakeModelServer, models_file: Path, tokenizer: DeepSeekTokenizer
 ) -> Iterator[Stack]:
     running = Stack(
-        database_url=database_url, fake=fake, models_file=models_file, tokenizer=tokenizer,
-        max_running_turns=1, retry_after_seconds=2,
-    ).start()  # fmt: skip
+        database_url=database_url,
+        fake=fake,
+        models_file=models_file,
+        tokenizer=tokenizer,
+        max_running_turns=1,
+        retry_after_seconds=2,
+    ).start()
     yield running
     running.stop()
 
@@ -47,9 +51,13 @@ async def count(db: Database, user: UUID) -> int:
 
 
 async def test_a_send_past_the_limit_is_refused_with_retry_after_and_nothing_stored(
-    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    stack: Stack,
+    http: httpx.AsyncClient,
+    db: Database,
+    as_user: Auth,
+    script: Script,
     fake: FakeModelServer,
-) -> None:  # fmt: skip
+) -> None:
     first, second = await make_user(db), await make_user(db)
     hold = Hold(fake)
     script.planner(hold(reply("First, at last.")))

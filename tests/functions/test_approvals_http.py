@@ -15,11 +15,11 @@ import pytest
 
 from local.deepseek import FakeModelServer, RecordedRequest, reply, tool_call
 from shared.db import Database
-from tests.agents.scripting import Script, tool_results
-from tests.factories import make_user
-from tests.functions.stack import Stack
 from tests.functions.test_chat_sessions import problem
-from tests.tools.builders import fetch_row, make_event
+from tests.support.domain_rows import fetch_row, make_event
+from tests.support.factories import make_user
+from tests.support.scripting import Script, tool_results
+from tests.support.stack import Stack
 
 Auth = Callable[[UUID], dict[str, str]]
 pytestmark = pytest.mark.usefixtures("script")  # every test starts with a fresh script
@@ -36,8 +36,9 @@ async def ask_to_delete(
     event = await make_event(db, user_id, datetime.now(UTC) + timedelta(days=1), title="Dentist")
     script.planner(reply(tool_call("delete_calendar_event", event_id=str(event))), report)
     user = as_user(user_id)
-    sent = await http.post(f"{stack.url('chat')}/chat", json={"message": "Cancel the dentist"},
-                           headers=user)  # fmt: skip
+    sent = await http.post(
+        f"{stack.url('chat')}/chat", json={"message": "Cancel the dentist"}, headers=user
+    )
     assert sent.status_code == 200, sent.text
     return user, event, sent.json()
 
@@ -48,16 +49,21 @@ async def test_a_destructive_write_waits_and_a_rejection_keeps_the_data(
     user, event, turn = await ask_to_delete(stack, http, db, as_user, script)
     assert turn["status"] == "awaiting_approval"
     planner = stack.url("agent_planner")
-    (waiting,) = (await http.get(f"{planner}/plans/{turn['plan_id']}/approvals",
-                                 headers=user)).json()["approvals"]  # fmt: skip
+    (waiting,) = (
+        await http.get(f"{planner}/plans/{turn['plan_id']}/approvals", headers=user)
+    ).json()["approvals"]
     assert (waiting["kind"], waiting["tool_name"], waiting["status"]) == (
-        "tool_call", "delete_calendar_event", "pending")  # fmt: skip
+        "tool_call",
+        "delete_calendar_event",
+        "pending",
+    )
     assert waiting["tool_args"] == {"event_id": str(event)}
 
     decided = await http.post(
         f"{planner}/plans/{turn['plan_id']}/approvals/{waiting['id']}",
-        json={"decision": "reject", "text": "keep it"}, headers=user,
-    )  # fmt: skip
+        json={"decision": "reject", "text": "keep it"},
+        headers=user,
+    )
     assert decided.status_code == 200, decided.text
     assert decided.json()["approval"]["status"] == "rejected"
     assert decided.json()["plan"]["status"] == "completed"
@@ -67,8 +73,9 @@ async def test_a_destructive_write_waits_and_a_rejection_keeps_the_data(
 
     again = await http.post(
         f"{planner}/plans/{turn['plan_id']}/approvals/{waiting['id']}",
-        json={"decision": "approve"}, headers=user,
-    )  # fmt: skip
+        json={"decision": "approve"},
+        headers=user,
+    )
     problem(again, 409)
 
 
@@ -81,20 +88,28 @@ async def test_an_approved_destructive_write_runs_once(
     (waiting,) = detail["approvals"]
     decided = await http.post(
         f"{planner}/plans/{turn['plan_id']}/approvals/{waiting['id']}",
-        json={"decision": "approve"}, headers=user,
-    )  # fmt: skip
+        json={"decision": "approve"},
+        headers=user,
+    )
     assert decided.json()["plan"]["status"] == "completed"
     row = await fetch_row(db, "calendar_events", event)
     assert row is not None and row["deleted_at"] is not None  # written
-    rerun = await http.post(f"{stack.url('chat')}/chat", headers=user, json={
-        "session_id": turn["session_id"], "message": "Cancel the dentist",
-        "client_message_id": None})  # fmt: skip
+    rerun = await http.post(
+        f"{stack.url('chat')}/chat",
+        headers=user,
+        json={
+            "session_id": turn["session_id"],
+            "message": "Cancel the dentist",
+            "client_message_id": None,
+        },
+    )
     assert rerun.status_code == 200  # the session is free again
     async with db.service() as conn:
         cur = await conn.execute(
             "SELECT count(*) AS n FROM chat_messages WHERE plan_id = %s AND role = 'tool' "
-            "AND tool_name = 'delete_calendar_event'", (UUID(turn["plan_id"]),),
-        )  # fmt: skip
+            "AND tool_name = 'delete_calendar_event'",
+            (UUID(turn["plan_id"]),),
+        )
         assert await cur.fetchone() == {"n": 1}  # the delete ran exactly once
 
 
@@ -103,8 +118,9 @@ async def test_deciding_needs_the_owner_and_a_valid_decision(
 ) -> None:
     user, _, turn = await ask_to_delete(stack, http, db, as_user, script)
     planner = stack.url("agent_planner")
-    (waiting,) = (await http.get(f"{planner}/plans/{turn['plan_id']}/approvals",
-                                 headers=user)).json()["approvals"]  # fmt: skip
+    (waiting,) = (
+        await http.get(f"{planner}/plans/{turn['plan_id']}/approvals", headers=user)
+    ).json()["approvals"]
     url = f"{planner}/plans/{turn['plan_id']}/approvals/{waiting['id']}"
     intruder = as_user(await make_user(db))
     problem(await http.post(url, json={"decision": "approve"}, headers=intruder), 404)
@@ -119,9 +135,13 @@ async def test_deciding_needs_the_owner_and_a_valid_decision(
 
 
 async def test_a_second_message_while_a_turn_runs_gets_409(
-    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    stack: Stack,
+    http: httpx.AsyncClient,
+    db: Database,
+    as_user: Auth,
+    script: Script,
     fake: FakeModelServer,
-) -> None:  # fmt: skip
+) -> None:
     user = as_user(await make_user(db))
     arrived = threading.Event()
 
@@ -131,17 +151,22 @@ async def test_a_second_message_while_a_turn_runs_gets_409(
 
     script.planner(hold)
     session = (await http.post(f"{stack.url('chat')}/sessions", json={}, headers=user)).json()
-    first = asyncio.create_task(http.post(
-        f"{stack.url('chat')}/chat", headers=user,
-        json={"session_id": session["id"], "message": "Think hard", "client_message_id": "a"},
-    ))  # fmt: skip
+    first = asyncio.create_task(
+        http.post(
+            f"{stack.url('chat')}/chat",
+            headers=user,
+            json={"session_id": session["id"], "message": "Think hard", "client_message_id": "a"},
+        )
+    )
     assert await asyncio.to_thread(arrived.wait, 10)
     other = {"session_id": session["id"], "message": "Another thing"}
     second = problem(await http.post(f"{stack.url('chat')}/chat", headers=user, json=other), 409)
     assert "still running" in str(second["detail"]) and second["plan_status"] == "executing"
-    resend = await http.post(f"{stack.url('chat')}/chat", headers=user,
-                             json={"session_id": session["id"], "message": "Think hard",
-                                   "client_message_id": "a"})  # fmt: skip
+    resend = await http.post(
+        f"{stack.url('chat')}/chat",
+        headers=user,
+        json={"session_id": session["id"], "message": "Think hard", "client_message_id": "a"},
+    )
     assert resend.status_code == 200 and resend.json()["running_elsewhere"] is True
     fake.release()
     assert (await first).json()["answer"] == "Done thinking."
@@ -160,8 +185,9 @@ async def test_deleting_a_session_cancels_its_waiting_turn_and_closes_its_approv
     its plan and approvals answer 404 like every route of a deleted session."""
     user, event, turn = await ask_to_delete(stack, http, db, as_user, script)
     planner, plan = stack.url("agent_planner"), turn["plan_id"]
-    (waiting,) = (await http.get(f"{planner}/plans/{plan}/approvals",
-                                 headers=user)).json()["approvals"]  # fmt: skip
+    (waiting,) = (await http.get(f"{planner}/plans/{plan}/approvals", headers=user)).json()[
+        "approvals"
+    ]
 
     deleted = await http.delete(f"{stack.url('chat')}/sessions/{turn['session_id']}", headers=user)
     assert deleted.status_code == 204
@@ -191,9 +217,13 @@ async def test_deleting_a_session_cancels_its_waiting_turn_and_closes_its_approv
 
 
 async def test_deleting_a_session_stops_its_running_turn_before_its_next_call(
-    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    stack: Stack,
+    http: httpx.AsyncClient,
+    db: Database,
+    as_user: Auth,
+    script: Script,
     fake: FakeModelServer,
-) -> None:  # fmt: skip
+) -> None:
     user_id = await make_user(db)
     user = as_user(user_id)
     event = await make_event(db, user_id, datetime.now(UTC) + timedelta(days=1), title="Dentist")
@@ -204,8 +234,9 @@ async def test_deleting_a_session_stops_its_running_turn_before_its_next_call(
         return reply(tool_call("delete_calendar_event", event_id=str(event))).stalled(after=0)
 
     script.planner(hold, report)
-    sent = asyncio.create_task(http.post(f"{stack.url('chat')}/chat", headers=user,
-                                         json={"message": "Cancel the dentist"}))  # fmt: skip
+    sent = asyncio.create_task(
+        http.post(f"{stack.url('chat')}/chat", headers=user, json={"message": "Cancel the dentist"})
+    )
     assert await asyncio.to_thread(arrived.wait, 10)
     async with db.service() as conn:
         cur = await conn.execute("SELECT id FROM chat_sessions WHERE user_id = %s", (user_id,))
@@ -234,19 +265,24 @@ async def test_a_decision_with_prefer_respond_async_is_accepted_at_once(
     resumes, as it does on `POST /chat`."""
     user, event, turn = await ask_to_delete(stack, http, db, as_user, script)
     planner, plan = stack.url("agent_planner"), turn["plan_id"]
-    (waiting,) = (await http.get(f"{planner}/plans/{plan}/approvals",
-                                 headers=user)).json()["approvals"]  # fmt: skip
+    (waiting,) = (await http.get(f"{planner}/plans/{plan}/approvals", headers=user)).json()[
+        "approvals"
+    ]
     decided = await http.post(
-        f"{planner}/plans/{plan}/approvals/{waiting['id']}", json={"decision": "approve"},
+        f"{planner}/plans/{plan}/approvals/{waiting['id']}",
+        json={"decision": "approve"},
         headers={**user, "Prefer": "respond-async"},
-    )  # fmt: skip
+    )
     assert decided.status_code == 202, decided.text
     assert decided.headers["preference-applied"] == "respond-async"
     assert decided.headers["location"] == f"{planner}/plans/{plan}"
     body = decided.json()
     assert body["approval"]["status"] == "approved" and body["plan"]["handed_off"] is True
-    await stack.heard.wait_for(lambda events: any(  # the plan resumes after the answer
-        e.type == "done" and str(e.plan_id) == plan and e.data["status"] == "completed"
-        for e in events))  # fmt: skip
+    await stack.heard.wait_for(
+        lambda events: any(  # the plan resumes after the answer
+            e.type == "done" and str(e.plan_id) == plan and e.data["status"] == "completed"
+            for e in events
+        )
+    )
     row = await fetch_row(db, "calendar_events", event)
     assert row is not None and row["deleted_at"] is not None

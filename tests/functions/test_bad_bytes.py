@@ -16,11 +16,11 @@ import pytest
 
 from local.deepseek import reply, tool_call
 from shared.db import Database
-from tests.agents.scripting import Script
-from tests.factories import make_session, make_user
-from tests.functions.stack import Stack
 from tests.functions.test_chat_sessions import problem
 from tests.functions.test_turns import count
+from tests.support.factories import make_session, make_user
+from tests.support.scripting import Script
+from tests.support.stack import Stack
 
 Auth = Callable[[UUID], dict[str, str]]
 NUL, MARK = "\x00", "\ufffd"
@@ -76,9 +76,11 @@ async def test_nul_from_the_model_is_replaced_and_the_turn_completes(
     assert sent.status_code == 200, sent.text
     assert (sent.json()["status"], sent.json()["answer"]) == ("completed", f"Done{MARK}.")
     titles = await count(
-        db, "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s", user_id,
+        db,
+        "SELECT count(*) FROM tasks WHERE user_id = %s AND title = %s",
+        user_id,
         f"Call{MARK}mum",
-    )  # fmt: skip
+    )
     assert titles == 1
 
 
@@ -92,10 +94,13 @@ SURROGATE_SENDS: list[tuple[str, dict[str, Any], str]] = [
     ("POST /chat", {"message": "hi", "client_message_id": f"id{SURROGATE}"}, "client_message_id"),
     ("POST /sessions", {"title": f"Trip{SURROGATE}"}, "title"),
     ("PATCH /sessions/{id}", {"title": f"Trip{SURROGATE}"}, "title"),
-    ("POST /sessions/{id}/fork", {"at_message_id": str(UUID(int=1)), "title": f"T{SURROGATE}"},
-     "title"),
+    (
+        "POST /sessions/{id}/fork",
+        {"at_message_id": str(UUID(int=1)), "title": f"T{SURROGATE}"},
+        "title",
+    ),
     ("POST /plans/{id}/approvals/{id}", {"decision": "reject", "text": f"no{SURROGATE}"}, "text"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("route", "body", "field"), SURROGATE_SENDS)

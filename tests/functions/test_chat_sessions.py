@@ -9,11 +9,11 @@ import httpx
 import pytest
 
 from functions.chat.app import create_app
+from shared.api.problems import PROBLEM_TYPES
 from shared.db import Database
-from shared.http import PROBLEM_TYPES
 from shared.services import Services
-from tests.factories import make_user, make_world
 from tests.functions.conftest import serve, token
+from tests.support.factories import make_user, make_world
 
 Auth = Callable[[UUID], dict[str, str]]
 
@@ -75,11 +75,16 @@ async def test_messages_timeline_fork_and_transcript(
         (1, "user", "hi")
     ]
     assert (await http.get(f"{url}/sessions/{sid}/messages?after_seq=1", headers=user)).json() == {
-        "messages": [], "last_seq": 1, "removed": []}  # fmt: skip
+        "messages": [],
+        "last_seq": 1,
+        "removed": [],
+    }
 
     timeline = (await http.get(f"{url}/sessions/{sid}/timeline", headers=user)).json()
     assert [(e["seq"], e["source"], e["kind"]) for e in timeline["entries"]] == [
-        (1, "chat", "user"), (2, "agent", "delegation")]  # fmt: skip
+        (1, "chat", "user"),
+        (2, "agent", "delegation"),
+    ]
 
     at = {"at_message_id": str(world["chat_messages"])}
     fork = await http.post(f"{url}/sessions/{sid}/fork", json=at, headers=user)
@@ -98,8 +103,12 @@ async def test_other_users_see_nothing(
     world = await make_world(db, await make_user(db))
     intruder = as_user(await make_user(db))
     sid = world["chat_sessions"]
-    for path in (f"/sessions/{sid}", f"/sessions/{sid}/messages", f"/sessions/{sid}/timeline",
-                 f"/plans/{world['agent_plans']}/transcript"):  # fmt: skip
+    for path in (
+        f"/sessions/{sid}",
+        f"/sessions/{sid}/messages",
+        f"/sessions/{sid}/timeline",
+        f"/plans/{world['agent_plans']}/transcript",
+    ):
         problem(await http.get(url + path, headers=intruder), 404)
     problem(
         await http.patch(f"{url}/sessions/{sid}", json={"title": "mine"}, headers=intruder), 404
@@ -116,7 +125,7 @@ async def test_other_users_see_nothing(
         {"Authorization": "Bearer not-a-jwt"},
         {"Authorization": "Bearer " + token(None, role="anon")},
     ],
-)  # fmt: skip
+)
 async def test_missing_or_wrong_tokens_get_401(
     url: str, http: httpx.AsyncClient, headers: dict[str, str]
 ) -> None:
@@ -184,8 +193,10 @@ async def test_the_sessions_list_pages_with_a_cursor(
 ) -> None:
     """Issue 21, defect 7: the list pages on, most recently active first, by an opaque cursor."""
     user = as_user(await make_user(db))
-    made = [(await http.post(f"{url}/sessions", json={"title": f"S{n}"}, headers=user)).json()
-            for n in range(5)]  # fmt: skip
+    made = [
+        (await http.post(f"{url}/sessions", json={"title": f"S{n}"}, headers=user)).json()
+        for n in range(5)
+    ]
     newest_first = [s["id"] for s in reversed(made)]
     seen: list[str] = []
     cursor: str | None = None

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from local.deepseek import FakeModelServer
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
-from tests.factories import make_user
+from shared.llm.tokens import DeepSeekTokenizer
 from tests.functions.conftest import token
-from tests.functions.stack import SERVICE_KEY, Stack
+from tests.support.factories import make_user
+from tests.support.stack import SERVICE_KEY, Stack
 
 EXAMPLES = os.environ.get("SCHEMATHESIS_EXAMPLES", "5")
 SEED = os.environ.get("SCHEMATHESIS_SEED", "21")
@@ -45,14 +45,32 @@ def stack(
 def schemathesis(url: str, bearer: str, *filters: str) -> subprocess.CompletedProcess[str]:
     """`schemathesis run --checks all` against one function, as `bearer`, bounded."""
     command = [
-        str(Path(sys.executable).parent / "schemathesis"), "run", f"{url}/openapi.json",
-        "--checks", "all", "--max-examples", EXAMPLES, "--seed", SEED, "--workers", "1",
-        "--generation-database", "none", "--generation-codec", "utf-8", "--no-color",
-        "--header", f"Authorization: Bearer {bearer}", "--request-timeout", "20", *filters,
-    ]  # fmt: skip
+        str(Path(sys.executable).parent / "schemathesis"),
+        "run",
+        f"{url}/openapi.json",
+        "--checks",
+        "all",
+        "--max-examples",
+        EXAMPLES,
+        "--seed",
+        SEED,
+        "--workers",
+        "1",
+        "--generation-database",
+        "none",
+        "--generation-codec",
+        "utf-8",
+        "--no-color",
+        "--header",
+        f"Authorization: Bearer {bearer}",
+        "--request-timeout",
+        "20",
+        *filters,
+    ]
     with tempfile.TemporaryDirectory() as scratch:  # its crash cache: not in the checkout
-        return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False,
-                              cwd=scratch)  # fmt: skip
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=600, check=False, cwd=scratch
+        )
 
 
 @pytest.mark.parametrize("function", ["chat", "agent_planner", "agent_executor"])

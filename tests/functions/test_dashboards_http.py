@@ -12,11 +12,11 @@ import pytest
 from functions.chat.app import create_app
 from local.auth.keys import mint_token
 from shared.db import Database, agents, chats, executions, plans
-from shared.db.records import Usage
+from shared.kernel.usage import Usage
 from shared.services import Services
-from tests.factories import make_session, make_user
 from tests.functions.conftest import SECRET, serve
 from tests.functions.test_chat_sessions import problem
+from tests.support.factories import make_session, make_user
 
 OPERATOR: dict[str, object] = {"app_metadata": {"parley_role": "operator"}}
 
@@ -36,20 +36,34 @@ async def one_execution_today(db: Database, cost: str) -> None:
     session = await make_session(db, user)
     async with db.service() as conn:
         planner = await agents.create_agent(
-            conn, user_id=user, chat_session_id=session.id, role="planner", name="p",
-            model="deepseek-v4-pro", permissions="read_write", token_budget=8000,
-        )  # fmt: skip
+            conn,
+            user_id=user,
+            chat_session_id=session.id,
+            role="planner",
+            name="p",
+            model="deepseek-v4-pro",
+            permissions="read_write",
+            token_budget=8000,
+        )
         message = await chats.add_message(
             conn, session_id=session.id, user_id=user, role="user", content="hi"
         )
         plan, _ = await plans.create_plan(
-            conn, session_id=session.id, user_id=user, user_message_id=message.id,
-            planner_agent_id=planner.id, strategy="direct",
-        )  # fmt: skip
+            conn,
+            session_id=session.id,
+            user_id=user,
+            user_message_id=message.id,
+            planner_agent_id=planner.id,
+            strategy="direct",
+        )
         run, _ = await executions.start_execution(
-            conn, user_id=user, plan_id=plan.id, agent_id=planner.id,
-            agent_role="planner", model="deepseek-v4-pro",
-        )  # fmt: skip
+            conn,
+            user_id=user,
+            plan_id=plan.id,
+            agent_id=planner.id,
+            agent_role="planner",
+            model="deepseek-v4-pro",
+        )
         await executions.add_execution_usage(
             conn, execution_id=run.id, usage=Usage(100, 10, 40, Decimal(cost)), llm_calls=1
         )

@@ -1,6 +1,6 @@
 """The events' JSON Schema: served by the chat function, in every function's OpenAPI, and held
-against every event the suite sends (`tests/event_check.py`, run as test databases and stacks
-are torn down)."""
+against every event the suite sends (`tests/support/event_check.py`, run as test databases and
+stacks are torn down)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from functions.agent_planner.app import create_app as planner_app
 from functions.chat.app import create_app as chat_app
 from local.serving import BackgroundServer
 from shared.events import EVENT_TYPES
-from shared.events.schema import events_json_schema, openapi_components
-from tests.event_check import done_data, problems
+from shared.wire.event_schema import events_json_schema, openapi_components
+from tests.support.event_check import done_data, problems
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +43,14 @@ async def test_the_chat_function_serves_the_events_json_schema(chat: str) -> Non
 def test_an_event_that_breaks_its_schema_is_caught() -> None:
     """The check the suite's events pass can fail: a missing key, an undocumented one, a bad
     enum value, a cost that is no decimal string."""
-    base = {"type": "done", "session_id": "6f0c4b1e-0f5e-4a53-9d0e-7a0c7c2b3d11",
-            "plan_id": None, "agent_id": None, "seq": 4, "ts": "2026-11-27T10:00:00Z"}  # fmt: skip
+    base = {
+        "type": "done",
+        "session_id": "6f0c4b1e-0f5e-4a53-9d0e-7a0c7c2b3d11",
+        "plan_id": None,
+        "agent_id": None,
+        "seq": 4,
+        "ts": "2026-11-27T10:00:00Z",
+    }
     usage = {"prompt_tokens": 1, "completion_tokens": 2, "cache_hit_tokens": 0, "cost_usd": "0.1"}
     assert problems([{**base, "data": {**done_data(), "usage": usage}}]) == []
     missing = {k: v for k, v in done_data().items() if k != "answer"}
@@ -73,7 +79,10 @@ def test_streams_are_described_with_the_event_schema() -> None:
     chat = chat_app().openapi()["paths"]["/chat"]["post"]["responses"]
     assert chat["200"]["content"]["text/event-stream"]["schema"] == streamed
     assert set(chat["200"]["headers"]) == {
-        "X-Parley-Session-Id", "X-Parley-Plan-Id", "X-Parley-Message-Id"}  # fmt: skip
+        "X-Parley-Session-Id",
+        "X-Parley-Plan-Id",
+        "X-Parley-Message-Id",
+    }
     assert set(chat["202"]["headers"]) == {"Location", "Preference-Applied"}
     conflict = chat["409"]["content"]["application/problem+json"]["schema"]
     assert conflict == {"$ref": "#/components/schemas/TurnStillRunningProblem"}

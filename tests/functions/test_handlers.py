@@ -19,12 +19,12 @@ from uuid import UUID, uuid4
 import pytest
 
 from shared.db import Database
-from shared.lambda_entry import event_kind
+from shared.runtime.lambda_handler import event_kind
 from shared.services import Services, get_services
-from tests.factories import make_user, make_world
 from tests.functions.conftest import token
+from tests.support.factories import make_user, make_world
 
-EVENTS = Path(__file__).resolve().parents[1] / "lambda_events"
+EVENTS = Path(__file__).resolve().parents[1] / "support" / "lambda_events"
 
 
 @dataclass
@@ -109,7 +109,9 @@ async def test_planner_handler_serves_a_plan_to_its_owner(invoke, db: Database) 
     assert response["statusCode"] == 200
     plan = json.loads(response["body"])
     assert (plan["id"], [s["step_number"] for s in plan["steps"]]) == (
-        str(world["agent_plans"]), [1])  # fmt: skip
+        str(world["agent_plans"]),
+        [1],
+    )
 
 
 def test_executor_handler_runs_steps_for_the_service_only(invoke, services: Services) -> None:
@@ -118,8 +120,9 @@ def test_executor_handler_runs_steps_for_the_service_only(invoke, services: Serv
     response = invoke("agent_executor", missing)
     assert response["statusCode"] == 404  # the route ran, as the service, and found no step
     assert response["headers"]["content-type"] == "application/problem+json"
-    as_user = load_event("agent_executor_run_step.json", step_id=str(uuid4()),
-                         service_key=token(uuid4()))  # fmt: skip
+    as_user = load_event(
+        "agent_executor_run_step.json", step_id=str(uuid4()), service_key=token(uuid4())
+    )
     assert invoke("agent_executor", as_user)["statusCode"] == 403
 
 
@@ -132,7 +135,7 @@ built = get_services.cache_info().currsize
 services = get_services() if built else None
 print(json.dumps({
     "services_built": built,
-    "queue_module": "shared.queues.sqs" in sys.modules,
+    "queue_module": "shared.dispatch.sqs_invoker" in sys.modules,
     "sender_module": "shared.queues.sqs_http" in sys.modules,
     "aws_sdk": sorted({m.split(".")[0] for m in sys.modules} & {"boto3", "botocore"}),
     "connected": services is not None and "db" in services.__dict__,
@@ -143,21 +146,34 @@ print(json.dumps({
 def prepared(**env: str) -> tuple[dict[str, Any], str]:
     """Import the chat handler in a fresh process (as a Lambda init does) with `env`."""
     done = subprocess.run(
-        [sys.executable, "-c", PREPARED], env={**os.environ, **env}, capture_output=True,
-        text=True, check=True,
-    )  # fmt: skip
+        [sys.executable, "-c", PREPARED],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     *logged, last = done.stdout.strip().splitlines()
     return json.loads(last), "\n".join(logged)
 
 
 def test_the_chat_handler_reads_its_settings_at_init_and_connects_to_nothing() -> None:
     found, logged = prepared(INVOKER_TRANSPORT="sqs", PLANNER_QUEUE_URL="https://sqs.test/1/p")
-    assert found == {"services_built": 1, "queue_module": True, "sender_module": True,
-                     "aws_sdk": [], "connected": False}  # fmt: skip
+    assert found == {
+        "services_built": 1,
+        "queue_module": True,
+        "sender_module": True,
+        "aws_sdk": [],
+        "connected": False,
+    }
     assert logged == ""
     found, _ = prepared(INVOKER_TRANSPORT="in_process")
-    assert found == {"services_built": 1, "queue_module": False, "sender_module": False,
-                     "aws_sdk": [], "connected": False}  # fmt: skip
+    assert found == {
+        "services_built": 1,
+        "queue_module": False,
+        "sender_module": False,
+        "aws_sdk": [],
+        "connected": False,
+    }
 
 
 AGENT_CORE = """
@@ -166,7 +182,7 @@ module = importlib.import_module(f"functions.{sys.argv[1]}.handler")
 from shared.services import get_services
 services = get_services()
 print(json.dumps({
-    "agents": sorted(m for m in ("shared.agents.planner", "shared.agents.executor")
+    "agents": sorted(m for m in ("shared.agents.planner.runs", "shared.agents.executor.steps")
                      if m in sys.modules),
     "model_client": "openai" in sys.modules,
     "tools": "tools" in services.__dict__,
@@ -190,9 +206,9 @@ def test_the_agent_functions_load_their_agent_at_init_and_the_chat_does_not(
     assert found["model_client"] is loaded and found["tools"] is loaded
     assert found["connected"] is False
     if agent == "executor":
-        assert found["agents"] == ["shared.agents.executor"]
+        assert found["agents"] == ["shared.agents.executor.steps"]
     elif agent == "planner":  # the planner's module imports the executor's (planner steps)
-        assert "shared.agents.planner" in found["agents"]
+        assert "shared.agents.planner.runs" in found["agents"]
     else:
         assert found["agents"] == []
 
@@ -215,7 +231,7 @@ print(json.dumps({
     "checked": [module.__name__ for module in checked],
     "string_annotations": [module.__name__ for module in checked
                            if vars(module).get("annotations") is __future__.annotations],
-    "agent_wire_models": "shared.models.runs" in sys.modules,
+    "agent_wire_models": "shared.wire.runs" in sys.modules,
     "registry_schema": "shared.llm.registry_file" in sys.modules,
 }))
 """
@@ -232,7 +248,7 @@ def test_the_chat_handler_import_leaves_out_what_costs_its_cold_start() -> None:
         [sys.executable, "-c", CHAT_IMPORT], capture_output=True, text=True, check=True
     )
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    assert {"shared.models.turns", "shared.settings", "functions.chat.sessions"} <= set(
+    assert {"shared.wire.turns", "shared.kernel.settings", "functions.chat.sessions"} <= set(
         found["checked"]
     )
     assert found["string_annotations"] == []
@@ -243,9 +259,12 @@ def test_the_chat_handler_import_leaves_out_what_costs_its_cold_start() -> None:
 def test_a_model_client_that_cannot_load_its_certificates_does_not_fail_init() -> None:
     env = {**os.environ, "SSL_CERT_FILE": "/nonexistent/ca.pem"}
     done = subprocess.run(
-        [sys.executable, "-c", AGENT_CORE, "agent_executor"], env=env, capture_output=True,
-        text=True, check=True,
-    )  # fmt: skip
+        [sys.executable, "-c", AGENT_CORE, "agent_executor"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads(done.stdout.strip().splitlines()[-1])["tools"] is True
     assert "the model client's TLS settings" in done.stderr
 
@@ -259,8 +278,13 @@ def test_invalid_settings_at_init_are_logged_and_left_to_the_requests(
     env: dict[str, str], named: str
 ) -> None:
     found, logged = prepared(**env)
-    assert found == {"services_built": 0, "queue_module": False, "sender_module": False,
-                     "aws_sdk": [], "connected": False}  # fmt: skip
+    assert found == {
+        "services_built": 0,
+        "queue_module": False,
+        "sender_module": False,
+        "aws_sdk": [],
+        "connected": False,
+    }
     assert "Invalid configuration" in logged and named in logged
 
 

@@ -14,10 +14,9 @@ import pytest
 from local.serving import BackgroundServer
 from local.stack import gateway
 from shared.db import Database
-from shared.services import Services
-from shared.settings import load_settings
-from tests.factories import make_user
+from shared.services import Services, load_settings
 from tests.functions.conftest import SECRET, token
+from tests.support.factories import make_user
 
 DEV_SERVER = "http://localhost:5173"
 PREFLIGHT = {
@@ -69,8 +68,9 @@ async def test_the_origins_are_configurable(database_url: str) -> None:
 async def test_a_202_names_the_functions_behind_their_prefixes(url: str, db: Database) -> None:
     user = {"Authorization": f"Bearer {token(await make_user(db))}"}
     async with httpx.AsyncClient() as http:
-        sent = await http.post(f"{url}/chat/chat", json={"message": "Hi", "wait": False},
-                               headers=user)  # fmt: skip
+        sent = await http.post(
+            f"{url}/chat/chat", json={"message": "Hi", "wait": False}, headers=user
+        )
     assert sent.status_code == 202, sent.text
     watch = sent.json()["watch"]
     assert watch["messages"] == f"{url}/chat/sessions/{sent.json()['session_id']}/messages"

@@ -11,10 +11,10 @@ from uuid import uuid4
 import httpx
 
 from shared.db import Database
-from tests.factories import make_user, make_world
 from tests.functions.conftest import token
-from tests.functions.stack import Stack
 from tests.functions.test_chat_sessions import problem
+from tests.support.factories import make_user, make_world
+from tests.support.stack import Stack
 
 PUBLIC = {"/health", "/schemas/events.json", "/openapi.json", "/docs", "/redoc"}
 INTERNAL = {"/plans/{plan_id}/run", "/steps/{step_id}/run"}  # the service-role key's
@@ -32,8 +32,11 @@ async def test_every_user_route_refuses_a_token_whose_user_is_gone(
 ) -> None:
     user_id = await make_user(db)
     world = await make_world(db, user_id)  # the rows the routes would have found
-    ids = {"session_id": world["chat_sessions"], "plan_id": world["agent_plans"],
-           "approval_id": uuid4()}  # fmt: skip
+    ids = {
+        "session_id": world["chat_sessions"],
+        "plan_id": world["agent_plans"],
+        "approval_id": uuid4(),
+    }
     headers = {
         "Authorization": f"Bearer {token(user_id, app_metadata={'parley_role': 'operator'})}"
     }

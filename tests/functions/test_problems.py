@@ -12,16 +12,16 @@ import pytest
 from fastapi.exceptions import RequestValidationError
 
 import shared.agents.errors
-import shared.approvals
-import shared.auth
+import shared.auth.access_tokens
 import shared.db.user_statements
 import shared.llm.errors
-import shared.sessions
+import shared.usecases.approval_decisions
+import shared.usecases.chat_sessions
 from functions.agent_executor.app import create_app as executor_app
 from functions.agent_planner.app import create_app as planner_app
 from functions.chat.app import create_app as chat_app
-from shared.errors import AppError
-from shared.http import PROBLEM_TYPE_OF, PROBLEM_TYPES, kind_of, status_of
+from shared.api.problems import PROBLEM_TYPE_OF, PROBLEM_TYPES, kind_of, status_of
+from shared.kernel.errors import AppError
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACT = ROOT / "clients" / "js" / "contract"
@@ -33,11 +33,11 @@ DOCS = [
 ]
 MODULES = (
     shared.agents.errors,
-    shared.approvals,
-    shared.auth,
+    shared.usecases.approval_decisions,
+    shared.auth.access_tokens,
     shared.db.user_statements,
     shared.llm.errors,
-    shared.sessions,
+    shared.usecases.chat_sessions,
 )
 """Where error classes are defined (imported so that every subclass of AppError exists)."""
 
@@ -78,7 +78,7 @@ def test_the_two_conflicts_of_a_send_are_told_apart() -> None:
 
 
 async def test_an_invalid_request_is_its_kind() -> None:
-    from shared.http import _validation_error
+    from shared.api.problems import _validation_error
 
     response = await _validation_error(None, RequestValidationError([]))  # type: ignore[arg-type]
     body = json.loads(bytes(response.body))

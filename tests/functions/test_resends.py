@@ -13,12 +13,12 @@ import pytest
 
 from local.deepseek import FakeModelServer, reply
 from shared.db import Database
-from tests.agents.holds import Hold
-from tests.agents.scripting import Script
-from tests.factories import make_user
-from tests.functions.stack import Stack
 from tests.functions.test_chat_sessions import problem
-from tests.user_facing import assert_names_no_setting
+from tests.support.factories import make_user
+from tests.support.holds import Hold
+from tests.support.scripting import Script
+from tests.support.stack import Stack
+from tests.support.user_facing import assert_names_no_setting
 
 Auth = Callable[[UUID], dict[str, str]]
 pytestmark = pytest.mark.usefixtures("script")
@@ -45,14 +45,26 @@ async def test_the_same_id_with_another_message_is_refused_naming_the_conflict(
     user = as_user(await make_user(db))
     script.planner(reply("Noted."))
     first = (await send(stack, http, user, message="Buy milk", client_message_id="m1")).json()
-    again = problem(await send(stack, http, user, message="Buy bread", client_message_id="m1",
-                               session_id=first["session_id"]), 422)  # fmt: skip
+    again = problem(
+        await send(
+            stack,
+            http,
+            user,
+            message="Buy bread",
+            client_message_id="m1",
+            session_id=first["session_id"],
+        ),
+        422,
+    )
     assert again["type"] == "https://parley.invalid/problems/client-message-id-reused"
     assert "client_message_id" in str(again["detail"]) and "different message" in str(
         again["detail"]
     )
     assert (again["client_message_id"], again["message_id"], again["plan_id"]) == (
-        "m1", first["message_id"], first["plan_id"])  # fmt: skip
+        "m1",
+        first["message_id"],
+        first["plan_id"],
+    )
     assert_names_no_setting(str(again["detail"]))
     # Without a session id the first send's session is found the same way.
     problem(await send(stack, http, user, message="Buy bread", client_message_id="m1"), 422)
@@ -67,20 +79,34 @@ async def test_a_resend_of_an_ended_turn_broadcasts_nothing_new(
     sent = await broadcasts(db, first["plan_id"])
     assert sent[-1] == "done"
     for asked in ({}, {"stream": True}, {"wait": False}):
-        again = await send(stack, http, user, message="Buy milk", client_message_id="m2",
-                           session_id=first["session_id"], **asked)  # fmt: skip
+        again = await send(
+            stack,
+            http,
+            user,
+            message="Buy milk",
+            client_message_id="m2",
+            session_id=first["session_id"],
+            **asked,
+        )
         assert again.status_code in (200, 202), again.text
         assert again.headers["content-type"] == "application/json"
         body = again.json()
         assert (body["created"], body["status"], body["plan_id"]) == (
-            False, "completed", first["plan_id"])  # fmt: skip
+            False,
+            "completed",
+            first["plan_id"],
+        )
     assert await broadcasts(db, first["plan_id"]) == sent  # no done sent again
 
 
 async def test_a_streamed_resend_of_a_running_turn_says_where_to_watch_it(
-    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    stack: Stack,
+    http: httpx.AsyncClient,
+    db: Database,
+    as_user: Auth,
+    script: Script,
     fake: FakeModelServer,
-) -> None:  # fmt: skip
+) -> None:
     user = as_user(await make_user(db))
     hold = Hold(fake)
     script.planner(hold(reply("Done thinking.")))
@@ -89,8 +115,7 @@ async def test_a_streamed_resend_of_a_running_turn_says_where_to_watch_it(
     await hold.arrived()  # the turn runs (in the background), holding its lease
 
     try:
-        resent = await send(stack, http, user, message="Think", client_message_id="m3",
-                            stream=True)  # fmt: skip
+        resent = await send(stack, http, user, message="Think", client_message_id="m3", stream=True)
     finally:
         hold.release()
 

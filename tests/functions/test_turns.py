@@ -17,23 +17,23 @@ import httpx
 import pytest
 
 from local.deepseek import FakeModelServer, reply, tool_call
-from shared.agents import DeepSeekTokenizer
 from shared.db import Database
-from tests.agents.plans import (
+from shared.llm.tokens import DeepSeekTokenizer
+from tests.functions.test_chat_sessions import problem
+from tests.support.domain_rows import make_event
+from tests.support.event_check import assert_valid
+from tests.support.factories import make_user
+from tests.support.in_memory_publisher import InMemoryPublisher
+from tests.support.plan_calls import (
     CALENDAR_STEP,
     TASKS_STEP,
     complete_with_results,
     synthesis,
     week_script,
 )
-from tests.agents.scripting import Script, delegation, requests_of
-from tests.event_check import assert_valid
-from tests.events.in_memory import InMemoryPublisher
-from tests.factories import make_user
-from tests.functions.stack import SERVICE_KEY, Stack
-from tests.functions.test_chat_sessions import problem
-from tests.tools.builders import make_event
-from tests.user_facing import assert_names_no_setting
+from tests.support.scripting import Script, delegation, requests_of
+from tests.support.stack import SERVICE_KEY, Stack
+from tests.support.user_facing import assert_names_no_setting
 
 Auth = Callable[[UUID], dict[str, str]]
 pytestmark = pytest.mark.usefixtures("script")  # every test starts with a fresh script
@@ -54,9 +54,12 @@ def stack(
     memory: InMemoryPublisher,
 ) -> Iterator[Stack]:
     running = Stack(
-        database_url=database_url, fake=fake, models_file=models_file, tokenizer=tokenizer,
+        database_url=database_url,
+        fake=fake,
+        models_file=models_file,
+        tokenizer=tokenizer,
         sinks=[memory],
-    ).start()  # fmt: skip
+    ).start()
     yield running
     running.stop()
 
@@ -66,9 +69,12 @@ def http_stack(
     database_url: str, fake: FakeModelServer, models_file: Path, tokenizer: DeepSeekTokenizer
 ) -> Iterator[Stack]:
     running = Stack(
-        database_url=database_url, fake=fake, models_file=models_file, tokenizer=tokenizer,
+        database_url=database_url,
+        fake=fake,
+        models_file=models_file,
+        tokenizer=tokenizer,
         transport="http",
-    ).start()  # fmt: skip
+    ).start()
     yield running
     running.stop()
 
@@ -96,12 +102,21 @@ def week_plan_with_dependency(script: Script) -> None:
     plan = {
         "goal": "Look things up",
         "steps": [
-            {"step_number": 1, "description": TASKS_STEP, "assignee": "executor",
-             "tools": ["list_tasks"]},
-            {"step_number": 2, "description": CALENDAR_STEP, "assignee": "executor",
-             "tools": ["get_calendar_events"], "depends_on": [1]},
+            {
+                "step_number": 1,
+                "description": TASKS_STEP,
+                "assignee": "executor",
+                "tools": ["list_tasks"],
+            },
+            {
+                "step_number": 2,
+                "description": CALENDAR_STEP,
+                "assignee": "executor",
+                "tools": ["get_calendar_events"],
+                "depends_on": [1],
+            },
         ],
-    }  # fmt: skip
+    }
     script.planner(reply(tool_call("create_plan", **plan)), synthesis)
     # Step 2's delegation quotes step 1, so its rule must come first to be told apart.
     script.step(
@@ -119,7 +134,10 @@ async def test_a_direct_turn_answers_in_json(
     assert sent.status_code == 200, sent.text
     body = sent.json()
     assert (body["status"], body["strategy"], body["answer"]) == (
-        "completed", "direct", "Hello! How can I help?")  # fmt: skip
+        "completed",
+        "direct",
+        "Hello! How can I help?",
+    )
     assert body["created"] is True
     listed = await http.get(
         f"{stack.url('chat')}/sessions/{body['session_id']}/messages", headers=user
@@ -136,12 +154,15 @@ async def test_messages_hide_the_planners_internal_rows_unless_asked(
     the final answer…") only with `?include=internal`."""
     user = as_user(await make_user(db))
     script.planner(reply(tool_call("create_task", title="Buy milk")), reply("Added it."))
-    sent = (await http.post(f"{stack.url('chat')}/chat", json={"message": "Add milk"},
-                            headers=user)).json()  # fmt: skip
+    sent = (
+        await http.post(f"{stack.url('chat')}/chat", json={"message": "Add milk"}, headers=user)
+    ).json()
     url = f"{stack.url('chat')}/sessions/{sent['session_id']}/messages"
     shown = (await http.get(url, headers=user)).json()
     assert [(m["role"], m["content"]) for m in shown["messages"]] == [
-        ("user", "Add milk"), ("assistant", "Added it.")]  # fmt: skip
+        ("user", "Add milk"),
+        ("assistant", "Added it."),
+    ]
     everything = (await http.get(f"{url}?include=internal", headers=user)).json()
     assert [m["role"] for m in everything["messages"]] == ["user", "assistant", "tool", "assistant"]
     assert shown["last_seq"] == everything["last_seq"]  # the answer is the last row
@@ -177,9 +198,13 @@ async def test_sse_of_a_complex_turn_matches_what_the_publishers_saw(
 
 
 async def test_functions_reach_each_other_over_http(
-    http_stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    http_stack: Stack,
+    http: httpx.AsyncClient,
+    db: Database,
+    as_user: Auth,
+    script: Script,
     fake: FakeModelServer,
-) -> None:  # fmt: skip
+) -> None:
     user = as_user(await make_user(db))
     week_plan_with_dependency(script)
     sent = await http.post(
@@ -193,9 +218,11 @@ async def test_functions_reach_each_other_over_http(
     assert "llm" not in http_stack.services["agent_planner"].__dict__ or requests_of(
         fake, "executor"
     )
-    plan = (await http.get(
-        f"{http_stack.url('agent_planner')}/plans/{sent.json()['plan_id']}", headers=user
-    )).json()  # fmt: skip
+    plan = (
+        await http.get(
+            f"{http_stack.url('agent_planner')}/plans/{sent.json()['plan_id']}", headers=user
+        )
+    ).json()
     assert [s["status"] for s in plan["steps"]] == ["completed", "completed"]
     roles = sorted(e["agent_role"] for e in plan["executions"])
     assert roles == ["executor", "executor", "planner"]
@@ -203,9 +230,13 @@ async def test_functions_reach_each_other_over_http(
 
 
 async def test_a_planner_that_died_mid_plan_resumes_without_redoing_step_one(
-    http_stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    http_stack: Stack,
+    http: httpx.AsyncClient,
+    db: Database,
+    as_user: Auth,
+    script: Script,
     fake: FakeModelServer,
-) -> None:  # fmt: skip
+) -> None:
     user_id = await make_user(db)
     user = as_user(user_id)
     week_plan_with_dependency(script)
@@ -223,26 +254,36 @@ async def test_a_planner_that_died_mid_plan_resumes_without_redoing_step_one(
         http_stack.executor_faults.fault = None
     problem(first, 502)
     # Step 2's delegation quotes step 1's description: count step 1's own requests only.
-    step_one = [r for r in requests_of(fake, "executor", TASKS_STEP)
-                if CALENDAR_STEP not in delegation(r)]  # fmt: skip
+    step_one = [
+        r for r in requests_of(fake, "executor", TASKS_STEP) if CALENDAR_STEP not in delegation(r)
+    ]
     tasks_calls = len(step_one)
     assert tasks_calls == 2 and requests_of(fake, "executor", CALENDAR_STEP) == []
 
     again = await http.post(f"{http_stack.url('chat')}/chat", json=body, headers=user)
     assert again.status_code == 200, again.text
     assert (again.json()["created"], again.json()["status"]) == (False, "completed")
-    step_one = [r for r in requests_of(fake, "executor", TASKS_STEP)
-                if CALENDAR_STEP not in delegation(r)]  # fmt: skip
+    step_one = [
+        r for r in requests_of(fake, "executor", TASKS_STEP) if CALENDAR_STEP not in delegation(r)
+    ]
     assert len(step_one) == tasks_calls  # step 1 not redone
     assert len(requests_of(fake, "executor", CALENDAR_STEP)) == 2
-    assert await count(db, "SELECT count(*) FROM chat_messages WHERE user_id = %s AND role = "
-                       "'user'", user_id) == 1  # fmt: skip
+    assert (
+        await count(
+            db, "SELECT count(*) FROM chat_messages WHERE user_id = %s AND role = 'user'", user_id
+        )
+        == 1
+    )
 
 
 async def test_cancel_mid_plan_stops_the_model_calls(
-    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    stack: Stack,
+    http: httpx.AsyncClient,
+    db: Database,
+    as_user: Auth,
+    script: Script,
     fake: FakeModelServer,
-) -> None:  # fmt: skip
+) -> None:
     user_id = await make_user(db)
     user = as_user(user_id)
     arrived = threading.Event()
@@ -252,10 +293,21 @@ async def test_cancel_mid_plan_stops_the_model_calls(
         return reply(tool_call("list_tasks")).stalled(after=0)
 
     script.planner(
-        reply(tool_call("create_plan", goal="g", steps=[
-            {"step_number": 1, "description": TASKS_STEP, "assignee": "executor",
-             "tools": ["list_tasks"]}])),
-    )  # fmt: skip
+        reply(
+            tool_call(
+                "create_plan",
+                goal="g",
+                steps=[
+                    {
+                        "step_number": 1,
+                        "description": TASKS_STEP,
+                        "assignee": "executor",
+                        "tools": ["list_tasks"],
+                    }
+                ],
+            )
+        ),
+    )
     script.step(TASKS_STEP, hold)
     chat = asyncio.create_task(
         http.post(f"{stack.url('chat')}/chat", json={"message": "Go"}, headers=user)
@@ -336,9 +388,13 @@ async def test_running_an_unknown_plan_is_404_also_when_streamed(
 
 
 async def test_finished_plans_and_steps_are_redelivered_without_model_calls(
-    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    stack: Stack,
+    http: httpx.AsyncClient,
+    db: Database,
+    as_user: Auth,
+    script: Script,
     fake: FakeModelServer,
-) -> None:  # fmt: skip
+) -> None:
     user = as_user(await make_user(db))
     week_plan_with_dependency(script)
     sent = await http.post(f"{stack.url('chat')}/chat", json={"message": "?"}, headers=user)
@@ -357,9 +413,13 @@ async def test_finished_plans_and_steps_are_redelivered_without_model_calls(
 
 
 async def test_a_sessions_plans_are_read_in_full_in_one_call_and_paged(
-    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    stack: Stack,
+    http: httpx.AsyncClient,
+    db: Database,
+    as_user: Auth,
+    script: Script,
     fake: FakeModelServer,
-) -> None:  # fmt: skip
+) -> None:
     user_id = await make_user(db)
     user, chat, planner = as_user(user_id), stack.url("chat"), stack.url("agent_planner")
     week_plan_with_dependency(script)
@@ -367,8 +427,11 @@ async def test_a_sessions_plans_are_read_in_full_in_one_call_and_paged(
     sid = first["session_id"]
     event = await make_event(db, user_id, datetime.now(UTC) + timedelta(days=1))
     Script(fake).planner(reply(tool_call("delete_calendar_event", event_id=str(event))))
-    second = (await http.post(f"{chat}/chat", json={"session_id": sid, "message": "Delete it"},
-                              headers=user)).json()  # fmt: skip
+    second = (
+        await http.post(
+            f"{chat}/chat", json={"session_id": sid, "message": "Delete it"}, headers=user
+        )
+    ).json()
     assert second["status"] == "awaiting_approval"
     one_by_one = [
         (await http.get(f"{planner}/plans/{turn['plan_id']}", headers=user)).json()
@@ -382,12 +445,12 @@ async def test_a_sessions_plans_are_read_in_full_in_one_call_and_paged(
     assert len(complex_turn["executions"]) == 3 and waiting["approvals"][0]["status"] == "pending"
     page = (await http.get(f"{chat}/sessions/{sid}/plans?limit=1", headers=user)).json()
     assert page["plans"] == [complex_turn]
-    rest = await http.get(f"{chat}/sessions/{sid}/plans?after_seq={page['last_seq']}",
-                          headers=user)  # fmt: skip
+    rest = await http.get(f"{chat}/sessions/{sid}/plans?after_seq={page['last_seq']}", headers=user)
     assert rest.json()["plans"] == [waiting]
     end = rest.json()["last_seq"]
-    assert (await http.get(f"{chat}/sessions/{sid}/plans?after_seq={end}", headers=user)).json() \
-        == {"plans": [], "last_seq": end}  # fmt: skip
+    assert (
+        await http.get(f"{chat}/sessions/{sid}/plans?after_seq={end}", headers=user)
+    ).json() == {"plans": [], "last_seq": end}
 
     intruder = as_user(await make_user(db))
     problem(await http.get(f"{chat}/sessions/{sid}/plans", headers=intruder), 404)
@@ -401,8 +464,9 @@ async def test_plans_are_private(
 ) -> None:
     owner = as_user(await make_user(db))
     script.planner(reply("Hi"))
-    plan_id = (await http.post(f"{stack.url('chat')}/chat", json={"message": "Hi"},
-                               headers=owner)).json()["plan_id"]  # fmt: skip
+    plan_id = (
+        await http.post(f"{stack.url('chat')}/chat", json={"message": "Hi"}, headers=owner)
+    ).json()["plan_id"]
     intruder = as_user(await make_user(db))
     planner = stack.url("agent_planner")
     problem(await http.get(f"{planner}/plans/{plan_id}", headers=intruder), 404)
@@ -425,9 +489,13 @@ async def test_openapi_is_served_by_every_function(stack: Stack, http: httpx.Asy
 
 
 async def test_the_same_send_twice_at_once_stores_one_message_and_one_plan(
-    stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
+    stack: Stack,
+    http: httpx.AsyncClient,
+    db: Database,
+    as_user: Auth,
+    script: Script,
     fake: FakeModelServer,
-) -> None:  # fmt: skip
+) -> None:
     user_id = await make_user(db)
     user = as_user(user_id)
     script.planner(reply("Hello once."))
@@ -438,22 +506,30 @@ async def test_the_same_send_twice_at_once_stores_one_message_and_one_plan(
     assert [r.status_code for r in replies] == [200, 200]
     assert len({r.json()["plan_id"] for r in replies}) == 1
     assert sorted(r.json()["created"] for r in replies) == [False, True]
-    assert await count(db, "SELECT count(*) FROM chat_messages WHERE user_id = %s AND "
-                       "role = 'user'", user_id) == 1  # fmt: skip
+    assert (
+        await count(
+            db, "SELECT count(*) FROM chat_messages WHERE user_id = %s AND role = 'user'", user_id
+        )
+        == 1
+    )
     assert await count(db, "SELECT count(*) FROM agent_plans WHERE user_id = %s", user_id) == 1
     assert len(fake.requests) == 1  # and the model answered it once
 
 
 async def test_over_http_one_turn_is_one_trace_and_its_plan_names_it(
-    http_stack: Stack, http: httpx.AsyncClient, db: Database, as_user: Auth, script: Script,
-) -> None:  # fmt: skip
+    http_stack: Stack,
+    http: httpx.AsyncClient,
+    db: Database,
+    as_user: Auth,
+    script: Script,
+) -> None:
     """`INVOKER_TRANSPORT=http`: the invoker's calls carry the trace context (`traceparent`),
     so the chat's request, the planner's and each executor's are one trace."""
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.trace import SpanKind
 
-    from shared import tracing
-    from shared.settings import Settings
+    from shared.kernel.settings import Settings
+    from shared.observability import tracing
 
     user = as_user(await make_user(db))
     week_plan_with_dependency(script)
@@ -481,9 +557,11 @@ async def test_over_http_one_turn_is_one_trace_and_its_plan_names_it(
     called = [s for s in found if s.kind == SpanKind.SERVER and s.name != "POST /chat"]
     assert len(called) == 3  # the planner's run and both steps
     assert all(s.parent is not None and s.parent.span_id in clients for s in called)
-    plan = (await http.get(
-        f"{http_stack.url('agent_planner')}/plans/{sent.json()['plan_id']}", headers=user
-    )).json()  # fmt: skip
+    plan = (
+        await http.get(
+            f"{http_stack.url('agent_planner')}/plans/{sent.json()['plan_id']}", headers=user
+        )
+    ).json()
     trace_id = f"{servers['POST /chat'].context.trace_id:032x}"
     assert plan["trace_id"] == trace_id
     assert {e["trace_id"] for e in plan["executions"]} == {trace_id}

@@ -45,9 +45,21 @@ def package(stage: str, *, into: str | None = None, **params: str) -> dict[str, 
     env["SLS_TELEMETRY_DISABLED"] = "1"
     given = [f"--param={name}={value}" for name, value in params.items()]
     subprocess.run(
-        ["npx", "osls", "package", "--stage", stage, "--package", f".serverless-{into or stage}",
-         *given], cwd=INFRA, check=True, env=env, capture_output=True,
-    )  # fmt: skip
+        [
+            "npx",
+            "osls",
+            "package",
+            "--stage",
+            stage,
+            "--package",
+            f".serverless-{into or stage}",
+            *given,
+        ],
+        cwd=INFRA,
+        check=True,
+        env=env,
+        capture_output=True,
+    )
     loaded: dict[str, Any] = json.loads(template_file(into or stage).read_text())
     return loaded
 

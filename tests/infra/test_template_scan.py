@@ -48,12 +48,21 @@ def scanners() -> Path:
     if not STAMP.exists() or STAMP.read_text() != digest:
         uv = ROOT / ".venv" / "bin" / "uv"
         shutil.rmtree(SCAN_VENV, ignore_errors=True)
-        subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, SCAN_VENV],
-                       check=True)  # fmt: skip
+        subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, SCAN_VENV], check=True)
         subprocess.run(
-            [uv, "pip", "install", "--quiet", "--python", SCAN_VENV / "bin" / "python",
-             "--require-hashes", "-r", lock], check=True,
-        )  # fmt: skip
+            [
+                uv,
+                "pip",
+                "install",
+                "--quiet",
+                "--python",
+                SCAN_VENV / "bin" / "python",
+                "--require-hashes",
+                "-r",
+                lock,
+            ],
+            check=True,
+        )
         STAMP.write_text(digest)
     return SCAN_VENV / "bin"
 
@@ -70,8 +79,10 @@ def test_cfn_lint_finds_only_the_documented_exceptions(
 ) -> None:
     done = subprocess.run(
         [scanners / "cfn-lint", "--format", "json", *templates],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode in range(0, 16, 2), done.stderr  # findings (a bitmask), not a crash
     findings = json.loads(done.stdout or "[]")
     errors = [f for f in findings if f["Level"] == "Error"]
@@ -86,10 +97,22 @@ def test_checkov_finds_only_the_documented_exceptions(
 ) -> None:
     files = [option for path in templates for option in ("--file", str(path))]
     done = subprocess.run(
-        [scanners / "checkov", *files, "--framework", "cloudformation", "--skip-download",
-         "--quiet", "--compact", "--output", "json"],
-        capture_output=True, text=True, check=False, cwd=INFRA,
-    )  # fmt: skip
+        [
+            scanners / "checkov",
+            *files,
+            "--framework",
+            "cloudformation",
+            "--skip-download",
+            "--quiet",
+            "--compact",
+            "--output",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=INFRA,
+    )
     assert done.stdout, done.stderr[-3000:]
     report = json.loads(done.stdout)
     failed = report["results"]["failed_checks"]

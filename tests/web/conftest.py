@@ -22,14 +22,18 @@ from playwright.async_api import Browser, Page, WebSocket, async_playwright, exp
 from local.seed import seed_demo
 from local.stack import DEMO_MODEL_LATENCY, RunningStack, running_stack
 from shared.db import Database
-from shared.settings import load_settings
+from shared.services import load_settings
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 # No sandbox (containers, root), no GPU, and nothing that phones home: the network is closed.
 CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]  # fmt: skip
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 SCREENSHOTS = os.environ.get("PARLEY_SCREENSHOTS")
 """A folder to save the docs' screenshots in (`PARLEY_SCREENSHOTS=docs`); unset: not saved."""
 

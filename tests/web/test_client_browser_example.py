@@ -15,7 +15,7 @@ from playwright.async_api import Browser, expect
 from local.seed import DEMO_USER_ID
 from local.stack import RunningStack, write_client_env
 from shared.db import Database
-from tests.clients.node import package_copy
+from tests.support.client_node import package_copy
 
 
 @pytest.fixture

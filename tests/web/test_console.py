@@ -91,9 +91,10 @@ async def test_the_console_link_the_stack_prints_plays_the_demo_turn_live(
         await expect(thread.locator('[data-type="completion"]')).to_be_visible()
     await expect(graph.locator('[data-status="completed"]')).to_have_count(2)
     live_threads = {
-        e["data"]["thread_id"] for e in wire.of_type("agent_message")
+        e["data"]["thread_id"]
+        for e in wire.of_type("agent_message")
         if e["data"]["message_type"] == "completion"
-    }  # fmt: skip
+    }
     assert len(live_threads) >= 2, "the executors' completions did not come over Realtime"
     # Joined before the turn began: the whole turn came over the channel, from its first event.
     assert wire.of_type("status_update")[0]["data"]["status"] == "thinking"
@@ -203,8 +204,9 @@ async def approve_elsewhere(stack: RunningStack, plan_id: str | None) -> None:
     headers = {"Authorization": f"Bearer {session['access_token']}"}
     async with httpx.AsyncClient(base_url=f"{stack.url}/agent_planner", headers=headers) as http:
         [waiting] = (await http.get(f"/plans/{plan_id}/approvals")).json()["approvals"]
-        decided = await http.post(f"/plans/{plan_id}/approvals/{waiting['id']}",
-                                  json={"decision": "approve"})  # fmt: skip
+        decided = await http.post(
+            f"/plans/{plan_id}/approvals/{waiting['id']}", json={"decision": "approve"}
+        )
     assert decided.json()["plan"]["status"] == "completed"
 
 
@@ -418,9 +420,10 @@ async def test_the_local_config_offers_supabase_auth_and_no_secret(stack: Runnin
         config = (await http.get(f"{stack.url}/config.json")).json()
         minted = await http.post(f"{stack.url}/local/demo-session")
     assert config["auth"] == {
-        "mode": "supabase", "methods": ["password", "signup"],
+        "mode": "supabase",
+        "methods": ["password", "signup"],
         "demoUser": {"email": DEMO_EMAIL, "password": DEMO_PASSWORD},
-    }  # fmt: skip
+    }
     assert config["supabaseUrl"] == stack.supabase_url
     assert config["supabaseAnonKey"].startswith("sb_publishable_")
     assert config["demoMessage"] == CONSOLE_DEMO_MESSAGE

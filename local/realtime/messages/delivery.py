@@ -41,8 +41,9 @@ class DatabaseBroadcasts:
             return 0
         message, topic, private = found
         if message.event is None or private is None or message.payload is None:
-            log.warning("realtime: UnableToBroadcastChanges: no event, private or payload (%s)",
-                        message.id)  # fmt: skip
+            log.warning(
+                "realtime: UnableToBroadcastChanges: no event, private or payload (%s)", message.id
+            )
             return 0
         if self._limits.events.triggered:
             log.warning("realtime: UnableToBroadcastChanges: too_many_requests (%s)", message.id)
@@ -52,9 +53,11 @@ class DatabaseBroadcasts:
             return 0
         self._limits.events.add()
         return self._hub.publish(
-            tenant_topic(topic, private=private), "broadcast",
-            message.broadcast({"id": message.id}), message_id=message.id,
-        )  # fmt: skip
+            tenant_topic(topic, private=private),
+            "broadcast",
+            message.broadcast({"id": message.id}),
+            message_id=message.id,
+        )
 
     async def _read(self, notice: dict[str, Any]) -> tuple[StoredMessage, str, bool | None] | None:
         if "topic" in notice:  # the whole message came with the notice

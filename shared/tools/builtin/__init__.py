@@ -9,16 +9,31 @@ from __future__ import annotations
 from typing import Any
 
 from shared.tools.builtin import brain_dumps, calendar, notes, projects, scheduling, tasks
-from shared.tools.registry import DatabaseTool, ToolRegistry
+from shared.tools.tool_registry import DatabaseTool, ToolRegistry
 
 ORDER = (
-    "list_tasks", "search_projects", "search_notes", "search_brain_dumps",
-    "get_task_details", "get_project_details", "get_note_details", "get_brain_dump_details",
-    "get_calendar_events", "find_available_slots", "get_task_calendar_events",
+    "list_tasks",
+    "search_projects",
+    "search_notes",
+    "search_brain_dumps",
+    "get_task_details",
+    "get_project_details",
+    "get_note_details",
+    "get_brain_dump_details",
+    "get_calendar_events",
+    "find_available_slots",
+    "get_task_calendar_events",
     "check_task_has_calendar_event",
-    "create_task", "update_task", "update_project", "create_note", "create_brain_dump",
-    "schedule_task", "update_calendar_event", "delete_calendar_event", "update_or_schedule_task",
-)  # fmt: skip
+    "create_task",
+    "update_task",
+    "update_project",
+    "create_note",
+    "create_brain_dump",
+    "schedule_task",
+    "update_calendar_event",
+    "delete_calendar_event",
+    "update_or_schedule_task",
+)
 """Offer order: reads, then writes (stable, so prompts stay cacheable)."""
 
 

@@ -10,15 +10,16 @@ from pydantic import Field
 
 from shared.db.database import Connection
 from shared.tools.builtin.common import (
+    Filter,
     TextSearch,
     columns,
     ensure_visible,
-    like_pattern,
     require,
+    search_page,
 )
-from shared.tools.builtin.outputs import PREVIEW_CHARS, BrainDump, BrainDumpStatus, BrainDumpSummary
+from shared.tools.builtin.outputs import BrainDump, BrainDumpStatus, BrainDumpSummary
 from shared.tools.builtin.paging import Page, PageArgs, fetch_page, page_of
-from shared.tools.registry import DatabaseTool
+from shared.tools.tool_registry import DatabaseTool
 from shared.tools.values import ToolArgs
 
 SEARCH = TextSearch(
@@ -46,26 +47,21 @@ class BrainDumpList(Page):
 
 def search_query(args: SearchBrainDumpsArgs) -> tuple[sql.Composed, dict[str, Any]]:
     """The SQL `search_brain_dumps` runs, and its parameters."""
-    matches, params = SEARCH.predicate(args.query)
-    query = sql.SQL(
-        """SELECT b.id, b.title, b.status, b.project_id, b.created_at,
-                  left(b.content, {chars}) AS preview,
-                  count(*) OVER () AS total
-           FROM brain_dumps b
-           WHERE {matches}
-             AND (%(project)s::uuid IS NULL OR b.project_id = %(project)s)
-             AND (%(status)s::text IS NULL OR b.status = %(status)s)
-           ORDER BY (b.title ILIKE %(phrase)s) IS TRUE DESC, b.created_at DESC, b.id
-           LIMIT %(limit)s OFFSET %(offset)s"""
-    ).format(chars=PREVIEW_CHARS, matches=matches)
-    return query, {
-        **params,
-        "project": args.project_id,
-        "status": args.status,
-        "phrase": like_pattern(args.query),
-        "limit": args.limit,
-        "offset": args.offset,
-    }
+    filters = [
+        Filter("b.project_id", "uuid", args.project_id),
+        Filter("b.status", "text", args.status),
+    ]
+    return search_page(
+        SEARCH,
+        args.query,
+        select="b.id, b.title, b.status, b.project_id, b.created_at, "
+        "left(b.content, {chars}) AS preview",
+        source="brain_dumps b",
+        title="b.title",
+        then="b.created_at DESC, b.id",
+        filters=filters,
+        page=(args.limit, args.offset),
+    )
 
 
 async def search_brain_dumps(conn: Connection, args: SearchBrainDumpsArgs) -> BrainDumpList:

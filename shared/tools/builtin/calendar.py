@@ -14,13 +14,13 @@ from psycopg import sql
 from pydantic import Field
 
 from shared.db.database import Connection
-from shared.errors import InvalidInput, NotFound
+from shared.kernel.errors import InvalidInput, NotFound
 from shared.tools.builtin.common import Updates, columns, ensure_visible, fetch_models, require
 from shared.tools.builtin.outputs import CalendarEvent, Occurrence, Recurrence
 from shared.tools.builtin.paging import Page, PageArgs, fetch_page, page_of
 from shared.tools.builtin.timeslots import Interval, occurrences
-from shared.tools.registry import DatabaseTool
 from shared.tools.schema import nullable
+from shared.tools.tool_registry import DatabaseTool
 from shared.tools.values import Instant, ToolArgs, ToolOutput, ZonedArgs
 
 EVENT = columns(CalendarEvent, "e")
@@ -100,8 +100,7 @@ async def get_calendar_events(conn: Connection, args: GetCalendarEventsArgs) -> 
     window = window_of(args, args.time_min, args.time_max)
     found = await occurrences_in(conn, window, args.zone())
     shown = found[args.offset : args.offset + args.limit]
-    paging = page_of("get_calendar_events", offset=args.offset, count=len(shown),
-                     total=len(found))  # fmt: skip
+    paging = page_of("get_calendar_events", offset=args.offset, count=len(shown), total=len(found))
     return EventList(events=shown, window=Window(start=window.start, end=window.end), **paging)
 
 
@@ -126,11 +125,14 @@ async def get_task_calendar_events(conn: Connection, args: TaskEventsArgs) -> Ta
            WHERE e.task_id = %(task)s AND (%(deleted)s OR e.deleted_at IS NULL)
            ORDER BY e.start_at, e.id LIMIT %(limit)s OFFSET %(offset)s"""
     ).format(EVENT)
-    params = {"task": args.task_id, "deleted": args.include_deleted, "limit": args.limit,
-              "offset": args.offset}  # fmt: skip
+    params = {
+        "task": args.task_id,
+        "deleted": args.include_deleted,
+        "limit": args.limit,
+        "offset": args.offset,
+    }
     events, total = await fetch_page(conn, CalendarEvent, query, params)
-    paging = page_of("get_task_calendar_events", offset=args.offset, count=len(events),
-                     total=total)  # fmt: skip
+    paging = page_of("get_task_calendar_events", offset=args.offset, count=len(events), total=total)
     return TaskEvents(task_id=args.task_id, events=events, **paging)
 
 

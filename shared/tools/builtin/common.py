@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, LiteralString, Self, TypeVar
+from typing import Any, LiteralString, NamedTuple, Self, TypeVar
 
 from psycopg import sql
 from pydantic import BaseModel, model_validator
 
 from shared.db.database import Connection
-from shared.errors import NotFound
+from shared.kernel.errors import NotFound
+from shared.tools.builtin.outputs import PREVIEW_CHARS
 from shared.tools.schema import is_nullable
 from shared.tools.values import ToolArgs
 
@@ -101,6 +102,53 @@ class TextSearch:
             for name in params
         ]
         return sql.SQL(" AND ").join([lookup, *every_word]), params
+
+
+class Filter(NamedTuple):
+    """An optional equality filter of a search: `column = value`, unless `value` is None."""
+
+    column: LiteralString
+    sql_type: LiteralString
+    """The value's type for Postgres (a None parameter must be typed: `uuid`, `text`)."""
+    value: object
+
+
+def search_page(
+    search: TextSearch,
+    query: str | None,
+    *,
+    select: LiteralString,
+    source: LiteralString,
+    title: LiteralString,
+    then: LiteralString,
+    filters: Sequence[Filter],
+    page: tuple[int, int],
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """A page of search results: the rows of `source` matching every word of `query`, under
+    each filter, those whose `title` holds the whole query first, then by `then`; `select`
+    holds the columns and may use `{chars}` for the preview's length. `page` is (limit,
+    offset). The SQL and its parameters."""
+    matches, params = search.predicate(query)
+    where = [
+        sql.SQL("({value}::{type} IS NULL OR {column} = {value})").format(
+            value=sql.Placeholder(f"filter{i}"), type=sql.SQL(f.sql_type), column=sql.SQL(f.column)
+        )
+        for i, f in enumerate(filters)
+    ]
+    statement = sql.SQL(
+        "SELECT " + select + ", count(*) OVER () AS total FROM " + source + " WHERE {matches} "
+        "ORDER BY (" + title + " ILIKE %(phrase)s) IS TRUE DESC, " + then + " "
+        "LIMIT %(limit)s OFFSET %(offset)s"
+    ).format(chars=PREVIEW_CHARS, matches=sql.SQL(" AND ").join([matches, *where]))
+    limit, offset = page
+    found = {f"filter{i}": f.value for i, f in enumerate(filters)}
+    return statement, {
+        **params,
+        **found,
+        "phrase": like_pattern(query),
+        "limit": limit,
+        "offset": offset,
+    }
 
 
 def _escape(word: str) -> str:

@@ -10,15 +10,16 @@ from pydantic import Field
 
 from shared.db.database import Connection
 from shared.tools.builtin.common import (
+    Filter,
     TextSearch,
     columns,
     ensure_visible,
-    like_pattern,
     require,
+    search_page,
 )
-from shared.tools.builtin.outputs import PREVIEW_CHARS, Note, NoteSummary
+from shared.tools.builtin.outputs import Note, NoteSummary
 from shared.tools.builtin.paging import Page, PageArgs, fetch_page, page_of
-from shared.tools.registry import DatabaseTool
+from shared.tools.tool_registry import DatabaseTool
 from shared.tools.values import ToolArgs
 
 SEARCH = TextSearch(
@@ -46,26 +47,21 @@ class NoteList(Page):
 
 def search_query(args: SearchNotesArgs) -> tuple[sql.Composed, dict[str, Any]]:
     """The SQL `search_notes` runs, and its parameters."""
-    matches, params = SEARCH.predicate(args.query)
-    query = sql.SQL(
-        """SELECT n.id, n.title, n.category, n.project_id, n.tags, n.created_at,
-                  left(n.content, {chars}) AS preview,
-                  count(*) OVER () AS total
-           FROM notes n
-           WHERE {matches}
-             AND (%(project)s::uuid IS NULL OR n.project_id = %(project)s)
-             AND (%(category)s::text IS NULL OR n.category = %(category)s)
-           ORDER BY (n.title ILIKE %(phrase)s) IS TRUE DESC, n.created_at DESC, n.id
-           LIMIT %(limit)s OFFSET %(offset)s"""
-    ).format(chars=PREVIEW_CHARS, matches=matches)
-    return query, {
-        **params,
-        "project": args.project_id,
-        "category": args.category,
-        "phrase": like_pattern(args.query),
-        "limit": args.limit,
-        "offset": args.offset,
-    }
+    filters = [
+        Filter("n.project_id", "uuid", args.project_id),
+        Filter("n.category", "text", args.category),
+    ]
+    return search_page(
+        SEARCH,
+        args.query,
+        select="n.id, n.title, n.category, n.project_id, n.tags, n.created_at, "
+        "left(n.content, {chars}) AS preview",
+        source="notes n",
+        title="n.title",
+        then="n.created_at DESC, n.id",
+        filters=filters,
+        page=(args.limit, args.offset),
+    )
 
 
 async def search_notes(conn: Connection, args: SearchNotesArgs) -> NoteList:

@@ -10,7 +10,7 @@ from psycopg import sql
 from pydantic import Field, model_validator
 
 from shared.db.database import Connection
-from shared.errors import NotFound
+from shared.kernel.errors import NotFound
 from shared.tools.builtin.common import (
     TextSearch,
     Updates,
@@ -31,8 +31,8 @@ from shared.tools.builtin.outputs import (
 )
 from shared.tools.builtin.paging import Compact, Page, PageArgs, fetch_page, page_of
 from shared.tools.builtin.tasks import ListTasksArgs, list_query
-from shared.tools.registry import DatabaseTool
 from shared.tools.schema import nullable
+from shared.tools.tool_registry import DatabaseTool
 from shared.tools.values import ToolArgs
 
 SEARCH = TextSearch(
@@ -162,8 +162,10 @@ async def get_project_details(conn: Connection, args: GetProjectDetailsArgs) -> 
         details[table] = listed
         if total > len(listed):
             what = table.replace("_", " ")
-            more.append(f"{total - len(listed)} more {what} — call {tool} with "
-                        f"project_id={args.project_id} and offset={len(listed)}.")  # fmt: skip
+            more.append(
+                f"{total - len(listed)} more {what} — call {tool} with "
+                f"project_id={args.project_id} and offset={len(listed)}."
+            )
     return ProjectDetails.model_validate({**details, "more": more or None})
 
 

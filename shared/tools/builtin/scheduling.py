@@ -14,15 +14,15 @@ from psycopg import sql
 from pydantic import Field
 
 from shared.db.database import Connection
-from shared.errors import Conflict, InvalidInput, NotFound
+from shared.kernel.errors import Conflict, InvalidInput, NotFound
 from shared.tools.builtin.calendar import EVENT, occurrences_in, window_of
 from shared.tools.builtin.common import fetch_models, require
 from shared.tools.builtin.outputs import CalendarEvent, Occurrence, Recurrence, Task
 from shared.tools.builtin.paging import Page, PageArgs, page_of
 from shared.tools.builtin.tasks import task_query
 from shared.tools.builtin.timeslots import Interval, free_slots
-from shared.tools.registry import DatabaseTool
 from shared.tools.schema import nullable
+from shared.tools.tool_registry import DatabaseTool
 from shared.tools.values import Instant, ToolOutput, ZonedArgs
 
 Hour = Annotated[int, Field(ge=0, le=23)]
@@ -73,8 +73,7 @@ async def find_available_slots(conn: Connection, args: FindAvailableSlotsArgs) -
         Slot(start_at=s.start, end_at=s.end, minutes=int(s.length.total_seconds() // 60))
         for s in spans[args.offset : args.offset + args.limit]
     ]
-    paging = page_of("find_available_slots", offset=args.offset, count=len(slots),
-                     total=len(spans))  # fmt: skip
+    paging = page_of("find_available_slots", offset=args.offset, count=len(slots), total=len(spans))
     return SlotList(slots=slots, busy_count=len(busy), **paging)
 
 
@@ -191,9 +190,13 @@ async def _insert_event(
            RETURNING {}"""
     ).format(EVENT)
     params = {
-        "task": task.id, "title": task.title, "description": task.description,
-        "start": span.start, "end": span.end, "pattern": pattern,
-    }  # fmt: skip
+        "task": task.id,
+        "title": task.title,
+        "description": task.description,
+        "start": span.start,
+        "end": span.end,
+        "pattern": pattern,
+    }
     return await require(conn, CalendarEvent, query, params, "new event")
 
 
@@ -227,10 +230,13 @@ async def _finish(
                                       ELSE coalesce(%(ends)s, recurrence_ends) END
            WHERE id = %(id)s""",
         {
-            "start": span.start, "minutes": int(span.length.total_seconds() // 60),
-            "pattern": pattern, "ends": ends, "id": event.task_id,
+            "start": span.start,
+            "minutes": int(span.length.total_seconds() // 60),
+            "pattern": pattern,
+            "ends": ends,
+            "id": event.task_id,
         },
-    )  # fmt: skip
+    )
     task = await _task(conn, event.task_id) if event.task_id else None
     if task is None:
         raise NotFound("the scheduled task disappeared")

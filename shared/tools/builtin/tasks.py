@@ -9,7 +9,7 @@ from psycopg import sql
 from pydantic import Field
 
 from shared.db.database import Connection
-from shared.errors import NotFound
+from shared.kernel.errors import NotFound
 from shared.tools.builtin.common import (
     TextSearch,
     Updates,
@@ -27,8 +27,8 @@ from shared.tools.builtin.outputs import (
     TaskType,
 )
 from shared.tools.builtin.paging import Page, PageArgs, fetch_page, page_of
-from shared.tools.registry import DatabaseTool
 from shared.tools.schema import nullable
+from shared.tools.tool_registry import DatabaseTool
 from shared.tools.values import ToolArgs, ToolOutput, UtcDatetime
 
 SUMMARY = sql.SQL(
@@ -153,8 +153,10 @@ async def get_task_details(conn: Connection, args: GetTaskDetailsArgs) -> TaskDe
         subtasks, total = await fetch_page(conn, TaskSummary, *list_query(listed))
         more = None
         if total > len(subtasks):
-            more = (f"{total - len(subtasks)} more subtasks — call list_tasks with "
-                    f"parent_task_id={task.id} and offset={len(subtasks)}.")  # fmt: skip
+            more = (
+                f"{total - len(subtasks)} more subtasks — call list_tasks with "
+                f"parent_task_id={task.id} and offset={len(subtasks)}."
+            )
         details = details.model_copy(update={"subtasks": subtasks, "more_subtasks": more})
     if args.include_project_context and task.project_id is not None:
         project = await fetch_model(

@@ -1,0 +1,1 @@
+"""The HTTP layer the three functions share: the app factory, problem+json, auth dependencies."""

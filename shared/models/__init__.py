@@ -1,1 +1,0 @@
-"""Pydantic wire models: what the functions accept and return."""

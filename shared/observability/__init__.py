@@ -1,0 +1,1 @@
+"""Logs and traces: how a function says what it did."""

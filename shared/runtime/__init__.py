@@ -1,0 +1,1 @@
+"""The Lambda runtime: one handler per function, SnapStart's hooks, the queue consumer."""
