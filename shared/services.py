@@ -7,16 +7,13 @@ calls a model starts without those settings. Tests and the local stack pass read
 (`Services(settings, llm=..., db=...)`): the fake model server's client, a shared pool.
 """
 
-# No `from __future__ import annotations`: the module defines a pydantic model (`_Deployed`), and
-# the chat's cold start keeps every model's annotations objects, not strings to evaluate
-# (`tests/functions/test_handlers.py`); the clients' types, imported for checking only, are
-# written as strings instead.
+from __future__ import annotations
 
 import asyncio
 import logging
 import os
 from collections.abc import Sequence
-from functools import cached_property, lru_cache
+from functools import cache, cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -53,12 +50,12 @@ class Services:
         self,
         settings: Settings,
         *,
-        db: "Database | None" = None,
-        llm: "LLMClient | None" = None,
-        tools: "ToolRegistry | None" = None,
-        approvals: "ApprovalGate | None" = None,
-        tokens: "TokenCounter | None" = None,
-        event_sinks: Sequence["Publisher"] = (),
+        db: Database | None = None,
+        llm: LLMClient | None = None,
+        tools: ToolRegistry | None = None,
+        approvals: ApprovalGate | None = None,
+        tokens: TokenCounter | None = None,
+        event_sinks: Sequence[Publisher] = (),
     ) -> None:
         self.settings = settings
         self.event_sinks = tuple(event_sinks)
@@ -69,13 +66,13 @@ class Services:
         self._given = frozenset(name for name, part in given.items() if part is not None)
 
     @cached_property
-    def db(self) -> "Database":
+    def db(self) -> Database:
         from shared.db import Database  # on first use
 
         return Database(self.settings.database_url, max_size=self.settings.db_pool_max_size)
 
     @cached_property
-    def verifier(self) -> "TokenVerifier":
+    def verifier(self) -> TokenVerifier:
         from shared.auth.access_tokens import TokenVerifier  # on first use
 
         secret = self.settings.supabase_jwt_secret
@@ -84,7 +81,7 @@ class Services:
         )
 
     @cached_property
-    def http(self) -> "httpx2.AsyncClient":
+    def http(self) -> httpx2.AsyncClient:
         """One HTTP client for calls to other functions and to Realtime (pooled connections):
         httpx2, the model client's library, with its TLS settings (loaded once for both)."""
         import httpx2  # on first use
@@ -95,7 +92,7 @@ class Services:
         return httpx2.AsyncClient(timeout=timeout, verify=http_client_tls_context())
 
     @cached_property
-    def queue_sender(self) -> "QueueSender":
+    def queue_sender(self) -> QueueSender:
         """What `SqsInvoker` puts messages on the queues with (`INVOKER_TRANSPORT=sqs`): SQS's
         JSON API over `http.client`, signed here, when the environment leads to credentials
         and names a region — a Lambda function's always does: its keys, or under SnapStart its
@@ -141,7 +138,7 @@ class Services:
             ) from exc
 
     @cached_property
-    def turn_slots(self) -> "TurnSlots":
+    def turn_slots(self) -> TurnSlots:
         """The turns this process runs at once (`MAX_RUNNING_TURNS`, admission control)."""
         from shared.kernel.admission import TurnSlots  # on first use
 
@@ -149,7 +146,7 @@ class Services:
         return TurnSlots(settings.max_running_turns, retry_after=settings.retry_after_seconds)
 
     @cached_property
-    def models(self) -> "ModelRegistry":
+    def models(self) -> ModelRegistry:
         """Prices, context windows and capabilities by model name (`LLM_MODELS_FILE` applied)."""
         from shared.llm import load_registry  # on first use
 
@@ -170,14 +167,14 @@ class Services:
         return min(settings.executor_token_budget, window)
 
     @cached_property
-    def llm(self) -> "LLMClient":
+    def llm(self) -> LLMClient:
         """The model client; raises `LLMNotConfigured` (saying what to set) when it cannot be."""
         from shared.llm import OpenAIClient  # on first use
 
         return OpenAIClient.from_settings(self.settings)
 
     @cached_property
-    def tools(self) -> "ToolRegistry":
+    def tools(self) -> ToolRegistry:
         """The tool registry: the built-in tools (MCP tools are added by whoever connects them)."""
         from shared.tools import builtin_registry  # on first use
 
@@ -214,13 +211,13 @@ class Services:
             self.__dict__["_mcp"] = source
 
     @cached_property
-    def tool_executor(self) -> "ToolExecutor":
+    def tool_executor(self) -> ToolExecutor:
         from shared.tools import ToolExecutor  # on first use
 
         return ToolExecutor(self.db, self.tools, timeout_seconds=self.settings.tool_timeout_seconds)
 
     @cached_property
-    def approvals(self) -> "ApprovalGate":
+    def approvals(self) -> ApprovalGate:
         """Consulted before destructive tool calls and on escalations: the user decides through
         `agent_approvals` rows (`APPROVALS=on`, the default), or nobody is asked (`off`)."""
         from shared.agents.approval_gate import DatabaseApprovals, NoApprovals  # on first use
@@ -230,7 +227,7 @@ class Services:
         return DatabaseApprovals(self.db)
 
     @cached_property
-    def tokens(self) -> "TokenCounter":
+    def tokens(self) -> TokenCounter:
         """The tokenizer budgets are measured with (DeepSeek's; loaded on first count)."""
         from shared.llm.tokens import DeepSeekTokenizer  # on first use
 
@@ -257,31 +254,35 @@ class Services:
                 await closer()
 
 
-class _Deployed(Settings):
-    """Settings as a deployed function reads them: given values, the environment, then the
-    stage's Secrets Manager secret that `SETTINGS_SECRET_ID` names (`shared.aws.secrets`)."""
+@cache
+def _with_the_stages_secret() -> type[Settings]:
+    """`Settings` read as a deployed function reads them when `SETTINGS_SECRET_ID` names a
+    secret: given values, the environment, then the secret (`shared.aws.secrets`). Made on
+    first use: a pydantic model costs a cold start ~4 ms to build, and only functions with a
+    secret need this one."""
+    from shared.aws.secrets import SecretsManagerSource  # only where a secret is named
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        if not os.environ.get("SETTINGS_SECRET_ID"):
-            return init_settings, env_settings
-        from shared.aws.secrets import SecretsManagerSource  # only where a secret is named
+    class FromTheStagesSecret(Settings):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return init_settings, env_settings, SecretsManagerSource(settings_cls)
 
-        return init_settings, env_settings, SecretsManagerSource(settings_cls)
+    return FromTheStagesSecret
 
 
 def load_settings(**overrides: object) -> Settings:
     """Read settings from the environment (and the stage's secret), turning validation errors
     into one clear message; a model DeepSeek retired is refused here, at start."""
     try:
-        settings: Settings = _Deployed(**overrides)  # type: ignore[arg-type]
+        read = _with_the_stages_secret() if os.environ.get("SETTINGS_SECRET_ID") else Settings
+        settings = read(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         raise ConfigurationError(f"Invalid configuration — {_problems(exc)}") from exc
     except SettingsError as exc:  # a value pydantic-settings could not decode, e.g. bad JSON
@@ -319,7 +320,7 @@ def get_services() -> Services:
     return build_services()
 
 
-def services_of(app: "FastAPI") -> Services:
+def services_of(app: FastAPI) -> Services:
     """`app`'s services: `get_services()`, or what a test put in its place
     (`app.dependency_overrides[get_services]`)."""
     provider = app.dependency_overrides.get(get_services, get_services)

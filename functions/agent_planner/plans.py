@@ -13,7 +13,7 @@ from shared.api.deps import CurrentUser, ServiceCaller, ServicesDep, function_ur
 from shared.api.problems import problems
 from shared.api.responses import EVENT_STREAM, accepted, accepted_response, respond_async
 from shared.dispatch.transport import resume_plan, run_plan_here, stream_plan_here
-from shared.usecases import approval_decisions as approvals
+from shared.usecases import approval_decisions
 from shared.usecases.plan_views import plan_detail
 from shared.wire.runs import (
     ApprovalList,
@@ -55,7 +55,7 @@ async def get_plan(plan_id: UUID, user: CurrentUser, services: ServicesDep) -> P
 @router.get("/plans/{plan_id}/approvals", responses=problems(404))
 async def list_approvals(plan_id: UUID, user: CurrentUser, services: ServicesDep) -> ApprovalList:
     """The plan's approvals: destructive calls and escalations waiting for (or given) a decision."""
-    found = await approvals.list_approvals(services, user, plan_id)
+    found = await approval_decisions.list_approvals(services, user, plan_id)
     return ApprovalList(approvals=[ApprovalOut.model_validate(a) for a in found])
 
 
@@ -86,7 +86,7 @@ async def decide_approval(
     the plan and answer where it got to (its events stream as usual). With `Prefer:
     respond-async`, or `INVOKER_TRANSPORT=sqs` (the plan is queued), it answers **202** once
     the decision is recorded and the plan handed on (`plan.handed_off`: watch Realtime)."""
-    decided = await approvals.decide_approval(
+    decided = await approval_decisions.decide_approval(
         services,
         user,
         plan_id=plan_id,

@@ -8,8 +8,7 @@ from fastapi.responses import PlainTextResponse
 
 from shared.api.deps import CurrentUser, ServicesDep
 from shared.api.problems import problems
-from shared.usecases import chat_sessions as sessions
-from shared.usecases import plan_views, transcripts
+from shared.usecases import chat_sessions, plan_views, transcripts
 from shared.usecases.chat_sessions import CURSOR
 from shared.wire.sessions import (
     ForkRequest,
@@ -45,7 +44,7 @@ async def create_session(
 ) -> SessionOut:
     """Start an empty chat session."""
     return SessionOut.model_validate(
-        await sessions.create_session(services.db, user, title=body.title)
+        await chat_sessions.create_session(services.db, user, title=body.title)
     )
 
 
@@ -59,7 +58,7 @@ async def list_sessions(
 ) -> SessionList:
     """The user's sessions, most recently active first (archived ones on request), a page at a
     time: pass a page's `next_cursor` as `cursor` for the next."""
-    page = await sessions.list_sessions(
+    page = await chat_sessions.list_sessions(
         services.db, user, include_archived=include_archived, limit=limit, cursor=cursor
     )
     return SessionList(
@@ -71,7 +70,7 @@ async def list_sessions(
 @router.get("/sessions/{session_id}", responses=NOT_FOUND)
 async def get_session(session_id: UUID, user: CurrentUser, services: ServicesDep) -> SessionOut:
     """One session with its running token and cost totals."""
-    return SessionOut.model_validate(await sessions.get_session(services.db, user, session_id))
+    return SessionOut.model_validate(await chat_sessions.get_session(services.db, user, session_id))
 
 
 @router.patch("/sessions/{session_id}", responses=NOT_FOUND)
@@ -79,7 +78,7 @@ async def update_session(
     session_id: UUID, body: SessionUpdate, user: CurrentUser, services: ServicesDep
 ) -> SessionOut:
     """Rename a session, archive it, or restore it."""
-    updated = await sessions.update_session(
+    updated = await chat_sessions.update_session(
         services.db, user, session_id, title=body.title, status=body.status
     )
     return SessionOut.model_validate(updated)
@@ -92,7 +91,7 @@ async def delete_session(session_id: UUID, user: CurrentUser, services: Services
     """Delete a session; it disappears from every listing and lookup, its plans and approvals
     too (404), and its turns stop: one waiting for an approval is cancelled at once, a running
     one before its next model or tool call."""
-    await sessions.delete_session(services, user, session_id)
+    await chat_sessions.delete_session(services, user, session_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
@@ -106,7 +105,7 @@ async def fork_session(
 ) -> SessionOut:
     """A new session with this one's conversation up to and including `at_message_id` (409 if
     that message is not one of the session's)."""
-    fork = await sessions.fork_session(
+    fork = await chat_sessions.fork_session(
         services.db, user, session_id, at_message_id=body.at_message_id, title=body.title
     )
     return SessionOut.model_validate(fork)
@@ -125,7 +124,7 @@ async def list_messages(
     realtime client up after a gap. `include=internal` adds the planner's own rows: its tool
     rounds (assistant messages with `tool_calls`) and their results (`tool`) — and, in
     `removed`, those that retention deleted (`RETENTION_TOOL_ROUNDS_DAYS`)."""
-    found = await sessions.list_messages(
+    found = await chat_sessions.list_messages(
         services.db,
         user,
         session_id,
@@ -156,7 +155,9 @@ async def get_timeline(
     `create_plan`'s holds each step's result, for the model to answer from — not words for the
     user; a chat view shows `user` and `assistant` entries (`GET /sessions/{id}/messages` gives
     only those unless asked for `include=internal`)."""
-    found = await sessions.timeline(services.db, user, session_id, after_seq=after_seq, limit=limit)
+    found = await chat_sessions.timeline(
+        services.db, user, session_id, after_seq=after_seq, limit=limit
+    )
     last = found.entries[-1].seq if found.entries else after_seq
     return Timeline(
         entries=[TimelineEntryOut.model_validate(e) for e in found.entries],

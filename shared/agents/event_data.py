@@ -16,7 +16,6 @@ from uuid import UUID
 
 from pydantic import JsonValue
 
-from shared.agents.history import without_text
 from shared.db.records import Approval, DialogueEntry, PlanStep
 from shared.events.emitter import EventEmitter, Outbox
 from shared.events.pacing import LoadQuery, Pacer, RealtimeBudget
@@ -137,6 +136,8 @@ def add_dialogue(
     event, sent as `event_agent_id`; the row's id. A control call's `tool_args` are not stored
     when they are just the text the row's `content` holds (`history.without_text`); the event
     carries them."""
+    from shared.agents.history import without_text  # history and budgets: off chat's cold start
+
     stored = entry
     if entry.tool_args is not None and entry.tool_name is not None:
         args = without_text(entry.message_type, entry.tool_name, entry.tool_args, entry.content)

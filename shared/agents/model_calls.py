@@ -30,8 +30,8 @@ from shared.llm import (
     ToolChoice,
     ToolSchema,
     UnexpectedReply,
+    spans,
 )
-from shared.llm import spans as genai
 from shared.observability import tracing
 from shared.tools import ToolDefinition
 
@@ -153,7 +153,7 @@ async def call_model(
     check(current, cost_cap=settings.plan_max_cost_usd)
     if not tracing.enabled():
         return await _call(run, request, stream_text=stream_text, quotes=quotes)
-    attributes = genai.request_attributes(
+    attributes = spans.request_attributes(
         request,
         base_url=settings.llm_base_url,
         session_id=run.plan.session_id,
@@ -161,11 +161,11 @@ async def call_model(
         agent_name=run.agent.role,
         agent_id=run.agent.id,
     )
-    with tracing.span(genai.span_name(request), kind="client", attributes=attributes) as span:
+    with tracing.span(spans.span_name(request), kind="client", attributes=attributes) as span:
         completion = await _call(run, request, stream_text=stream_text, quotes=quotes)
-        span.set_attributes(genai.completion_attributes(completion))
+        span.set_attributes(spans.completion_attributes(completion))
         if tracing.capture_content():
-            span.set_attributes(genai.content_attributes(request, completion))
+            span.set_attributes(spans.content_attributes(request, completion))
     return completion
 
 

@@ -26,12 +26,9 @@ renewed for `STREAM_SECONDS` (its process died) stops counting. The
 arithmetic is pure (`RealtimeBudget.interval`), so tests hold it with counts, not timings.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 WINDOW_SECONDS = 10.0
@@ -54,8 +51,7 @@ LOAD_SQL = (
 """A statement's call that registers a plan's stream and returns the load (`Load.of`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Load:
+class Load(NamedTuple):
     """The project's Realtime traffic, as the database last told it."""
 
     streams: int
@@ -71,7 +67,7 @@ class Load:
     """Seconds since the oldest of `durable` (None: the whole window)."""
 
     @classmethod
-    def of(cls, value: Mapping[str, Any] | None) -> Load | None:
+    def of(cls, value: Mapping[str, Any] | None) -> "Load | None":
         """From `parley_private.realtime_load`'s jsonb (None stays None)."""
         if value is None:
             return None
@@ -103,8 +99,7 @@ class Load:
         return self.per_second(self.ended, self.ended_age)
 
 
-@dataclass(frozen=True, slots=True)
-class RealtimeBudget:
+class RealtimeBudget(NamedTuple):
     """The project's quota and the share of it Parley keeps under."""
 
     quota: float
@@ -142,8 +137,7 @@ class RealtimeBudget:
         return math.ceil(self.broadcasts * WINDOW_SECONDS) + 1
 
 
-@dataclass(frozen=True, slots=True)
-class LoadQuery:
+class LoadQuery(NamedTuple):
     """The parameters of `LOAD_SQL` for one plan's stream."""
 
     plan_id: UUID | None

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from shared.db import retention_batches as retention
+from shared.db import retention_batches
 from shared.db.database import Connection
 from shared.db.records import Retained
 from shared.db.retention_batches import RETAINED
@@ -82,7 +82,7 @@ async def apply_retention(services: Services, *, seconds: float | None = None) -
             for what in list(pending):
                 # No mark of the rollups to wait for: their triggers counted each row in the
                 # statement that wrote it (revision 5a0c1e2b0701), so any committed row may go.
-                batch = await retention.delete_batch(
+                batch = await retention_batches.delete_batch(
                     conn, what=what, days=days[what], batch=settings.retention_batch_plans
                 )
                 if batch.rows:
@@ -102,7 +102,7 @@ async def removed_details(
     wanted = sorted({plan_id for plan_id in plan_ids if plan_id is not None})
     if not wanted:
         return []
-    found = await retention.removed(conn, plan_ids=wanted, kinds=kinds)
+    found = await retention_batches.removed(conn, plan_ids=wanted, kinds=kinds)
     place = {plan_id: index for index, plan_id in enumerate(wanted)}
     order = {what: index for index, what in enumerate(RETAINED)}
     found.sort(key=lambda r: (place[r.plan_id], order[r.what]))

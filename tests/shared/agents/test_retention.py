@@ -29,8 +29,7 @@ from shared.kernel.settings import Settings
 from shared.llm import OpenAIClient, RetryPolicy, load_registry
 from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services
-from shared.usecases import chat_sessions as sessions
-from shared.usecases import plan_views, transcripts
+from shared.usecases import chat_sessions, plan_views, transcripts
 from shared.usecases.retention import apply_retention
 from tests.support import databases
 from tests.support.factories import make_user
@@ -293,19 +292,19 @@ async def test_a_session_read_after_retention_renders_and_says_what_was_removed(
 ) -> None:
     user, session, plans = world.as_user, world.sessions[0], world.plans
 
-    page = await sessions.list_sessions(db, user)
+    page = await chat_sessions.list_sessions(db, user)
     assert {s.id for s in page.sessions} == set(world.sessions)
 
-    messages = await sessions.list_messages(db, user, session)
+    messages = await chat_sessions.list_messages(db, user, session)
     assert [m.role for m in messages.messages] == ["user", "assistant"] * 4  # all the words
     assert messages.removed == []
-    internal = await sessions.list_messages(db, user, session, internal=True)
+    internal = await chat_sessions.list_messages(db, user, session, internal=True)
     assert {(r.plan_id, r.what) for r in internal.removed} == {  # a direct turn had none
         (plans[k], "tool_rounds") for k in ("tool", "complex")
     }
     assert {m.plan_id for m in internal.messages if m.role == "tool"} == {plans["recent"]}
 
-    timeline = await sessions.timeline(db, user, session)
+    timeline = await chat_sessions.timeline(db, user, session)
     assert {e.plan_id for e in timeline.entries if e.source == "agent"} == {plans["recent"]}
     noted = {(r.plan_id, r.what) for r in timeline.removed}
     assert (plans["complex"], "dialogue") in noted and (plans["tool"], "tool_rounds") in noted

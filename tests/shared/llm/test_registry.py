@@ -20,9 +20,9 @@ from shared.llm import (
     TokenCounts,
     UserMessage,
     load_registry,
+    model_registry,
     registry_file,
 )
-from shared.llm import model_registry as registry
 from shared.llm.pricing import parse_usage
 from shared.llm.retry import RetryPolicy, parse_retry_after
 from tests.shared.llm.conftest import MakeClient
@@ -225,7 +225,7 @@ def test_missing_override_file_names_the_setting(tmp_path: Path) -> None:
         load_registry(tmp_path / "absent.toml")
 
 
-SHIPPED = Path(registry.__file__).with_name(registry.SHIPPED)
+SHIPPED = Path(model_registry.__file__).with_name(model_registry.SHIPPED)
 NAMES = (
     "deepseek-chat",
     "deepseek-reasoner",
@@ -255,13 +255,16 @@ def test_the_shipped_registry_is_in_the_registry_format() -> None:
     checked = registry_file.checked(table, origin=str(SHIPPED))
 
     assert checked["model"] and checked["peak_hours"]
-    as_read, as_checked = registry.ModelRegistry([table]), registry.ModelRegistry([checked])
+    as_read, as_checked = (
+        model_registry.ModelRegistry([table]),
+        model_registry.ModelRegistry([checked]),
+    )
     for name in (*NAMES, *(entry["match"].replace(".*", "") for entry in table["model"])):
         assert as_read.lookup(name) == as_checked.lookup(name), name
 
 
 def test_the_file_format_knows_the_registry_roles() -> None:
-    assert get_args(registry_file.ModelRole) == get_args(registry.ModelRole)
+    assert get_args(registry_file.ModelRole) == get_args(model_registry.ModelRole)
 
 
 def test_retry_after_parsing_and_backoff_bounds() -> None:
