@@ -83,7 +83,7 @@ from local.auth.keys import mint_token
 from local.migrate import upgrade
 from local.postgres import with_database
 from local.realtime.messages.store import CREATE_PARTITIONS
-from shared.db import plans, rollups
+from shared.db import plans, retention_batches, rollups
 from shared.services import get_services
 from tests.functions.conftest import SECRET
 from tests.support import databases, supabase_project
@@ -865,7 +865,44 @@ async def sweeper_queries(url: str, samples: int, budget: float) -> list[str]:
                     await query(conn)
 
             out.append(line(name, await timed(call, samples=samples, budget=budget)))
+        out += await purge_queries(conn, samples, budget)
     return out
+
+
+async def purge_queries(conn: Any, samples: int, budget: float) -> list[str]:
+    """Retention's purge of deleted sessions, with one session in a hundred deleted 40 days
+    ago: a batch of 200 turns; then, their turns gone, the statement deleting up to 200
+    sessions — each rolled back."""
+
+    async def purge() -> None:
+        async with conn.transaction(force_rollback=True):
+            await retention_batches.purge_deleted_sessions(conn, days=30, batch=200)
+
+    out = []
+    async with conn.transaction(force_rollback=True):
+        marked = await _delete_sessions(conn)
+        label = f"purge_deleted_sessions ({marked:,} deleted: a batch, up to 200 turns)"
+        out.append(line(label, await timed(purge, samples=samples, budget=budget)))
+    async with conn.transaction(force_rollback=True):
+        await _delete_sessions(conn)
+        await conn.execute(  # their turns gone (a message takes its plan along)
+            """DELETE FROM chat_messages m USING chat_sessions s
+               WHERE m.session_id = s.id AND s.status = 'deleted'"""
+        )
+        label = "purge_deleted_sessions (their turns gone: up to 200 sessions)"
+        out.append(line(label, await timed(purge, samples=samples, budget=budget)))
+    return out
+
+
+async def _delete_sessions(conn: Any) -> int:
+    """Mark one session in a hundred deleted 40 days ago (in the caller's transaction)."""
+    await conn.execute("ALTER TABLE chat_sessions DISABLE TRIGGER chat_sessions_updated_at")
+    cur = await conn.execute(
+        """UPDATE chat_sessions SET status = 'deleted', updated_at = now() - interval '40 days'
+           WHERE id IN (SELECT id FROM chat_sessions ORDER BY md5(id::text)
+                        LIMIT (SELECT count(*) / 100 FROM chat_sessions))"""
+    )
+    return int(cur.rowcount)
 
 
 SIZES = """

@@ -90,7 +90,8 @@ async def update_session(
 async def delete_session(session_id: UUID, user: CurrentUser, services: ServicesDep) -> Response:
     """Delete a session; it disappears from every listing and lookup, its plans and approvals
     too (404), and its turns stop: one waiting for an approval is cancelled at once, a running
-    one before its next model or tool call."""
+    one before its next model or tool call. `RETENTION_DELETED_SESSIONS_DAYS` (30) days later
+    the sweeper deletes it with everything of it for good."""
     await chat_sessions.delete_session(services, user, session_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 

@@ -144,3 +144,60 @@ async def removed(
         (list(plan_ids), list(kinds)),
     )
     return [Removed(row["plan_id"], row["what"], row["kept_days"]) for row in await cur.fetchall()]
+
+
+_DELETED = """
+    SELECT s.id FROM chat_sessions s
+    WHERE s.status = 'deleted' AND s.updated_at <= now() - make_interval(days => %(days)s)
+      AND NOT EXISTS (  -- a turn still running, waiting or leased: left for a later sweep
+          SELECT 1 FROM agent_plans p WHERE p.session_id = s.id
+             AND (p.status NOT IN ('completed', 'failed', 'cancelled')
+                  OR p.lease_expires_at > now()))
+    ORDER BY s.updated_at"""
+
+_DELETED_TURNS = f"""
+WITH deleted AS ({_DELETED}),
+batch AS (
+    SELECT p.id, p.user_message_id FROM deleted d
+    JOIN agent_plans p ON p.session_id = d.id
+    LIMIT %(batch)s),
+-- The turns' messages: the user's message takes its plan along (`user_message_id`, cascade),
+-- and the plan its steps, approvals, dialogue, runs and receipts.
+gone_rows AS (
+    DELETE FROM chat_messages
+    WHERE id IN (SELECT user_message_id FROM batch) OR plan_id IN (SELECT id FROM batch)
+    RETURNING 1)
+SELECT (SELECT count(*) FROM batch) AS plans, (SELECT count(*) FROM gone_rows) AS rows"""
+
+_DELETED_SESSIONS = f"""
+WITH deleted AS ({_DELETED}),
+emptied AS (  -- sessions whose turns are gone: what is left of them is a few rows each
+    SELECT d.id FROM deleted d
+    WHERE NOT EXISTS (SELECT 1 FROM agent_plans p WHERE p.session_id = d.id)
+    LIMIT %(batch)s),
+gone_rows AS (DELETE FROM chat_sessions WHERE id IN (SELECT id FROM emptied) RETURNING 1)
+SELECT count(*) AS sessions FROM gone_rows"""
+
+
+class Purge(NamedTuple):
+    """What one statement of the deleted sessions' purge deleted."""
+
+    plans: int
+    """Turns deleted (each with everything of it)."""
+    sessions: int
+    """Sessions deleted (with what was left of them)."""
+
+
+async def purge_deleted_sessions(conn: Connection, *, days: int, batch: int) -> Purge:
+    """Delete, for good, sessions their users deleted `days` days ago or earlier: a statement
+    (`conn` in autocommit: its own transaction) deletes up to `batch` of their turns with all of
+    each; once a session has no turn left, a statement deletes it (up to `batch` sessions).
+    Sessions with a turn still running, waiting or leased are left for a later sweep."""
+    params = {"days": days, "batch": batch}
+    turns = await (await conn.execute(_DELETED_TURNS, params)).fetchone()
+    assert turns is not None
+    if turns["plans"] >= batch:
+        return Purge(int(turns["plans"]), 0)
+    sessions = await (await conn.execute(_DELETED_SESSIONS, params)).fetchone()
+    assert sessions is not None
+    return Purge(int(turns["plans"]), int(sessions["sessions"]))

@@ -279,6 +279,11 @@ class Settings(BaseSettings):
     retention_receipts_days: int = Field(default=7, ge=0)
     """Days the write receipts of a turn (`parley_private.tool_call_receipts`) are kept after it
     ended. `0`: as long as the session."""
+    retention_deleted_sessions_days: int = Field(default=30, ge=0)
+    """Days a session its user deleted (`DELETE /sessions/{id}`: every route answers 404 for it
+    at once) is kept before the sweeper deletes it for good, with everything of it — messages,
+    plans, steps, approvals, the agents and their dialogue, the runs. The dashboards' rollups
+    keep their counts. `0`: deleted sessions are kept."""
     retention_batch_plans: int = Field(default=200, ge=1, le=5000)
     """Turns whose detail one retention statement deletes (each statement its own short
     transaction; a sweep spends at most 20 s on retention, the rest waits for the next)."""

@@ -9,7 +9,9 @@ What grows with every turn and what stays (docs/storage.md):
   each) — the agents' dialogue (`dialogue`: their messages and executor agents), the
   planner's internal tool rounds (`tool_rounds`), the runs' detail (`executions`, with the
   steps' threads they hold; the dashboards' daily rollups keep their history) and the write
-  receipts (`receipts`). 0 keeps that detail as long as the session.
+  receipts (`receipts`). 0 keeps that detail as long as the session;
+* deleted for good `RETENTION_DELETED_SESSIONS_DAYS` days after the user deleted it — a
+  session with everything of it (`purge_deleted_sessions`: a batch of turns a statement).
 
 Plans running, waiting for the user or leased are never touched (they have not ended). Readers
 say what was removed instead of showing a gap (`removed_notes`): the plan view, the timeline,
@@ -89,9 +91,26 @@ async def apply_retention(services: Services, *, seconds: float | None = None) -
                     deleted[what] = deleted.get(what, 0) + batch.rows
                 if batch.plans < settings.retention_batch_plans:
                     pending.remove(what)  # caught up (or a leased plan stops it: next sweep)
+        if settings.retention_deleted_sessions_days > 0:
+            await _purge_deleted_sessions(conn, settings, deadline, deleted)
     if deleted:
         log.info("retention: deleted %s", deleted)
     return deleted
+
+
+async def _purge_deleted_sessions(
+    conn: Connection, settings: Settings, deadline: float, deleted: dict[str, int]
+) -> None:
+    """Sessions their users deleted long enough ago, gone for good — a batch of turns at a
+    time, until none is left or time is up (counted in `deleted` as turns and sessions)."""
+    days, batch = settings.retention_deleted_sessions_days, settings.retention_batch_plans
+    while time.monotonic() < deadline:
+        purge = await retention_batches.purge_deleted_sessions(conn, days=days, batch=batch)
+        for what, count in (("deleted_turns", purge.plans), ("deleted_sessions", purge.sessions)):
+            if count:
+                deleted[what] = deleted.get(what, 0) + count
+        if max(purge) < batch:
+            return  # caught up
 
 
 async def removed_details(

@@ -95,7 +95,8 @@ export interface paths {
          * Delete Session
          * @description Delete a session; it disappears from every listing and lookup, its plans and approvals
          *     too (404), and its turns stop: one waiting for an approval is cancelled at once, a running
-         *     one before its next model or tool call.
+         *     one before its next model or tool call. `RETENTION_DELETED_SESSIONS_DAYS` (30) days later
+         *     the sweeper deletes it with everything of it for good.
          */
         delete: operations["delete_session_sessions__session_id__delete"];
         options?: never;
