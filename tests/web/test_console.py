@@ -18,6 +18,8 @@ from playwright.async_api import Locator, Page, Route, WebSocketRoute, expect
 from local.seed import DEMO_EMAIL, DEMO_PASSWORD
 from local.stack import CONSOLE_DEMO_MESSAGE, RunningStack, banner, password_session
 from shared.db import Database
+from shared.services import Services, load_settings
+from shared.usecases.retention import apply_retention
 from tests.web.conftest import Tab, Wire, screenshot
 
 
@@ -396,6 +398,42 @@ async def test_sessions_are_renamed_forked_archived_and_deleted(tab: Tab) -> Non
     await expect(page.get_by_role("heading", name="Welcome")).to_be_visible()
     await page.goto(original)
     await expect(page.get_by_role("heading", name="Session not found")).to_be_visible()
+
+
+async def test_a_turn_whose_detail_retention_deleted_says_what_is_gone(
+    tab: Tab, database_url: str, db: Database
+) -> None:
+    """Weeks later, retention has deleted the agents' dialogue of a turn: where its threads
+    were, the console says what was deleted and which setting did it."""
+    page = tab.page
+    await sign_in_as_demo_user(page)
+    await start_demo_turn(page)
+    await page.get_by_role("button", name="Reject").click()  # the calendar stays for the others
+    turn = page.locator(".conversation .turn").last
+    await expect(turn).to_have_attribute("data-status", "completed")
+    await expect(page.locator(".thread")).not_to_have_count(0)
+    plan_id = await turn.get_attribute("data-plan-id")
+    assert plan_id is not None
+    async with db.service() as conn:  # the turn ended 40 days ago
+        await conn.execute(
+            "UPDATE agent_plans SET completed_at = completed_at - interval '40 days' WHERE id = %s",
+            (UUID(plan_id),),
+        )
+    deleted = await apply_retention(Services(load_settings(database_url=database_url), db=db))
+    assert deleted["dialogue"] > 0
+
+    await page.reload()
+    gone = page.get_by_role("list", name="Deleted by retention")
+    await expect(gone.locator('[data-what="dialogue"]')).to_have_text(
+        "The agents' dialogue of this turn (their messages) was deleted 30 days after the turn "
+        "ended, as RETENTION_DIALOGUE_DAYS says."
+    )
+    await expect(gone.locator('[data-what="tool_rounds"]')).to_contain_text(
+        "RETENTION_TOOL_ROUNDS_DAYS"
+    )
+    await expect(page.locator(".thread .agent-msg")).to_have_count(0)
+    await expect(page.locator(".thread")).to_have_count(3)  # kept with the runs (90 days)
+    await expect(page.locator(".plan-graph .step")).to_have_count(3)  # the plan itself stays
 
 
 async def test_operators_see_cost_and_step_duration_charts(tab: Tab) -> None:

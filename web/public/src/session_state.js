@@ -34,6 +34,7 @@ function newPlan(id) {
     statusSeq: 0,
     steps: new Map(), // step number → step
     threads: new Map(), // thread id → thread
+    removed: [], // what retention deleted of the turn (`GET /plans/{id}`'s `removed`)
     approvals: new Map(), // approval id → approval
     usage: null,
     answer: null,
@@ -112,6 +113,7 @@ export function applyPlanDetail(state, detail, snapshotSeq) {
       cache_hit_tokens: detail.cache_hit_tokens, cost_usd: detail.cost_usd,
     },
     executions: detail.executions,
+    removed: detail.removed ?? [], // what retention deleted of the turn, each with its note
   });
   for (const s of detail.steps) {
     const step = stepOf(plan, s.step_number);

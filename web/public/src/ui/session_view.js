@@ -176,7 +176,17 @@ function Dialogue({ plan, number, decide }) {
     <${Approvals} plan=${plan} decide=${decide} />
     ${hasSteps ? html`<${PlanGraph} plan=${plan} onPickStep=${pick} />`
                : html`<p class="note">${NO_PLAN[plan.strategy] || 'The planner is deciding how to answer…'}</p>`}
-    <${Threads} plan=${plan} />`;
+    <${Threads} plan=${plan} />
+    <${Removed} plan=${plan} />`;
+}
+
+// Detail retention deleted (the dialogue, the planner's tool rounds, the runs): said, not hidden.
+function Removed({ plan }) {
+  if (!plan.removed?.length) return null;
+  return html`
+    <ul class="removed" aria-label="Deleted by retention">
+      ${plan.removed.map((r) => html`<li key=${r.what} class="note" data-what=${r.what}>${r.note}</li>`)}
+    </ul>`;
 }
 
 const NO_PLAN = {
