@@ -163,17 +163,19 @@ batch AS (
     LIMIT %(batch)s),
 -- The turns' messages: the user's message takes its plan along (`user_message_id`, cascade),
 -- and the plan its steps, approvals, dialogue, runs and receipts.
-gone_rows AS (
+gone_rows AS (  -- (two indexed lookups: an OR of the two would read the whole table)
     DELETE FROM chat_messages
-    WHERE id IN (SELECT user_message_id FROM batch) OR plan_id IN (SELECT id FROM batch)
+    WHERE id IN (SELECT user_message_id FROM batch
+                 UNION ALL
+                 SELECT m.id FROM chat_messages m WHERE m.plan_id IN (SELECT id FROM batch))
     RETURNING 1)
 SELECT (SELECT count(*) FROM batch) AS plans, (SELECT count(*) FROM gone_rows) AS rows"""
 
-_DELETED_SESSIONS = f"""
-WITH deleted AS ({_DELETED}),
-emptied AS (  -- sessions whose turns are gone: what is left of them is a few rows each
-    SELECT d.id FROM deleted d
-    WHERE NOT EXISTS (SELECT 1 FROM agent_plans p WHERE p.session_id = d.id)
+_DELETED_SESSIONS = """
+WITH emptied AS (  -- sessions whose turns are gone: what is left of them is a few rows each
+    SELECT s.id FROM chat_sessions s
+    WHERE s.status = 'deleted' AND s.updated_at <= now() - make_interval(days => %(days)s)
+      AND NOT EXISTS (SELECT 1 FROM agent_plans p WHERE p.session_id = s.id)
     LIMIT %(batch)s),
 gone_rows AS (DELETE FROM chat_sessions WHERE id IN (SELECT id FROM emptied) RETURNING 1)
 SELECT count(*) AS sessions FROM gone_rows"""
