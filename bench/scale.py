@@ -857,6 +857,15 @@ async def sweeper_queries(url: str, samples: int, budget: float) -> list[str]:
             ),
             ("redrive_steps", lambda c: plans.redrive_steps(c)),
             ("fold_rollups", lambda c: rollups.fold_rollups(c)),
+            *[
+                (
+                    f"retention: {what}, a batch of 200 turns",
+                    lambda c, what=what: retention_batches.delete_batch(
+                        c, what=what, days=30, batch=200
+                    ),
+                )
+                for what in retention_batches.RETAINED
+            ],
         ]
         for name, query in queries:
 

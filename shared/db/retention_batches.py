@@ -30,15 +30,15 @@ _DELETES: dict[Retained, str] = {
     # session). The threads are their runs' (`agent_executions`): they go with the runs.
     "dialogue": """
         gone_messages AS (
-            DELETE FROM agent_chat_messages WHERE plan_id IN (SELECT id FROM batch)
+            DELETE FROM agent_chat_messages WHERE plan_id = ANY(ARRAY(SELECT id FROM batch))
             RETURNING 1),
         gone_agents AS (
             DELETE FROM agents
             WHERE id IN (SELECT e.agent_id FROM agent_executions e
-                          WHERE e.plan_id IN (SELECT id FROM batch)
+                          WHERE e.plan_id = ANY(ARRAY(SELECT id FROM batch))
                          UNION ALL
                          SELECT s.assigned_agent_id FROM agent_plan_steps s
-                          WHERE s.plan_id IN (SELECT id FROM batch))
+                          WHERE s.plan_id = ANY(ARRAY(SELECT id FROM batch)))
               AND role = 'executor'
             RETURNING 1),
         gone AS (
@@ -48,18 +48,18 @@ _DELETES: dict[Retained, str] = {
     "tool_rounds": """
         gone_rows AS (
             DELETE FROM chat_messages
-            WHERE plan_id IN (SELECT id FROM batch)
+            WHERE plan_id = ANY(ARRAY(SELECT id FROM batch))
               AND (role = 'tool' OR (role = 'assistant' AND tool_calls IS NOT NULL))
             RETURNING 1),
         gone AS (SELECT count(*) AS rows FROM gone_rows)""",
     "receipts": """
         gone_rows AS (
-            DELETE FROM parley_private.tool_call_receipts WHERE plan_id IN (SELECT id FROM batch)
+            DELETE FROM parley_private.tool_call_receipts WHERE plan_id = ANY(ARRAY(SELECT id FROM batch))
             RETURNING 1),
         gone AS (SELECT count(*) AS rows FROM gone_rows)""",
     "executions": """
         gone_rows AS (
-            DELETE FROM agent_executions WHERE plan_id IN (SELECT id FROM batch)
+            DELETE FROM agent_executions WHERE plan_id = ANY(ARRAY(SELECT id FROM batch))
             RETURNING 1),
         gone AS (SELECT count(*) AS rows FROM gone_rows)""",
 }
