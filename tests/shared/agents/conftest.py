@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from local.deepseek import FakeModelServer
-from shared.agents import ApprovalGate
 from shared.db import Database
-from shared.kernel.settings import Settings
-from shared.llm import OpenAIClient, RetryPolicy, load_registry
 from shared.llm.tokens import DeepSeekTokenizer
 from shared.services import Services
 from tests.support import databases
-from tests.support.llm_models import EXECUTOR_MODEL, PLANNER_MODEL, SERVED
+from tests.support.agent_services import MakeServices, services_on
+from tests.support.llm_models import SERVED
 from tests.support.scripting import Script
-
-MakeServices = Callable[..., Services]
 
 
 @pytest.fixture(scope="package")
@@ -63,31 +58,8 @@ async def make_services(
 ) -> AsyncIterator[MakeServices]:
     """`make_services(gate=None, **settings)`: services on the test database and the fake
     model (a client that never retries, so scripted failures show at once)."""
-    clients: list[OpenAIClient] = []
-
-    def make(gate: ApprovalGate | None = None, **overrides: Any) -> Services:
-        values: dict[str, Any] = {
-            "database_url": database_url,
-            "llm_base_url": fake.base_url,
-            "llm_planner_model": PLANNER_MODEL,
-            "llm_executor_model": EXECUTOR_MODEL,
-            "llm_models_file": models_file,
-            "llm_max_retries": 0,
-        }
-        settings = Settings(**{**values, **overrides})
-        client = OpenAIClient(
-            base_url=fake.base_url,
-            api_key="test",
-            timeout=10.0,
-            retry=RetryPolicy(max_retries=0),
-            registry=load_registry(models_file),
-        )
-        clients.append(client)
-        return Services(settings, db=db, llm=client, tokens=tokenizer, approvals=gate)
-
-    yield make
-    for client in clients:
-        await client.aclose()
+    async with services_on(db, database_url, fake, models_file, tokenizer) as make:
+        yield make
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from local.deepseek import FakeModelServer, reply, tool_call
 from shared.agents import ALLOW, WAIT, Escalation, NoApprovals, ToolApproval, Verdict
 from shared.db import Database
 from shared.dispatch.in_process import InProcessInvoker, run_turn
-from tests.shared.agents.conftest import MakeServices
 from tests.shared.agents.test_limits import LOOKUP, ONE_STEP
+from tests.support.agent_services import MakeServices
 from tests.support.domain_rows import fetch_row, make_event
 from tests.support.factories import make_user
 from tests.support.in_memory_publisher import InMemoryPublisher

@@ -9,8 +9,8 @@ from shared.agents import prompts
 from shared.db import Database, chats
 from shared.dispatch.in_process import run_turn
 from shared.llm.tokens import DeepSeekTokenizer, count_prompt
-from tests.shared.agents.conftest import MakeServices
 from tests.shared.agents.test_limits import LOOKUP, ONE_STEP
+from tests.support.agent_services import MakeServices
 from tests.support.domain_rows import make_task
 from tests.support.factories import make_session, make_user
 from tests.support.in_memory_publisher import InMemoryPublisher

@@ -23,16 +23,13 @@ from local.deepseek import FakeModelServer
 from shared.auth.access_tokens import User
 from shared.db import Database
 from shared.dispatch.in_process import run_turn
-from shared.kernel.settings import Settings
-from shared.llm import OpenAIClient, RetryPolicy, load_registry
 from shared.llm.tokens import DeepSeekTokenizer
-from shared.services import Services
 from shared.usecases import chat_sessions
 from shared.usecases.retention import apply_retention
 from tests.support import databases
+from tests.support.agent_services import services_on
 from tests.support.factories import make_user
 from tests.support.in_memory_publisher import InMemoryPublisher
-from tests.support.llm_models import EXECUTOR_MODEL, PLANNER_MODEL
 from tests.support.turn_kinds import MESSAGES, Kind, script_turns
 
 # Each table, and how a row of it belongs to a session (through its plan, for some).
@@ -145,74 +142,54 @@ async def world(
     """`old`: a tool and a complex turn, deleted 40 days ago, and a fork made of it; `recent`:
     deleted yesterday; `kept`: not deleted; `leased`: deleted 40 days ago, but a run still
     holds its turn. Then retention with the defaults, in batches of one turn, and again."""
-    client = OpenAIClient(
-        base_url=fake.base_url,
-        api_key="test",
-        timeout=10.0,
-        retry=RetryPolicy(max_retries=0),
-        registry=load_registry(models_file),
-    )
+    async with services_on(db, database_url, fake, models_file, tokenizer) as services:
+        script_turns(fake)
+        user_id = await make_user(db)
+        user = User(id=user_id, claims={"sub": str(user_id), "role": "authenticated"})
 
-    def services(**overrides: Any) -> Services:
-        settings = Settings(
-            database_url=database_url,
-            llm_base_url=fake.base_url,
-            llm_planner_model=PLANNER_MODEL,
-            llm_executor_model=EXECUTOR_MODEL,
-            llm_models_file=models_file,
-            llm_max_retries=0,
-            **overrides,
+        async def turn(kind: Kind, session: UUID | None = None) -> UUID:
+            done = await run_turn(
+                services(),
+                user_id=user_id,
+                session_id=session,
+                message=MESSAGES[kind],
+                publisher=InMemoryPublisher(),
+            )
+            assert done.plan.status == "completed"
+            return done.started.session_id
+
+        sessions = {"old": await turn("tool")}
+        await turn("complex", sessions["old"])
+        first_answer = (await chat_sessions.list_messages(db, user, sessions["old"])).messages[1]
+        fork = await chat_sessions.fork_session(
+            db, user, sessions["old"], at_message_id=first_answer.id
         )
-        return Services(settings, db=db, llm=client, tokens=tokenizer)
-
-    script_turns(fake)
-    user_id = await make_user(db)
-    user = User(id=user_id, claims={"sub": str(user_id), "role": "authenticated"})
-
-    async def turn(kind: Kind, session: UUID | None = None) -> UUID:
-        done = await run_turn(
-            services(),
-            user_id=user_id,
-            session_id=session,
-            message=MESSAGES[kind],
-            publisher=InMemoryPublisher(),
+        sessions |= {"fork": fork.id, "recent": await turn("direct"), "kept": await turn("direct")}
+        sessions["leased"] = await turn("complex")
+        for name, days in {"old": 40, "recent": 1, "leased": 40}.items():
+            await chat_sessions.delete_session(services(), user, sessions[name])
+            _backdate(database_url, sessions[name], timedelta(days=days))
+        _execute(
+            database_url,
+            "UPDATE agent_plans SET lease_owner = 'a run', "
+            "lease_expires_at = now() + interval '1 hour' WHERE session_id = %s",
+            (sessions["leased"],),
         )
-        assert done.plan.status == "completed"
-        return done.started.session_id
-
-    sessions = {"old": await turn("tool")}
-    await turn("complex", sessions["old"])
-    first_answer = (await chat_sessions.list_messages(db, user, sessions["old"])).messages[1]
-    fork = await chat_sessions.fork_session(
-        db, user, sessions["old"], at_message_id=first_answer.id
-    )
-    sessions |= {"fork": fork.id, "recent": await turn("direct"), "kept": await turn("direct")}
-    sessions["leased"] = await turn("complex")
-    for name, days in {"old": 40, "recent": 1, "leased": 40}.items():
-        await chat_sessions.delete_session(services(), user, sessions[name])
-        _backdate(database_url, sessions[name], timedelta(days=days))
-    _execute(
-        database_url,
-        "UPDATE agent_plans SET lease_owner = 'a run', "
-        "lease_expires_at = now() + interval '1 hour' WHERE session_id = %s",
-        (sessions["leased"],),
-    )
-    expected = _of_session(database_url, sessions["old"])
-    before, charts = _rows(database_url), _dashboards(database_url)
-    deleted = await apply_retention(services(retention_batch_plans=1))
-    after = _rows(database_url)
-    again = await apply_retention(services())
-    yield World(
-        database_url,
-        user,
-        sessions,
-        expected,
-        {t: before[t] - after[t] for t in before if before[t] - after[t]},
-        deleted,
-        again,
-        (charts, _dashboards(database_url)),
-    )
-    await client.aclose()
+        expected = _of_session(database_url, sessions["old"])
+        before, charts = _rows(database_url), _dashboards(database_url)
+        deleted = await apply_retention(services(retention_batch_plans=1))
+        after = _rows(database_url)
+        again = await apply_retention(services())
+        yield World(
+            database_url,
+            user,
+            sessions,
+            expected,
+            {t: before[t] - after[t] for t in before if before[t] - after[t]},
+            deleted,
+            again,
+            (charts, _dashboards(database_url)),
+        )
 
 
 def test_a_session_deleted_long_ago_goes_with_every_row_of_it_and_nothing_else(

@@ -9,7 +9,7 @@ from shared.auth.access_tokens import User
 from shared.db import Database
 from shared.dispatch.in_process import InProcessInvoker, run_turn
 from shared.usecases.approval_decisions import decide_approval, list_approvals
-from tests.shared.agents.conftest import MakeServices
+from tests.support.agent_services import MakeServices
 from tests.support.domain_rows import fetch_row, make_event, make_task
 from tests.support.factories import make_user
 from tests.support.in_memory_publisher import InMemoryPublisher

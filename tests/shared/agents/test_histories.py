@@ -9,8 +9,8 @@ from shared.agents.history import plan_results
 from shared.agents.prompts import PLAN_RESULTS
 from shared.db import Database, chats, plans
 from shared.dispatch.in_process import run_turn
-from tests.shared.agents.conftest import MakeServices
 from tests.shared.agents.test_limits import LOOKUP, ONE_STEP
+from tests.support.agent_services import MakeServices
 from tests.support.factories import make_user
 from tests.support.in_memory_publisher import InMemoryPublisher
 from tests.support.scripting import Script, requests_of

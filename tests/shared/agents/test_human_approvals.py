@@ -20,8 +20,8 @@ from shared.kernel.errors import Conflict, InvalidInput, NotFound
 from shared.services import Services
 from shared.usecases.approval_decisions import decide_approval, list_approvals
 from shared.wire.turns import ApprovalOut
-from tests.shared.agents.conftest import MakeServices
 from tests.shared.agents.test_limits import LOOKUP, ONE_STEP
+from tests.support.agent_services import MakeServices
 from tests.support.domain_rows import fetch_row, make_event
 from tests.support.factories import make_user
 from tests.support.holds import Hold, as_user, scalar

@@ -15,8 +15,8 @@ from shared.db import Database
 from shared.dispatch.in_process import InProcessInvoker
 from shared.events import EventEmitter
 from shared.services import Services
-from tests.shared.agents.conftest import MakeServices
 from tests.shared.agents.test_limits import LOOKUP, ONE_STEP
+from tests.support.agent_services import MakeServices
 from tests.support.domain_rows import make_task
 from tests.support.factories import make_user
 from tests.support.holds import Hold, plan_row, set_plan_lease

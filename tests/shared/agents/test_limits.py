@@ -13,7 +13,7 @@ from shared.agents import start_turn
 from shared.db import Database
 from shared.dispatch.in_process import InProcessInvoker, run_turn
 from shared.services import Services
-from tests.shared.agents.conftest import MakeServices
+from tests.support.agent_services import MakeServices
 from tests.support.domain_rows import make_task, snapshot
 from tests.support.factories import make_user
 from tests.support.in_memory_publisher import InMemoryPublisher

@@ -24,8 +24,8 @@ from shared.tools.mcp_source import REPLACED_NOTE
 from shared.tools.mcp_source import _payload as mcp_payload
 from shared.tools.schema import JsonObject
 from shared.tools.tool_registry import ExternalTool
-from tests.shared.agents.conftest import MakeServices
 from tests.shared.agents.test_limits import LOOKUP, ONE_STEP
+from tests.support.agent_services import MakeServices
 from tests.support.domain_rows import make_task
 from tests.support.factories import make_user
 from tests.support.holds import scalar

@@ -25,9 +25,9 @@ from shared.tools.mcp_source import MAX_ERROR_CHARS, OMITTED_NOTE, _payload
 from shared.tools.mcp_source import _payload as mcp_payload
 from shared.tools.schema import JsonObject
 from shared.tools.tool_registry import ExternalTool
-from tests.shared.agents.conftest import MakeServices
 from tests.shared.agents.test_limits import LOOKUP, ONE_STEP
 from tests.shared.agents.test_resume import Crash
+from tests.support.agent_services import MakeServices
 from tests.support.domain_rows import make_task
 from tests.support.factories import make_session, make_user
 from tests.support.in_memory_publisher import InMemoryPublisher

@@ -13,7 +13,7 @@ from shared.db import Database
 from shared.db.records import ChatMessage
 from shared.dispatch.in_process import run_turn
 from shared.kernel.usage import Usage
-from tests.shared.agents.conftest import MakeServices
+from tests.support.agent_services import MakeServices
 from tests.support.factories import make_user
 from tests.support.in_memory_publisher import InMemoryPublisher
 from tests.support.scripting import Script

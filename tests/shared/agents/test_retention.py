@@ -25,16 +25,13 @@ from shared.agents import prompts
 from shared.auth.access_tokens import User
 from shared.db import Database
 from shared.dispatch.in_process import run_turn
-from shared.kernel.settings import Settings
-from shared.llm import OpenAIClient, RetryPolicy, load_registry
 from shared.llm.tokens import DeepSeekTokenizer
-from shared.services import Services
 from shared.usecases import chat_sessions, plan_views, transcripts
 from shared.usecases.retention import apply_retention
 from tests.support import databases
+from tests.support.agent_services import services_on
 from tests.support.factories import make_user
 from tests.support.in_memory_publisher import InMemoryPublisher
-from tests.support.llm_models import EXECUTOR_MODEL, PLANNER_MODEL
 from tests.support.turn_kinds import MESSAGES, Kind, script_turns
 
 TABLES = (
@@ -168,88 +165,74 @@ async def world(
     ago but is still leased, and one waiting for the user's approval for 100 days. Then
     retention with the default settings (in batches of two turns), again, and with the runs'
     detail kept 30 days."""
-    client = OpenAIClient(
-        base_url=fake.base_url,
-        api_key="test",
-        timeout=10.0,
-        retry=RetryPolicy(max_retries=0),
-        registry=load_registry(models_file),
-    )
+    async with services_on(db, database_url, fake, models_file, tokenizer) as services:
+        script_turns(fake)
+        user = await make_user(db)
+        plans: dict[str, UUID] = {}
 
-    def services(**overrides: Any) -> Services:
-        settings = Settings(
-            database_url=database_url,
-            llm_base_url=fake.base_url,
-            llm_planner_model=PLANNER_MODEL,
-            llm_executor_model=EXECUTOR_MODEL,
-            llm_models_file=models_file,
-            llm_max_retries=0,
-            **overrides,
-        )
-        return Services(settings, db=db, llm=client, tokens=tokenizer)
+        async def turn(name: str, kind: Kind, session: UUID | None) -> UUID:
+            done = await run_turn(
+                services(),
+                user_id=user,
+                session_id=session,
+                message=MESSAGES[kind],
+                publisher=InMemoryPublisher(),
+            )
+            assert done.plan.status == "completed"
+            plans[name] = done.started.plan_id
+            return done.started.session_id
 
-    script_turns(fake)
-    user = await make_user(db)
-    plans: dict[str, UUID] = {}
-
-    async def turn(name: str, kind: Kind, session: UUID | None) -> UUID:
-        done = await run_turn(
-            services(),
-            user_id=user,
-            session_id=session,
-            message=MESSAGES[kind],
-            publisher=InMemoryPublisher(),
-        )
-        assert done.plan.status == "completed"
-        plans[name] = done.started.plan_id
-        return done.started.session_id
-
-    first = await turn("tool", "tool", None)
-    await turn("complex", "complex", first)
-    await turn("direct", "direct", first)
-    await turn("recent", "complex", first)
-    second = await turn("leased", "complex", None)
-    await turn("waiting", "complex", second)
-    for name, days in {"tool": 40, "complex": 40, "direct": 40, "recent": 1, "leased": 35}.items():
+        first = await turn("tool", "tool", None)
+        await turn("complex", "complex", first)
+        await turn("direct", "direct", first)
+        await turn("recent", "complex", first)
+        second = await turn("leased", "complex", None)
+        await turn("waiting", "complex", second)
+        for name, days in {
+            "tool": 40,
+            "complex": 40,
+            "direct": 40,
+            "recent": 1,
+            "leased": 35,
+        }.items():
+            _execute(
+                database_url,
+                "UPDATE agent_plans SET completed_at = now() - %s WHERE id = %s",
+                (timedelta(days=days), plans[name]),
+            )
         _execute(
             database_url,
-            "UPDATE agent_plans SET completed_at = now() - %s WHERE id = %s",
-            (timedelta(days=days), plans[name]),
+            "UPDATE agent_plans SET lease_owner = 'a run', "
+            "lease_expires_at = now() + interval '1 hour' WHERE id = %s",
+            (plans["leased"],),
         )
-    _execute(
-        database_url,
-        "UPDATE agent_plans SET lease_owner = 'a run', "
-        "lease_expires_at = now() + interval '1 hour' WHERE id = %s",
-        (plans["leased"],),
-    )
-    _execute(
-        database_url,
-        "UPDATE agent_plans SET status = 'awaiting_approval', completed_at = NULL, "
-        "created_at = now() - interval '100 days' WHERE id = %s",
-        (plans["waiting"],),
-    )
-    old = [plans[k] for k in ("tool", "complex", "direct")]
-    expected, kept_runs = _detail(database_url, old), _runs(database_url, old)
-    kept_threads = _threads(database_url, old)
-    before = _rows(database_url)
-    deleted = await apply_retention(services(retention_batch_plans=2))
-    after = _rows(database_url)
-    again = await apply_retention(services())
-    await apply_retention(services(retention_executions_days=30))
-    yield World(
-        database_url,
-        user,
-        plans,
-        [first, second],
-        expected,
-        kept_runs,
-        kept_threads,
-        _gone(before, after),
-        deleted,
-        again,
-        _gone(after, _rows(database_url)),
-    )
-    await client.aclose()
+        _execute(
+            database_url,
+            "UPDATE agent_plans SET status = 'awaiting_approval', completed_at = NULL, "
+            "created_at = now() - interval '100 days' WHERE id = %s",
+            (plans["waiting"],),
+        )
+        old = [plans[k] for k in ("tool", "complex", "direct")]
+        expected, kept_runs = _detail(database_url, old), _runs(database_url, old)
+        kept_threads = _threads(database_url, old)
+        before = _rows(database_url)
+        deleted = await apply_retention(services(retention_batch_plans=2))
+        after = _rows(database_url)
+        again = await apply_retention(services())
+        await apply_retention(services(retention_executions_days=30))
+        yield World(
+            database_url,
+            user,
+            plans,
+            [first, second],
+            expected,
+            kept_runs,
+            kept_threads,
+            _gone(before, after),
+            deleted,
+            again,
+            _gone(after, _rows(database_url)),
+        )
 
 
 def test_retention_deletes_exactly_the_detail_the_settings_no_longer_keep(world: World) -> None:

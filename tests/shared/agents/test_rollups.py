@@ -24,9 +24,9 @@ from shared.agents import request_cancel, start_turn
 from shared.db import Database
 from shared.dispatch.in_process import InProcessInvoker, run_turn
 from shared.services import Services
-from tests.shared.agents.conftest import MakeServices
 from tests.shared.agents.test_limits import LOOKUP, ONE_STEP
 from tests.support import databases
+from tests.support.agent_services import MakeServices
 from tests.support.domain_rows import make_task
 from tests.support.factories import make_user
 from tests.support.in_memory_publisher import InMemoryPublisher

@@ -12,8 +12,8 @@ from shared.agents import TurnStillRunning, request_cancel, start_turn
 from shared.db import Database
 from shared.dispatch.in_process import run_turn
 from shared.services import Services
-from tests.shared.agents.conftest import MakeServices
 from tests.support import ROOT
+from tests.support.agent_services import MakeServices
 from tests.support.domain_rows import make_task
 from tests.support.factories import make_user
 from tests.support.in_memory_publisher import InMemoryPublisher

@@ -17,8 +17,8 @@ from shared.dispatch.in_process import run_turn
 from shared.services import Services
 from shared.usecases.approval_decisions import decide_approval, list_approvals
 from shared.usecases.sweeper import sweep
-from tests.shared.agents.conftest import MakeServices
 from tests.shared.agents.test_resume import script_garden
+from tests.support.agent_services import MakeServices
 from tests.support.domain_rows import make_event, make_task
 from tests.support.factories import make_user
 from tests.support.holds import as_user, scalar, set_plan_lease

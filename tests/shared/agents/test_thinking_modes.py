@@ -33,8 +33,8 @@ from shared.agents import run_plan, start_turn
 from shared.db import Database
 from shared.dispatch.in_process import InProcessInvoker, run_turn
 from shared.events import EventEmitter
-from tests.shared.agents.conftest import MakeServices
 from tests.shared.agents.test_resume import FIND, TWO_STEPS, WRITE, Crash, CrashAfterStep
+from tests.support.agent_services import MakeServices
 from tests.support.domain_rows import make_task
 from tests.support.factories import make_user
 from tests.support.in_memory_publisher import InMemoryPublisher
