@@ -187,7 +187,7 @@ SELECT count(*) AS sessions FROM gone_rows"""
 
 
 class Purge(NamedTuple):
-    """What one statement of the deleted sessions' purge deleted."""
+    """What one call of the deleted sessions' purge deleted (its one or two statements)."""
 
     plans: int
     """Turns deleted (each with everything of it)."""
