@@ -6,6 +6,10 @@ rows stayed forever. The sweeper now deletes such a session with everything of i
 finding the sessions deleted longest ago through this partial index — one entry per deleted
 session still held, none for the others.
 
+A deployment upgrading: sessions its users deleted more than the setting's days ago (all of
+them, when nobody had removed them by hand) go over the sweeps after the upgrade, a batch of
+turns a statement. To keep them, set `RETENTION_DELETED_SESSIONS_DAYS=0` before upgrading.
+
 Revision ID: 5a0c1e2b0705
 Revises: 5a0c1e2b0704
 Create Date: 2026-11-29 09:40:00
