@@ -85,7 +85,9 @@ def clip(text: str | None, limit: int = CLIP) -> str | None:
 def whole(text: str | None, limit: int = ANSWER_BYTES) -> str | None:
     """`text` as it is, unless as JSON it takes more than `limit` bytes: then its longest
     beginning that fits, with "…" (the row has it all)."""
-    if text is None or len(text) * 6 + 2 <= limit:  # \uXXXX: 6 bytes a character at most
+    # Short enough whatever it holds: as JSON a character takes 6 bytes at most (a control
+    # character escaped as `\u001f`), the quotes 2 — no need to encode it.
+    if text is None or len(text) * 6 + 2 <= limit:
         return text
     if _json_bytes(text) <= limit:
         return text

@@ -151,9 +151,13 @@ async def removed(
     return [Removed(row["plan_id"], row["what"], row["kept_days"]) for row in await cur.fetchall()]
 
 
-_DELETED = """
+_DELETED_LONG_AGO = (
+    "s.status = 'deleted' AND s.updated_at <= now() - make_interval(days => %(days)s)"
+)
+
+_DELETED = f"""
     SELECT s.id FROM chat_sessions s
-    WHERE s.status = 'deleted' AND s.updated_at <= now() - make_interval(days => %(days)s)
+    WHERE {_DELETED_LONG_AGO}
       AND NOT EXISTS (  -- a turn still running, waiting or leased: left for a later sweep
           SELECT 1 FROM agent_plans p WHERE p.session_id = s.id
              AND (p.status NOT IN ('completed', 'failed', 'cancelled')
@@ -176,10 +180,10 @@ gone_rows AS (  -- (two indexed lookups: an OR of the two would read the whole t
     RETURNING 1)
 SELECT (SELECT count(*) FROM batch) AS plans, (SELECT count(*) FROM gone_rows) AS rows"""
 
-_DELETED_SESSIONS = """
+_DELETED_SESSIONS = f"""
 WITH emptied AS (  -- sessions whose turns are gone: what is left of them is a few rows each
     SELECT s.id FROM chat_sessions s
-    WHERE s.status = 'deleted' AND s.updated_at <= now() - make_interval(days => %(days)s)
+    WHERE {_DELETED_LONG_AGO}
       AND NOT EXISTS (SELECT 1 FROM agent_plans p WHERE p.session_id = s.id)
     LIMIT %(batch)s),
 gone_rows AS (DELETE FROM chat_sessions WHERE id IN (SELECT id FROM emptied) RETURNING 1)

@@ -70,8 +70,9 @@ def kept_days(settings: Settings) -> dict[Retained, int]:
 
 async def apply_retention(services: Services, *, seconds: float | None = None) -> dict[str, int]:
     """Delete what the settings no longer keep, a batch of turns at a time, one kind after
-    another in turn, until nothing is left to delete or `seconds` are up; the rows deleted per
-    kind. Each batch is a statement (a transaction) of its own."""
+    another in turn, then deleted sessions, until nothing is left to delete or `seconds` are
+    up; the rows deleted per kind of detail (and `deleted_turns`, `deleted_sessions`: what the
+    purge of deleted sessions removed). Each batch is a statement (a transaction) of its own."""
     settings = services.settings
     if seconds is None:
         seconds = min(SECONDS_PER_SWEEP, settings.sweep_interval_seconds / 2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from uuid import UUID, uuid4
 
 from shared.db import Database, agents, chats, dialogue, plans, users
@@ -18,6 +19,27 @@ async def make_user(db: Database, *, email: str | None = None) -> UUID:
 async def make_session(db: Database, user_id: UUID, *, title: str = "Test chat") -> ChatSession:
     async with db.service() as conn:
         return await chats.create_session(conn, user_id=user_id, title=title)
+
+
+async def add_exchanges(
+    db: Database, session: ChatSession, pairs: Sequence[tuple[str, str]]
+) -> None:
+    """Earlier turns of `session`: each (question, answer) stored as the user's message and the
+    planner's answer, in order."""
+    async with db.service() as conn:
+        session_id, user_id = session.id, session.user_id
+        for question, answer in pairs:
+            await chats.add_message(
+                conn, session_id=session_id, user_id=user_id, role="user", content=question
+            )
+            await chats.add_message(
+                conn,
+                session_id=session_id,
+                user_id=user_id,
+                role="assistant",
+                content=answer,
+                metadata={"kind": "answer"},
+            )
 
 
 async def make_world(db: Database, user_id: UUID) -> dict[str, UUID]:

@@ -6,13 +6,13 @@ from typing import Any
 
 from local.deepseek import FakeModelServer, RecordedRequest, reply, tool_call
 from shared.agents import prompts
-from shared.db import Database, chats
+from shared.db import Database
 from shared.dispatch.in_process import run_turn
 from shared.llm.tokens import DeepSeekTokenizer, count_prompt
 from tests.shared.agents.test_limits import LOOKUP, ONE_STEP
 from tests.support.agent_services import MakeServices
 from tests.support.domain_rows import make_task
-from tests.support.factories import make_session, make_user
+from tests.support.factories import add_exchanges, make_session, make_user
 from tests.support.in_memory_publisher import InMemoryPublisher
 from tests.support.plan_calls import complete_with_results, plan_call, synthesis
 from tests.support.scripting import Script, requests_of
@@ -40,23 +40,10 @@ async def test_a_long_history_is_trimmed_to_the_planner_budget_keeping_system_an
     services = make_services(planner_token_budget=budget)
     user = await make_user(db)
     first = await make_session(db, user)
-    async with db.service() as conn:
-        for n in range(30):  # ~30 earlier turns of ~300 tokens each: far over the budget
-            await chats.add_message(
-                conn,
-                session_id=first.id,
-                user_id=user,
-                role="user",
-                content=f"Question {n}: {PARAGRAPH}",
-            )
-            await chats.add_message(
-                conn,
-                session_id=first.id,
-                user_id=user,
-                role="assistant",
-                content=f"Answer {n}: {PARAGRAPH}",
-                metadata={"kind": "answer"},
-            )
+    # ~30 earlier turns of ~300 tokens each: far over the budget
+    await add_exchanges(
+        db, first, [(f"Question {n}: {PARAGRAPH}", f"Answer {n}: {PARAGRAPH}") for n in range(30)]
+    )
     script.planner(reply("Noted."))
 
     await run_turn(

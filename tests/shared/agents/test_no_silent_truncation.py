@@ -29,7 +29,7 @@ from tests.shared.agents.test_limits import LOOKUP, ONE_STEP
 from tests.shared.agents.test_resume import Crash
 from tests.support.agent_services import MakeServices
 from tests.support.domain_rows import make_task
-from tests.support.factories import make_session, make_user
+from tests.support.factories import add_exchanges, make_session, make_user
 from tests.support.in_memory_publisher import InMemoryPublisher
 from tests.support.plan_calls import complete_with_results, plan_call, synthesis
 from tests.support.scripting import Script, delegation, requests_of
@@ -58,19 +58,7 @@ async def test_a_conversation_longer_than_what_is_loaded_says_so(
     services = make_services()
     user = await make_user(db)
     session = await make_session(db, user)
-    async with db.service() as conn:
-        for n in range(101):
-            await chats.add_message(
-                conn, session_id=session.id, user_id=user, role="user", content=f"Q{n}"
-            )
-            await chats.add_message(
-                conn,
-                session_id=session.id,
-                user_id=user,
-                role="assistant",
-                content=f"A{n}",
-                metadata={"kind": "answer"},
-            )
+    await add_exchanges(db, session, [(f"Q{n}", f"A{n}") for n in range(101)])
     script.planner(reply("Noted."))
 
     await run_turn(
