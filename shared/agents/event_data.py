@@ -151,6 +151,22 @@ def add_dialogue(
     return row_id
 
 
+def answer_in_row(
+    transition: Transition,
+    call_row: UUID,
+    entry: DialogueEntry,
+    *,
+    thread_id: UUID,
+    step_id: UUID | None,
+    event_agent_id: UUID | None,
+) -> None:
+    """Store the `tool_result` `entry` in its call's `tool_call` row (`call_row`), and announce
+    it as an `agent_message` about that row, which takes the result's number."""
+    slot = transition.answer_call(call_row, entry.content)
+    data = dialogue_data(call_row, entry, thread_id=thread_id, step_id=step_id)
+    transition.event("agent_message", data, agent_id=event_agent_id, row=slot)
+
+
 def step_started_data(
     step: PlanStep, *, thread_id: UUID, execution_id: UUID, attempt: int, model: str
 ) -> dict[str, JsonValue]:

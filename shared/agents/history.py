@@ -11,8 +11,11 @@
   user message; the agent's own `status` text and its call rows (`tool_call`, `question`,
   `completion`, `error`, `escalation`, each with a `tool_call_id`) form its assistant turns
   (a turn's first row carries the model, usage and reasoning of the call that produced it);
-  `tool_result` and `answer` rows are the tool messages answering them. `permission_denied`
-  rows are the record of a denial — the model sees the denial as that call's `tool_result`.
+  `tool_result` and `answer` rows are the tool messages answering them. A plain tool call's
+  result is stored in the call's own row, which becomes a `tool_result` row still sent by the
+  agent, with the call's arguments: one row, read back as the call and its result (older
+  threads have two). `permission_denied` rows are the record of a denial — the model sees
+  the denial as that call's `tool_result`.
 
 Every call is stored before it runs and every result after, so the last turn's calls without a
 result are exactly the work a resumed agent still has to do, and a history built for the next
@@ -36,6 +39,9 @@ CALL_TYPES: frozenset[AgentMessageType] = frozenset(
     {"tool_call", "question", "completion", "error", "escalation"}
 )
 RESULT_TYPES: frozenset[AgentMessageType] = frozenset({"tool_result", "answer"})
+OWN_CALL_ROWS: frozenset[AgentMessageType] = CALL_TYPES | {"tool_result"}
+"""The rows an agent sends that hold a call of its: a `tool_result` it sends is a call answered
+in its own row (a result of its own has no sender)."""
 UNPARSED = "_unparsed"
 """Key under which arguments that were not a JSON object are stored verbatim."""
 TEXT_ARGUMENT: dict[str, str] = {
@@ -273,12 +279,16 @@ def thread_view(rows: Sequence[AgentMessage], *, agent_id: UUID) -> ThreadView:
             delegation = row.content
         elif own and row.message_type == "status":
             turns.append(Turn(row.content, row.reasoning_content))
-        elif own and row.message_type in CALL_TYPES and row.tool_call_id:
+        elif own and row.message_type in OWN_CALL_ROWS and row.tool_call_id:
             if row.model is not None or not turns:  # a turn's first row carries its model
                 turns.append(Turn(None, row.reasoning_content))
             call = _call_from_row(row)
             turns[-1].calls.append(call)
-            turns[-1].kinds[call.id] = row.message_type
+            if row.message_type == "tool_result":  # a call answered in its own row
+                turns[-1].kinds[call.id] = "tool_call"
+                turns[-1].results[call.id] = row.content
+            else:
+                turns[-1].kinds[call.id] = row.message_type
         elif row.message_type in RESULT_TYPES and row.tool_call_id and turns:
             turns[-1].results[row.tool_call_id] = row.content
     return ThreadView(delegation, turns)

@@ -87,6 +87,22 @@ DIALOGUE_ROWS = """dialogue_rows AS (
     RETURNING *)"""
 
 
+ANSWERED_ROWS = """answered_rows AS (
+    UPDATE agent_chat_messages d
+    SET message_type = 'tool_result', content = a.content, seq = sess.base + a.slot
+    FROM sess, jsonb_to_recordset(%(answers)s) AS a(id uuid, slot int, content text)
+    WHERE d.id = a.id AND d.plan_id = %(plan)s
+      AND d.tool_args IS NOT NULL AND d.sender_agent_id IS NOT NULL
+      AND (d.message_type = 'tool_call' AND d.content = '' OR d.message_type = 'tool_result')
+    RETURNING d.*)"""
+
+
+"""Tool calls answered in their own rows: the `tool_call` row (a call without text of its own)
+becomes a `tool_result` row, with the result's number, that still says who called what with
+which arguments (`Transition.answer_call`). Answering it again (a second run of the attempt)
+replaces the result."""
+
+
 EXECUTIONS = """executions_row AS (
     UPDATE agent_executions SET
         llm_calls = llm_calls + CASE WHEN id = %(execution)s THEN %(llm_calls)s ELSE 0 END,

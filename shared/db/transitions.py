@@ -53,6 +53,7 @@ from shared.db.records import (
 )
 from shared.db.transition_sql import (
     AGENT_STATUS,
+    ANSWERED_ROWS,
     APPROVALS_CANCELLED,
     CHAT_ROWS,
     DIALOGUE_ROWS,
@@ -124,6 +125,7 @@ class Transition:
     numbers: int = 0
     _chat: list[dict[str, Any]] = field(default_factory=list)
     _dialogue: list[dict[str, Any]] = field(default_factory=list)
+    _answers: list[dict[str, Any]] = field(default_factory=list)
     _usage: Usage = field(default_factory=Usage)
     _execution: dict[str, Any] | None = None
     _plan: dict[str, Any] = field(default_factory=dict)
@@ -190,6 +192,15 @@ class Transition:
             row[name] = str_or_none(value) if isinstance(value, UUID) else value
         self._dialogue.append(row)
         return row_id, slot
+
+    def answer_call(self, call_row: UUID, content: str) -> int:
+        """Store a tool call's result in the call's own `tool_call` row (`call_row`), which
+        becomes its `tool_result`: one row for the call and its result instead of two. The row
+        keeps its sender, receiver and arguments and takes the result's number (returned), so
+        a reader catching up after the call's number reads it again, answered."""
+        slot = self.number()
+        self._answers.append({"id": str(call_row), "slot": slot, "content": content})
+        return slot
 
     def event(
         self,
@@ -392,9 +403,13 @@ class Transition:
         assert row is not None, "the plan or its session is gone"
         plan = record_from_json(Plan, row["plan"])
         totals = row["totals"]
+        dialogue = records_from_json(AgentMessage, row["dialogue"])
+        answered = {UUID(answer["id"]) for answer in self._answers}
+        if not answered <= {message.id for message in dialogue}:
+            raise LookupError(f"a tool call's row to answer is gone: {answered}")
         return Written(
             messages=records_from_json(ChatMessage, row["messages"]),
-            dialogue=records_from_json(AgentMessage, row["dialogue"]),
+            dialogue=dialogue,
             plan=plan,
             events=self.outbox.stamped(row["seqs"], totals) if self.outbox else [],
             agent=record_from_json(Agent, row["agent"]) if row["agent"] else None,
@@ -430,6 +445,7 @@ class Transition:
             "cost": usage.cost_usd,
             "chat": Jsonb(self._chat),
             "dialogue": Jsonb(self._dialogue),
+            "answers": Jsonb(self._answers),
             "steps": Jsonb(self._steps),
             "stored_results": Jsonb(self._stored_results),
             **execution,
@@ -461,6 +477,8 @@ class Transition:
             ctes.append(CHAT_ROWS)
         if self._dialogue:
             ctes.append(DIALOGUE_ROWS)
+        if self._answers:
+            ctes.append(ANSWERED_ROWS)
         if self._execution or self._thread:
             ctes.append(EXECUTIONS)
         if self._step:
@@ -482,7 +500,12 @@ class Transition:
             ctes.append(STREAM_LOAD)
         ctes.append(SENT if self.outbox else "sent AS (SELECT NULL::bigint[] AS seqs)")
         chat = "(SELECT jsonb_agg(to_jsonb(m) ORDER BY m.seq) FROM chat_rows m)"
-        dialogue = "(SELECT jsonb_agg(to_jsonb(d) ORDER BY d.seq) FROM dialogue_rows d)"
+        stored = " UNION ALL ".join(
+            f"SELECT * FROM {cte}"
+            for cte, used in (("dialogue_rows", self._dialogue), ("answered_rows", self._answers))
+            if used
+        )
+        dialogue = f"(SELECT jsonb_agg(to_jsonb(d) ORDER BY d.seq) FROM ({stored}) d)"
         step = "(SELECT to_jsonb(s) FROM step_row s)"
         thread = f"(SELECT {thread_json('t', 'plan_row')} FROM executions_row t "
         thread += "WHERE t.id = %(thread)s::uuid)"
@@ -496,7 +519,7 @@ class Transition:
         return f"""WITH {", ".join(ctes)}
             SELECT sess.base, sent.seqs, to_jsonb(plan_row) AS plan, {TOTALS} AS totals,
                    {chat if self._chat else "NULL"} AS messages,
-                   {dialogue if self._dialogue else "NULL"} AS dialogue,
+                   {dialogue if self._dialogue or self._answers else "NULL"} AS dialogue,
                    {step if self._step else "NULL"} AS step,
                    {thread if self._thread or "execution" in self._new else "NULL"} AS thread,
                    {execution if "execution" in self._new else "NULL"} AS execution,

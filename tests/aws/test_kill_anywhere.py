@@ -57,9 +57,10 @@ DIALOGUE, PLANS, STEPS, MESSAGES = (
     "chat_messages",
 )
 WRITE_COMMITTED = KillPoint(
-    "write committed, its result row not stored",
+    "write committed, its result not stored",
     DIALOGUE,
     "NEW.message_type = 'tool_result' AND NEW.tool_name = 'create_task'",
+    "UPDATE",  # the result is stored in its call's row
 )
 POINTS = [
     KillPoint(

@@ -12,7 +12,8 @@ redelivery finishes the plan. Then what the subscriber received is held against 
 * no two stored events share a `seq`, and no token batch took a number of a row or event;
 * every `seq` the subscriber never saw (token batches aside) is missing from the tables too: no
   dialogue row, planner tool result or stored event without the event;
-* no event without its row: every `agent_message` names a stored dialogue row with its `seq`,
+* no event without its row: every `agent_message` names a stored dialogue row with its `seq`
+  (a tool call's row, once answered, has its result's `seq`: the call's event names it still),
   every `tool_result` a stored `tool` message with its `seq`, every `tool_call` a stored
   message holding that call, every step event a stored step, and `done` a plan stored with
   that status.
@@ -261,12 +262,16 @@ def assert_no_unannounced_row(tables: Tables, live: list[dict[str, Any]]) -> Non
 
 def assert_no_event_without_its_row(tables: Tables, live: list[dict[str, Any]]) -> None:
     by_id = {m["id"]: m for m in tables.messages.values()}
+    dialogue_by_id = {m["id"]: m for m in tables.dialogue.values()}
     for message in live:
         event = message["payload"]
         kind, data, seq = event["type"], event["data"], event["seq"]
         assert event["plan_id"] is None or event["plan_id"] in tables.plans, event
         if kind == "agent_message":
             row = tables.dialogue.get(seq)
+            if row is None and data["message_type"] == "tool_call":  # answered in its row
+                row = dialogue_by_id.get(data["message_id"])
+                assert row is not None and row["message_type"] == "tool_result", event
             assert row is not None and row["id"] == data["message_id"], f"no row for {event}"
         elif kind == "tool_result":
             row = tables.messages.get(seq)

@@ -127,7 +127,6 @@ async def test_a_complex_plan_completes_through_queue_messages_and_no_function_w
     )
     assert after.types_of(1) == [
         "delegation",
-        "tool_call",
         "tool_result",
         "question",
         "answer",

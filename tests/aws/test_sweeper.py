@@ -156,7 +156,7 @@ async def test_the_sweeper_completes_a_plan_whose_runner_was_killed_exactly_once
             await set_plan_lease(db, plan_id, seconds=60)
 
     after_write = "NEW.message_type = 'tool_result' AND NEW.tool_name = 'create_task'"
-    async with Kill(db, "agent_chat_messages", after_write) as kill:
+    async with Kill(db, "agent_chat_messages", after_write, on="UPDATE") as kill:
         deliveries = await cloud.drain(functions, after=killed)
         assert await kill.fired() == 1
     # Its redelivery found the dead runner's lease live and left: nothing is queued any more.

@@ -35,7 +35,7 @@ from shared.agents.accounting import account_call
 from shared.agents.approval_gate import Escalation
 from shared.agents.budget import clip, clipped
 from shared.agents.errors import AwaitingApproval, PromptTooLarge
-from shared.agents.event_data import add_dialogue, step_completed_data
+from shared.agents.event_data import add_dialogue, answer_in_row, step_completed_data
 from shared.agents.history import ThreadView, Turn, stored_arguments, thread_view
 from shared.agents.model_calls import AgentRun, build_request, call_model
 from shared.agents.outcomes import StepOutcome
@@ -140,7 +140,7 @@ class StepWorker:
         """Run `transition`, keep what it stored and returned, deliver its events."""
         async with self.run.services.db.autocommit() as conn:
             written = await transition.run(conn)
-        self.rows += written.dialogue
+        self.rows = stored_rows(self.rows, written.dialogue)
         self.thread = written.thread or self.thread
         self.control, self.agent = written.control, written.agent
         await self.run.emitter.deliver(written.events)
@@ -402,15 +402,41 @@ class StepWorker:
         await self.write(transition)
 
     def _result_row(self, transition: Transition, call: ToolCall, content: str) -> None:
-        self._agent_row(
-            transition,
-            message_type="tool_result",
-            content=content,
-            sender=None,
-            receiver=self.run.agent.id,
-            call=call,
+        """The call's result: stored in the call's own row (one row for both) when that is a
+        plain `tool_call` row and the agent's last row — it takes the result's number, so it
+        must stay after its turn's first row — else as a row of its own (an earlier call of a
+        turn of several, a control call misused)."""
+        agent_id = self.run.agent.id
+        own = [r for r in self.rows if r.sender_agent_id == agent_id]
+        last = own[-1] if own else None
+        plain = (
+            last is not None
+            and last.tool_call_id == call.id
+            and last.message_type == "tool_call"
+            and not last.content  # a control call's row holds its text
+            and last.tool_args is not None
         )
-        transition.read_agent(self.run.agent.id)
+        call_row = last.id if plain and last is not None else None
+        if call_row is None:
+            self._agent_row(
+                transition,
+                message_type="tool_result",
+                content=content,
+                sender=None,
+                receiver=agent_id,
+                call=call,
+            )
+        else:
+            said = DialogueEntry("tool_result", content, None, agent_id, call.name, call.id)
+            answer_in_row(
+                transition,
+                call_row,
+                said,
+                thread_id=self.thread.id,
+                step_id=self.step.id,
+                event_agent_id=None,
+            )
+        transition.read_agent(agent_id)
 
     async def _store_answer(self, call: ToolCall, content: str) -> None:
         transition = self.transition()
@@ -441,6 +467,14 @@ def _final(call: ToolCall) -> Ending | None:
     if isinstance(parsed, str):
         return None  # answered with its problem on the next round
     return Ending("complete" if call.name == control.COMPLETE else "fail", parsed.text)
+
+
+def stored_rows(rows: list[AgentMessage], written: list[AgentMessage]) -> list[AgentMessage]:
+    """`rows` with what a statement wrote: new rows added, rows it changed (a call answered in
+    its row) replaced, in `seq` order."""
+    changed = {row.id: row for row in written}
+    kept = [changed.pop(row.id, row) for row in rows]
+    return sorted(kept + list(changed.values()), key=lambda row: row.seq)
 
 
 def _text_turns(view: ThreadView) -> str | None:

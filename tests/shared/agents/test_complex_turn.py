@@ -59,20 +59,14 @@ async def test_a_complex_turn_runs_the_plan_and_answers_from_both_results(
         ["get_calendar_events"],
         ["list_tasks"],
     ]
-    assert rows.types_of(1) == [
-        "delegation",
-        "tool_call",
-        "tool_result",
-        "question",
-        "answer",
-        "completion",
-    ]
-    assert rows.types_of(2) == ["delegation", "tool_call", "tool_result", "completion"]
-    assert rows.types_of(3) == ["delegation", "tool_call", "tool_result", "completion"]
+    # A tool call's result is stored in the call's own row (`tool_result`, sent by the agent).
+    assert rows.types_of(1) == ["delegation", "tool_result", "question", "answer", "completion"]
+    assert rows.types_of(2) == ["delegation", "tool_result", "completion"]
+    assert rows.types_of(3) == ["delegation", "tool_result", "completion"]
     writer = rows.thread_of(3)
     assert writer.parent_agent_id == writer.child_agent_id == planner.id
     assert all(t.status == "completed" for t in rows.threads)
-    answer_row = rows.dialogue[rows.thread_of(1).id][4]
+    answer_row = rows.dialogue[rows.thread_of(1).id][3]
     assert answer_row.sender_agent_id == planner.id and answer_row.content == "No: only open tasks."
 
     question = requests_of(fake, "answer")[0].messages[-1]["content"]
@@ -106,7 +100,10 @@ async def test_a_complex_turn_runs_the_plan_and_answers_from_both_results(
     kinds = types(memory)
     assert kinds[:4] == ["status_update", "tool_call", "plan_created", "status_update"]
     assert kinds.count("step_started") == 3 and kinds.count("step_completed") == 3
-    assert kinds.count("agent_message") == sum(len(d) for d in rows.dialogue.values())
+    said = [m for thread in rows.dialogue.values() for m in thread]
+    answered = [m for m in said if m.message_type == "tool_result" and m.sender_agent_id]
+    assert len(answered) == 3  # one row for each step's call and its result: two events
+    assert kinds.count("agent_message") == len(said) + len(answered)
     assert kinds[-3:] == ["step_completed", "tool_result", "done"]  # step 3, results, done
     assert kinds.count("done") == 1 and memory.events[-1].type == "done"
     for started in of_type(memory, "step_started"):  # announced before its delegation row

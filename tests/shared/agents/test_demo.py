@@ -43,7 +43,7 @@ async def test_the_demo_model_plans_my_week_end_to_end(
     ]
     assert rows.steps[2].depends_on == [1, 2]
     assert "Call the plumber" in (rows.steps[0].result or "")
-    said = ["delegation", "status", "tool_call", "tool_result", "completion"]  # text + call
+    said = ["delegation", "status", "tool_result", "completion"]  # text + call (answered)
     assert rows.types_of(1) == said and rows.types_of(3) == said
     async with db.service() as conn:
         cur = await conn.execute(

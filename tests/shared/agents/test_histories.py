@@ -48,7 +48,7 @@ async def test_reasoning_is_stored_and_sent_back_as_deepseeks_thinking_mode_asks
     assert rows.messages[1].reasoning_content == "Several lookups: plan it."
     first_call = rows.dialogue[rows.thread_of(1).id][1]
     assert (first_call.message_type, first_call.reasoning_content) == (
-        "tool_call",
+        "tool_result",  # the call, answered in its row
         "First list the tasks.",
     )
 
@@ -130,3 +130,45 @@ async def test_a_plan_is_stored_once_and_read_back_whole_by_the_model_and_every_
     synthesis = requests_of(fake, "planner")[1].messages
     assert json.loads(synthesis[2]["tool_calls"][0]["function"]["arguments"]) == whole
     assert synthesis[3]["content"] == f"{PLAN_RESULTS}\n\n{text}"
+
+
+async def test_a_turn_of_two_calls_reads_back_as_one_assistant_message_with_both_results(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    """Only the turn's last call is answered in its own row (the row takes the result's
+    number, so it must stay after the turn's first row); the first call's result is a row of
+    its own. Read back, both are one assistant message and its two tool messages."""
+    services = make_services(llm_executor_model="test-thinker")
+    script.planner(reply(tool_call("create_plan", **ONE_STEP)), reply("Done."))
+    script.step(
+        LOOKUP,
+        reply(
+            tool_call("list_tasks"),
+            tool_call("list_tasks", status=["done"]),
+            reasoning="Open and done ones.",
+        ),
+        reply(tool_call("complete", result="No tasks."), reasoning="Nothing there."),
+    )
+    user = await make_user(db)
+
+    turn = await run_turn(
+        services, user_id=user, session_id=None, message="tasks?", publisher=InMemoryPublisher()
+    )
+
+    assert turn.plan.status == "completed" and script.unscripted == []
+    rows = await stored(db, turn.started.plan_id)
+    said = rows.dialogue[rows.thread_of(1).id]
+    assert [(m.message_type, m.sender_agent_id is not None) for m in said] == [
+        ("delegation", True),
+        ("tool_call", True),  # the first call: its result is a row of its own
+        ("tool_result", False),
+        ("tool_result", True),  # the last call, answered in its own row
+        ("completion", True),
+    ]
+    assert said[3].tool_args == {"status": ["done"]} and said[1].reasoning_content
+    second = requests_of(fake, "executor", LOOKUP)[1].messages
+    calls = second[2]["tool_calls"]
+    assert second[2]["reasoning_content"] == "Open and done ones."
+    assert [m["role"] for m in second[3:]] == ["tool", "tool"]
+    assert [m["tool_call_id"] for m in second[3:]] == [c["id"] for c in calls]
+    assert json.loads(calls[1]["function"]["arguments"]) == {"status": ["done"]}

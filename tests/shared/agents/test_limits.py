@@ -51,15 +51,10 @@ async def test_an_executor_calling_a_write_tool_is_denied_and_the_plan_still_com
     assert turn.plan.status == "completed"
     assert await snapshot(db) == before  # nothing was written
     rows = await stored(db, turn.started.plan_id)
-    assert rows.types_of(1) == [
-        "delegation",
-        "tool_call",
-        "permission_denied",
-        "tool_result",
-        "completion",
-    ]
+    # The denied call's row holds its result (the denial, as the model sees it), after the denial.
+    assert rows.types_of(1) == ["delegation", "permission_denied", "tool_result", "completion"]
     said = rows.dialogue[rows.thread_of(1).id]
-    denial, result = said[2], said[3]
+    denial, result = said[1], said[2]
     executor = next(a for a in rows.agents if a.role == "executor")
     assert (denial.tool_name, denial.sender_agent_id) == ("create_task", executor.id)
     assert "may only read" in denial.content

@@ -80,7 +80,7 @@ async def test_nul_in_an_executors_output_is_replaced_and_the_plan_completes(
     )
     rows = await stored(db, turn.started.plan_id)
     said = rows.dialogue[rows.threads[0].id]
-    call = next(m for m in said if m.message_type == "tool_call")
+    call = next(m for m in said if m.tool_name == "list_tasks")  # answered in its row
     assert turn.plan.status == "completed"
     assert call.tool_args == {"query": f"Gar{MARK}den"}
     assert rows.steps[0].result == f"One{MARK} task"

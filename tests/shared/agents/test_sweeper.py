@@ -53,7 +53,7 @@ async def test_a_plan_whose_runner_died_is_finished_once_its_lease_expires(
     await make_task(db, user, title="Weed the garden")
     script_garden(script)
     after_write = "NEW.message_type = 'tool_result' AND NEW.tool_name = 'create_task'"
-    async with Kill(db, "agent_chat_messages", after_write):
+    async with Kill(db, "agent_chat_messages", after_write, on="UPDATE"):
         with pytest.raises(psycopg.OperationalError):
             await run_turn(
                 services,

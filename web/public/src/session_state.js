@@ -94,11 +94,24 @@ export function applyTimeline(state, entries) {
     }
     const plan = planOf(state, entry.plan_id);
     plan.firstSeq = Math.min(plan.firstSeq, entry.seq);
-    threadOf(plan, entry.thread_id).messages.set(entry.seq, {
+    const messages = threadOf(plan, entry.thread_id).messages;
+    const said = {
       seq: entry.seq, type: entry.kind, content: entry.content, toolName: entry.tool_name,
       toolArgs: null, sender: entry.sender_role, model: entry.model,
-    });
+    };
+    if (entry.kind === 'tool_result' && entry.sender_role !== 'system') {
+      // A tool call answered in its own row: the call, then its result right after it.
+      messages.set(messageKey(entry.message_id, 'tool_call'), { ...said, type: 'tool_call', content: '' });
+      messages.set(messageKey(entry.message_id, 'tool_result'), { ...said, seq: entry.seq + 0.5, sender: 'system' });
+    } else {
+      messages.set(messageKey(entry.message_id, entry.kind), said);
+    }
   }
+}
+
+/** A thread message's key: its row and what it says (a call answered in its row is two). */
+function messageKey(messageId, type) {
+  return `${messageId}:${type}`;
 }
 
 /** A plan detail (`GET /plans/{id}`) read after the session's `last_seq` was `snapshotSeq`. */
@@ -226,7 +239,7 @@ const HANDLERS = {
     if (data.step_id) thread.stepId = data.step_id;
     const step = stepById(plan, data.step_id);
     const fromStepAgent = data.sender_agent_id && data.sender_agent_id === thread.childAgentId;
-    thread.messages.set(event.seq, {
+    thread.messages.set(messageKey(data.message_id, data.message_type), {
       seq: event.seq, type: data.message_type, content: data.content, toolName: data.tool_name,
       toolArgs: data.tool_args, model: data.model,
       sender: fromStepAgent ? step?.assignee || 'executor' : 'planner',
