@@ -10,6 +10,7 @@ from uuid import UUID
 
 from shared.db._rows import record_from_json, records_from_json
 from shared.db.database import Connection
+from shared.db.delegations import delegation
 from shared.db.plans import ENDED_STEP
 from shared.db.records import (
     Agent,
@@ -63,7 +64,8 @@ SELECT coalesce((SELECT to_jsonb(l) FROM leased l), to_jsonb(step)) AS step,
     (SELECT to_jsonb(e) FROM attempt e) AS execution,
     (SELECT to_jsonb(a) FROM agents a, attempt e WHERE a.id = e.agent_id) AS agent,
     (SELECT to_jsonb(t) FROM agent_chat_sessions t, attempt e WHERE t.id = e.id) AS thread,
-    (SELECT jsonb_agg(to_jsonb(m) ORDER BY m.seq) FROM agent_chat_messages m, attempt e
+    (SELECT jsonb_agg(to_jsonb(m) || jsonb_build_object('content', {delegation("m")})
+                      ORDER BY m.seq) FROM agent_chat_messages m, attempt e
      WHERE m.plan_id = e.plan_id AND m.agent_session_id = e.agent_session_id) AS messages,
     (SELECT max(decided_at) FROM agent_approvals
      WHERE step_id = step.id AND status IN ('approved', 'rejected', 'answered')) AS decided_at,

@@ -29,6 +29,7 @@ from shared.agents.event_data import add_dialogue, session_outbox, step_started_
 from shared.agents.lease_holder import Lease, give_back, new_owner
 from shared.db import plans
 from shared.db.database import Connection
+from shared.db.delegations import stored_tail
 from shared.db.records import (
     Agent,
     AgentMessage,
@@ -171,7 +172,7 @@ async def _open(
         step, thread_id=thread_id, execution_id=execution_id, attempt=attempt, model=model
     )
     transition.event("step_started", started, agent_id=agent_id)
-    content = _delegation(services, claimed, budget=budget)
+    content, opening = _delegation(services, claimed, budget=budget)
     delegation = DialogueEntry("delegation", content, plan.planner_agent_id, agent_id)
     add_dialogue(
         transition,
@@ -179,8 +180,13 @@ async def _open(
         thread_id=thread_id,
         step_id=step.id,
         event_agent_id=plan.planner_agent_id,
+        stored_content=stored_tail(content, opening),  # the step's rows hold the opening
     )
     written = await transition.run(conn)
+    said = [
+        m._replace(content=content) if m.message_type == "delegation" else m
+        for m in written.dialogue
+    ]
     agent = written.agent or claimed.planner
     assert written.thread is not None and written.execution is not None and written.step
     execution = written.execution
@@ -190,7 +196,7 @@ async def _open(
         agent,
         written.thread,
         execution,
-        written.dialogue,
+        said,
         lease,
         execution.started_at or execution.created_at,
         written.control,
@@ -225,7 +231,8 @@ def _is_read(services: AgentServices, name: str) -> bool:
     return tool is not None and tool.access == "read"
 
 
-def _delegation(services: AgentServices, claimed: ClaimedStep, *, budget: int) -> str:
+def _delegation(services: AgentServices, claimed: ClaimedStep, *, budget: int) -> tuple[str, str]:
+    """The step's task, and its opening: the part its step and plan rows hold."""
     plan, step = claimed.plan, claimed.step
     done = sorted(claimed.dependencies, key=lambda d: step.depends_on.index(d.step_number))
     share = max(budget // DELEGATION_SHARE // max(len(done), 1), 40)
@@ -237,4 +244,4 @@ def _delegation(services: AgentServices, claimed: ClaimedStep, *, budget: int) -
     ]
     if not plan.goal and claimed.request is not None:
         plan = plan._replace(goal=claimed.request)
-    return prompts.delegation(plan, step, results)
+    return prompts.delegation(plan, step, results), prompts.delegation(plan, step, [])
