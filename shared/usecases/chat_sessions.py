@@ -17,6 +17,7 @@ from shared.auth.access_tokens import User
 from shared.db import Database, chats
 from shared.db._rows import fetch_all
 from shared.db.records import ChatMessage, ChatSession, SessionStatus
+from shared.db.timeline import TIMELINE_PAGE
 from shared.kernel.errors import Conflict, NotFound
 from shared.usecases.retention import removed_details
 from shared.wire.sessions import RemovedDetail
@@ -240,12 +241,8 @@ async def timeline(
         entries = await fetch_all(
             conn,
             TimelineEntry,
-            """SELECT session_id, seq, source, message_id, kind, sender_role, agent_id,
-                      agent_session_id AS thread_id, plan_id, content, tool_name, model,
-                      prompt_tokens, completion_tokens, cost_usd, user_id, created_at
-                 FROM session_timeline
-                WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s""",
-            (session_id, after_seq, limit),
+            TIMELINE_PAGE,
+            {"session": session_id, "after": after_seq, "limit": limit},
         )
         removed = await removed_details(
             conn, (e.plan_id for e in entries), ("dialogue", "tool_rounds")
