@@ -55,9 +55,61 @@ with its steps again."""
 CONTENT = f"""CASE WHEN m.role = 'tool' AND m.content = ''
     AND m.metadata->>'kind' = 'plan_results' THEN {PLAN_RESULTS} ELSE m.content END"""
 """The row `m`'s content, a plan's results (stored without them: `history`) read back."""
-_READ = {"content": f"{CONTENT} AS content", "tool_calls": f"{TOOL_CALLS} AS tool_calls"}
+
+
+def default_kind(row: str) -> str:
+    """SQL: the `metadata.kind` a chat row `row` is stored without (`stored_metadata`)."""
+    return f"""CASE {row}.role WHEN 'tool' THEN 'tool_result'
+        WHEN 'assistant' THEN CASE WHEN {row}.tool_calls IS NULL THEN 'answer'
+                                   ELSE 'tool_round' END END"""
+
+
+def metadata(row: str) -> str:
+    """SQL: the chat row `row`'s `metadata` as readers get it: the defaults it is stored
+    without put back (`stored_metadata`)."""
+    return f"""CASE WHEN {row}.role IN ('assistant', 'tool')
+        THEN jsonb_build_object('kind', {default_kind(row)})
+             || CASE WHEN {row}.role = 'tool' THEN '{{"error": null}}'::jsonb
+                     ELSE '{{}}'::jsonb END
+             || {row}.metadata
+        ELSE {row}.metadata END"""
+
+
+def kind(row: str) -> str:
+    """SQL: the chat row `row`'s `metadata.kind` (its default when it is stored without)."""
+    return f"coalesce({row}.metadata->>'kind', {default_kind(row)})"
+
+
+def stored_metadata(
+    role: str, tool_calls: list[dict[str, Any]] | None, given: dict[str, Any] | None
+) -> dict[str, Any]:
+    """What a chat row stores of its `metadata`: not what its role and calls say already —
+    an answer's or a tool round's `kind`, a tool result's `kind` and null `error` (`metadata`
+    puts them back for readers; a `postgres_changes` subscriber sees them stored)."""
+    defaults: dict[str, Any] = {}
+    if role == "assistant":
+        defaults = {"kind": "answer" if tool_calls is None else "tool_round"}
+    elif role == "tool":
+        defaults = {"kind": "tool_result", "error": None}
+    return {
+        key: value
+        for key, value in (given or {}).items()
+        if key not in defaults or defaults[key] != value
+    }
+
+
+_READ = {
+    "content": f"{CONTENT} AS content",
+    "tool_calls": f"{TOOL_CALLS} AS tool_calls",
+    "metadata": f"{metadata('m')} AS metadata",
+}
 READ_MESSAGE = ", ".join(_READ.get(name, f"m.{name}") for name in ChatMessage._fields)
 """`MESSAGE` of the rows `m` as readers see them: what the plan holds put back."""
+RETURNED = ", ".join(
+    f"{metadata('m')} AS metadata" if name == "metadata" else f"m.{name}"
+    for name in ChatMessage._fields
+)
+"""`MESSAGE` of a row `m` just written, as readers see it (its metadata's defaults back)."""
 OWNER_KEY = "chat_sessions_user_id_fkey"
 """A session's owner is a row of `auth.users`."""
 
@@ -215,12 +267,12 @@ async def add_message(
     return await fetch_one(
         conn,
         ChatMessage,
-        f"""INSERT INTO chat_messages
+        f"""INSERT INTO chat_messages AS m
               (session_id, user_id, role, content, plan_id, model, prompt_tokens,
                completion_tokens, cache_hit_tokens, cost_usd, tool_calls, tool_call_id,
                tool_name, metadata, reasoning_content)
             VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-            RETURNING {MESSAGE}""",
+            RETURNING {RETURNED}""",
         (
             session_id,
             user_id,
@@ -235,7 +287,7 @@ async def add_message(
             Jsonb(tool_calls) if tool_calls is not None else None,
             tool_call_id,
             tool_name,
-            Jsonb(metadata or {}),
+            Jsonb(stored_metadata(role, tool_calls, metadata)),
             reasoning_content,
         ),
     )
@@ -257,11 +309,12 @@ async def add_user_message(
     created = await fetch_optional(
         conn,
         ChatMessage,
-        f"""INSERT INTO chat_messages (session_id, user_id, role, content, client_message_id)
+        f"""INSERT INTO chat_messages AS m
+                (session_id, user_id, role, content, client_message_id)
             VALUES (%s, %s, 'user', %s, %s)
             ON CONFLICT (session_id, client_message_id) WHERE client_message_id IS NOT NULL
                 DO NOTHING
-            RETURNING {MESSAGE}""",
+            RETURNING {RETURNED}""",
         (session_id, user_id, content, client_message_id),
     )
     if created is not None:
@@ -269,8 +322,8 @@ async def add_user_message(
     existing = await fetch_one(
         conn,
         ChatMessage,
-        f"""SELECT {MESSAGE} FROM chat_messages
-            WHERE session_id = %s AND client_message_id = %s""",
+        f"""SELECT {RETURNED} FROM chat_messages m
+            WHERE m.session_id = %s AND m.client_message_id = %s""",
         (session_id, client_message_id),
     )
     return existing, False
@@ -330,10 +383,10 @@ async def list_conversation(
     rows = await fetch_all(
         conn,
         ChatMessage,
-        f"""SELECT {MESSAGE} FROM chat_messages
-            WHERE session_id = %s AND seq < %s
-              AND (role = 'user' OR (role = 'assistant' AND metadata->>'kind' = 'answer'))
-            ORDER BY seq DESC LIMIT %s""",
+        f"""SELECT {RETURNED} FROM chat_messages m
+            WHERE m.session_id = %s AND m.seq < %s
+              AND (m.role = 'user' OR (m.role = 'assistant' AND {kind("m")} = 'answer'))
+            ORDER BY m.seq DESC LIMIT %s""",
         (session_id, before_seq, limit),
     )
     return rows[::-1]

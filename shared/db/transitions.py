@@ -35,6 +35,8 @@ from psycopg.types.json import Jsonb
 from pydantic import JsonValue
 
 from shared.db._rows import record_from_json, records_from_json
+from shared.db.chats import metadata as read_metadata
+from shared.db.chats import stored_metadata
 from shared.db.database import Connection
 from shared.db.plans import NewStep
 from shared.db.prompt_store import STORE_PROMPT, prompt_params
@@ -177,7 +179,7 @@ class Transition:
                 "tool_calls": tool_calls,
                 "tool_call_id": tool_call_id,
                 "tool_name": tool_name,
-                "metadata": metadata or {},
+                "metadata": stored_metadata(role, tool_calls, metadata),
                 "reasoning_content": reasoning_content,
             }
         )
@@ -499,7 +501,8 @@ class Transition:
         if self._load is not None:
             ctes.append(STREAM_LOAD)
         ctes.append(SENT if self.outbox else "sent AS (SELECT NULL::bigint[] AS seqs)")
-        chat = "(SELECT jsonb_agg(to_jsonb(m) ORDER BY m.seq) FROM chat_rows m)"
+        chat_row = f"to_jsonb(m) || jsonb_build_object('metadata', {read_metadata('m')})"
+        chat = f"(SELECT jsonb_agg({chat_row} ORDER BY m.seq) FROM chat_rows m)"
         stored = " UNION ALL ".join(
             f"SELECT * FROM {cte}"
             for cte, used in (("dialogue_rows", self._dialogue), ("answered_rows", self._answers))

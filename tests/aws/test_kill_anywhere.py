@@ -102,9 +102,7 @@ POINTS = [
         MESSAGES,
         "NEW.role = 'tool' AND NEW.metadata ->> 'kind' = 'plan_results'",
     ),
-    KillPoint(
-        "answer stored", MESSAGES, "NEW.role = 'assistant' AND NEW.metadata ->> 'kind' = 'answer'"
-    ),
+    KillPoint("answer stored", MESSAGES, "NEW.role = 'assistant' AND NEW.tool_calls IS NULL"),
     KillPoint("plan completing", PLANS, "NEW.status = 'completed'", "UPDATE"),
 ]
 

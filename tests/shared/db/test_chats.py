@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import psycopg
 import pytest
@@ -95,3 +96,50 @@ async def test_a_deleted_session_cannot_be_renamed_or_restored(db: Database) -> 
         assert await chats.update_session(conn, session_id=session.id, title="new") is None
         found = await chats.get_session(conn, session_id=session.id)
     assert found is not None and (found.status, found.title) == ("deleted", session.title)
+
+
+CALL: list[dict[str, Any]] = [
+    {"id": "c1", "type": "function", "function": {"name": "list_tasks", "arguments": "{}"}}
+]
+METADATA_CASES: list[
+    tuple[str, list[dict[str, Any]] | None, dict[str, object], dict[str, object]]
+] = [
+    # role, tool_calls, metadata given, stored
+    ("assistant", None, {"kind": "answer"}, {}),
+    ("assistant", None, {"kind": "answer", "finish_reason": "length"}, {"finish_reason": "length"}),
+    ("assistant", None, {"kind": "configuration"}, {"kind": "configuration"}),
+    ("assistant", CALL, {"kind": "tool_round"}, {}),
+    ("assistant", CALL, {"kind": "tool_round", "plan_steps": "c1"}, {"plan_steps": "c1"}),
+    ("tool", None, {"kind": "tool_result", "error": None}, {}),
+    ("tool", None, {"kind": "tool_result", "error": "not_found"}, {"error": "not_found"}),
+    ("tool", None, {"kind": "plan_results", "error": None}, {"kind": "plan_results"}),
+    ("user", None, {}, {}),
+]
+
+
+@pytest.mark.parametrize(("role", "calls", "given", "stored"), METADATA_CASES)
+async def test_a_rows_metadata_is_stored_without_what_its_role_says_and_read_back_whole(
+    db: Database,
+    role: str,
+    calls: list[dict[str, Any]] | None,
+    given: dict[str, object],
+    stored: dict[str, object],
+) -> None:
+    user = await make_user(db)
+    session = await make_session(db, user)
+    async with db.service() as conn:
+        written = await chats.add_message(
+            conn,
+            session_id=session.id,
+            user_id=user,
+            role=role,  # type: ignore[arg-type]
+            content="x",
+            tool_calls=calls,
+            tool_call_id="c1" if role == "tool" else None,
+            metadata=given,
+        )
+        read = await chats.get_message(conn, message_id=written.id)
+        cur = await conn.execute("SELECT metadata FROM chat_messages WHERE id = %s", (written.id,))
+        raw = await cur.fetchone()
+    assert raw is not None and raw["metadata"] == stored
+    assert read is not None and read.metadata == written.metadata == given
