@@ -133,16 +133,14 @@ def add_dialogue(
     step_id: UUID | None,
     event_agent_id: UUID | None,
     announce: bool = True,
-    stored_content: str | None = None,
 ) -> UUID:
     """Add a dialogue row to `transition` and (unless not `announce`) its `agent_message`
     event, sent as `event_agent_id`; the row's id. A control call's `tool_args` are not stored
-    when they are just the text the row's `content` holds (`history.without_text`), and the
-    row stores `stored_content` instead of the content when given (a delegation's rest:
-    `db.delegations`); the event carries them whole."""
+    when they are just the text the row's `content` holds (`history.without_text`); the event
+    carries them."""
     from shared.agents.history import without_text  # history and budgets: off chat's cold start
 
-    stored = entry if stored_content is None else entry._replace(content=stored_content)
+    stored = entry
     if entry.tool_args is not None and entry.tool_name is not None:
         args = without_text(entry.message_type, entry.tool_name, entry.tool_args, entry.content)
         stored = entry._replace(tool_args=args)

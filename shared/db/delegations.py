@@ -1,15 +1,19 @@
-"""A delegation is stored without what its step row already says.
+"""A step's task (its delegation) is held by the run it was handed to, not by a dialogue row.
 
 The task a step's agent is handed (`prompts.delegation`) opens with the plan's goal, the step
 and its tools — all held by the plan and step rows — and may go on with the results of the
-steps it depends on (cut to the agent's budget when they are long: not derivable). Its
-`agent_chat_messages` row stores only that rest (often nothing); readers put the opening back
-from the rows, through the thread's run (`DELEGATION`, the same text `prompts.delegation`
-writes: `tests/shared/agents/test_delegations.py` holds them together). Rows stored before this
-hold the whole text, which starts with the opening; they are read as they are.
+steps it depends on (cut to the agent's budget when they are long: not derivable). The run of
+the step attempt (`agent_executions`, whose id is the thread's) holds the delegation's number
+(`delegation_seq`) and that rest (`delegation_rest`, usually none); readers of the dialogue
+read `DIALOGUE`, where each such run is the thread's first row again — a `delegation` from the
+plan's planner to the run's agent, whose id is the run's — with the opening put back
+(`opening`: the same text `prompts.delegation` writes; `tests/shared/agents/test_delegations.py`
+holds them together). Delegations stored before as rows of `agent_chat_messages` are read as
+they are: whole (revision 5a0c1e2b0705 and before), or without their opening (5a0c1e2b0706).
 
-A `postgres_changes` subscriber of `agent_chat_messages` sees the stored rest; the
-`agent_message` event, the API and `session_timeline` carry the whole text.
+So a step's task is kept as long as its run (`RETENTION_EXECUTIONS_DAYS`). A
+`postgres_changes` subscriber of `agent_chat_messages` sees no delegation; the `agent_message`
+event, the API and `session_timeline` carry each whole.
 """
 
 from __future__ import annotations
@@ -19,20 +23,26 @@ from shared.db.records import AgentMessage
 OPENING = "Goal of the plan: "
 """How every delegation starts (`prompts.delegation`): a row that starts so holds it whole."""
 GONE = "(The task of this step is no longer stored: retention deleted the run it was given to.)"
-"""The opening, when the run the thread belongs to was deleted before its dialogue."""
+"""The opening of a stored delegation row whose run was deleted before its dialogue."""
+
+
+def opening(step: str, plan: str, request: str) -> str:
+    """SQL: a delegation's opening, from the step row `step`, the plan row `plan` and the
+    user's message `request` (the goal when the plan has none)."""
+    return f"""concat('{OPENING}',
+        coalesce(nullif({plan}.goal, ''), nullif({request}.content, ''), 'see the step'),
+        E'\\n\\nYour step: ', {step}.description,
+        CASE WHEN cardinality({step}.tools) > 0
+             THEN E'\\nTools for this step: ' || array_to_string({step}.tools, ', ') END)"""
 
 
 def delegation(row: str) -> str:
-    """A dialogue row's content as readers get it, for the `agent_chat_messages` row `row`
-    (a table alias): a delegation's opening put back from its step, plan and request."""
+    """SQL: the content of the `agent_chat_messages` row `row` as readers get it: a delegation
+    stored without its opening (revision 5a0c1e2b0706) with it put back."""
     return f"""CASE WHEN {row}.message_type = 'delegation'
             AND left({row}.content, {len(OPENING)}) <> '{OPENING}'
         THEN coalesce((
-            SELECT concat('{OPENING}',
-                coalesce(nullif(p.goal, ''), nullif(u.content, ''), 'see the step'),
-                E'\\n\\nYour step: ', s.description,
-                CASE WHEN cardinality(s.tools) > 0
-                     THEN E'\\nTools for this step: ' || array_to_string(s.tools, ', ') END)
+            SELECT {opening("s", "p", "u")}
             FROM public.agent_executions e
             JOIN public.agent_plan_steps s ON s.id = e.step_id
             JOIN public.agent_plans p ON p.id = s.plan_id
@@ -41,15 +51,34 @@ def delegation(row: str) -> str:
         ELSE {row}.content END"""
 
 
+DIALOGUE = f"""(
+    SELECT d.id, d.agent_session_id, d.plan_id, d.session_id, d.user_id, d.seq,
+           d.sender_agent_id, d.receiver_agent_id, d.message_type, {delegation("d")} AS content,
+           d.tool_name, d.tool_call_id, d.tool_args, d.model, d.created_at, d.reasoning_content
+      FROM public.agent_chat_messages d
+    UNION ALL
+    SELECT e.id, e.id, e.plan_id, p.session_id, e.user_id, e.delegation_seq,
+           p.planner_agent_id, e.agent_id, 'delegation',
+           {opening("s", "p", "u")} || coalesce(e.delegation_rest, ''),
+           NULL, NULL, NULL::jsonb, NULL, e.created_at, NULL
+      FROM public.agent_executions e
+      JOIN public.agent_plans p ON p.id = e.plan_id
+      JOIN public.agent_plan_steps s ON s.id = e.step_id
+      LEFT JOIN public.chat_messages u ON u.id = p.user_message_id
+     WHERE e.delegation_seq IS NOT NULL)"""
+"""SQL: the agents' dialogue as readers get it — the rows of `agent_chat_messages` and each
+step attempt's delegation, held by its run — in `AgentMessage`'s columns. Filters on
+`plan_id`, `agent_session_id` or `session_id` reach both parts' indexes."""
+
+
 def message_columns(row: str) -> str:
-    """`AgentMessage`'s columns of the `agent_chat_messages` row `row`, as readers get them."""
-    return ", ".join(
-        f"{delegation(row)} AS content" if name == "content" else f"{row}.{name}"
-        for name in AgentMessage._fields
-    )
+    """`AgentMessage`'s columns of a `DIALOGUE` row `row`."""
+    return ", ".join(f"{row}.{name}" for name in AgentMessage._fields)
 
 
-def stored_tail(text: str, opening: str) -> str:
-    """What a delegation's row stores of `text`, whose opening (`prompts.delegation` of the
-    step without its dependencies' results) is `opening`: the rest, or all of it."""
-    return text[len(opening) :] if text.startswith(opening) else text
+def stored_rest(text: str, start: str) -> str | None:
+    """What a run stores of its delegation `text`, whose opening (`prompts.delegation` of the
+    step without its dependencies' results) is `start`: the rest (None when there is none), or
+    all of it when it does not open so."""
+    rest = text[len(start) :] if text.startswith(start) else text
+    return rest or None

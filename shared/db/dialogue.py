@@ -11,14 +11,14 @@ from psycopg.types.json import Jsonb
 
 from shared.db._rows import fetch_all, fetch_one
 from shared.db.database import Connection
-from shared.db.delegations import message_columns
+from shared.db.delegations import DIALOGUE, message_columns
 from shared.db.records import AgentMessage, AgentThread, DialogueEntry, columns
 from shared.kernel.ids import new_id
 
 THREAD = columns(AgentThread)
 MESSAGE = columns(AgentMessage)
 READ = message_columns("m")
-"""A dialogue row's columns as readers get them (a delegation whole: `db.delegations`)."""
+"""A `DIALOGUE` row's columns: the dialogue as readers get it (`db.delegations`)."""
 THREAD_OF_RUN = """run.id, p.session_id, run.user_id, run.plan_id, run.step_id,
     p.planner_agent_id AS parent_agent_id, run.agent_id AS child_agent_id,
     run.thread_status AS status, run.turn_count, run.max_turns, run.error, run.created_at,
@@ -110,7 +110,7 @@ async def list_thread_messages(conn: Connection, *, thread_id: UUID) -> list[Age
     return await fetch_all(
         conn,
         AgentMessage,
-        f"""SELECT {READ} FROM agent_chat_messages m
+        f"""SELECT {READ} FROM {DIALOGUE} m
             WHERE m.plan_id = (SELECT plan_id FROM agent_executions WHERE id = %(thread)s)
               AND m.agent_session_id = %(thread)s
             ORDER BY m.seq""",
@@ -123,7 +123,7 @@ async def list_plan_dialogue(conn: Connection, *, plan_id: UUID) -> list[AgentMe
     return await fetch_all(
         conn,
         AgentMessage,
-        f"SELECT {READ} FROM agent_chat_messages m WHERE m.plan_id = %s ORDER BY m.seq",
+        f"SELECT {READ} FROM {DIALOGUE} m WHERE m.plan_id = %s ORDER BY m.seq",
         (plan_id,),
     )
 

@@ -29,12 +29,17 @@ RETAINED: tuple[Retained, ...] = ("dialogue", "tool_rounds", "receipts", "execut
 # the planner cannot know; reading `IN`, it expected thousands of plans and read whole tables
 # (379 ms a dialogue batch at a million turns). An array it takes as a few values: an index.
 _DELETES: dict[Retained, str] = {
-    # The agents' conversation: its messages and the executor agents that spoke in them
-    # (found through their runs, or the steps they were given; a planner lives as long as its
+    # The agents' conversation: its messages, the steps' tasks their runs hold (the threads'
+    # first messages: `db.delegations`) and the executor agents that spoke in them (found
+    # through their runs, or the steps they were given; a planner lives as long as its
     # session). The threads are their runs' (`agent_executions`): they go with the runs.
     "dialogue": """
         gone_messages AS (
             DELETE FROM agent_chat_messages WHERE plan_id = ANY(ARRAY(SELECT id FROM batch))
+            RETURNING 1),
+        gone_tasks AS (
+            UPDATE agent_executions SET delegation_seq = NULL, delegation_rest = NULL
+            WHERE plan_id = ANY(ARRAY(SELECT id FROM batch)) AND delegation_seq IS NOT NULL
             RETURNING 1),
         gone_agents AS (
             DELETE FROM agents
@@ -46,8 +51,8 @@ _DELETES: dict[Retained, str] = {
               AND role = 'executor'
             RETURNING 1),
         gone AS (
-            SELECT (SELECT count(*) FROM gone_messages) + (SELECT count(*) FROM gone_agents)
-                   AS rows)""",
+            SELECT (SELECT count(*) FROM gone_messages) + (SELECT count(*) FROM gone_tasks)
+                   + (SELECT count(*) FROM gone_agents) AS rows)""",
     # The planner's own tool calls and their results; its answer and the user's message stay.
     "tool_rounds": """
         gone_rows AS (

@@ -10,7 +10,7 @@ from uuid import UUID
 
 from shared.db._rows import record_from_json, records_from_json
 from shared.db.database import Connection
-from shared.db.delegations import delegation
+from shared.db.delegations import DIALOGUE
 from shared.db.plans import ENDED_STEP
 from shared.db.records import (
     Agent,
@@ -64,9 +64,9 @@ SELECT coalesce((SELECT to_jsonb(l) FROM leased l), to_jsonb(step)) AS step,
     (SELECT to_jsonb(e) FROM attempt e) AS execution,
     (SELECT to_jsonb(a) FROM agents a, attempt e WHERE a.id = e.agent_id) AS agent,
     (SELECT to_jsonb(t) FROM agent_chat_sessions t, attempt e WHERE t.id = e.id) AS thread,
-    (SELECT jsonb_agg(to_jsonb(m) || jsonb_build_object('content', {delegation("m")})
-                      ORDER BY m.seq) FROM agent_chat_messages m, attempt e
-     WHERE m.plan_id = e.plan_id AND m.agent_session_id = e.agent_session_id) AS messages,
+    (SELECT jsonb_agg(to_jsonb(m) ORDER BY m.seq) FROM {DIALOGUE} m  -- values, not a join:
+     WHERE m.plan_id = (SELECT plan_id FROM attempt)  -- they reach both parts' indexes
+       AND m.agent_session_id = (SELECT agent_session_id FROM attempt)) AS messages,
     (SELECT max(decided_at) FROM agent_approvals
      WHERE step_id = step.id AND status IN ('approved', 'rejected', 'answered')) AS decided_at,
     (SELECT jsonb_agg(to_jsonb(d) ORDER BY d.step_number) FROM agent_plan_steps d

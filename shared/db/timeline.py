@@ -12,7 +12,7 @@ rows and a session's plans' ends, never a session's whole dialogue.
 from __future__ import annotations
 
 from shared.db.chats import CONTENT
-from shared.db.delegations import delegation
+from shared.db.delegations import DIALOGUE
 
 MARGIN = "interval '1 day'"
 """How long before the last row before the page a plan that still wrote into it may have
@@ -41,11 +41,12 @@ plans AS (
 dialogue AS (
     SELECT d.session_id, d.seq, 'agent'::text, d.id, d.message_type,
            coalesce(a.role, 'system'), d.sender_agent_id, d.agent_session_id, d.plan_id,
-           {delegation("d")}, d.tool_name, d.model, NULL::integer, NULL::integer,
+           d.content, d.tool_name, d.model, NULL::integer, NULL::integer,
            NULL::numeric(14, 6), d.user_id, d.created_at
-      FROM agent_chat_messages d
+      FROM {DIALOGUE} d
       LEFT JOIN agents a ON a.id = d.sender_agent_id
-     WHERE d.plan_id IN (SELECT id FROM plans) AND d.seq > %(after)s
+     WHERE d.plan_id = ANY(ARRAY(SELECT id FROM plans))  -- a value: it reaches both parts
+       AND d.seq > %(after)s
        AND ((SELECT seq FROM upto) IS NULL OR d.seq <= (SELECT seq FROM upto)))
 SELECT * FROM chat UNION ALL SELECT * FROM dialogue
 ORDER BY seq LIMIT %(limit)s"""

@@ -180,17 +180,18 @@ NEW_ROWS = {
     "execution": """new_execution AS (
         INSERT INTO agent_executions (id, user_id, plan_id, step_id, agent_id,
             agent_session_id, agent_role, model, attempt, status, started_at, trace_id,
-            turn_count, max_turns, thread_status)
+            turn_count, max_turns, thread_status, delegation_seq, delegation_rest)
         VALUES (%(new_execution)s, %(user)s, %(plan)s, %(execution_step)s,
                 %(execution_agent)s, %(new_execution)s, %(execution_role)s,
                 %(execution_model)s, %(execution_attempt)s, 'running', now(),
-                %(execution_trace)s, 0, %(execution_max_turns)s, 'active')
+                %(execution_trace)s, 0, %(execution_max_turns)s, 'active',
+                (SELECT base FROM sess) + %(delegation_slot)s::int, %(delegation_rest)s)
         RETURNING *)""",
 }
 
 
 """The rows a step attempt opens with (`new_agent` only for an executor's step): its run holds
-its thread."""
+its thread and its delegation (`db.delegations`)."""
 
 
 def thread_json(run: str, plan: str) -> str:

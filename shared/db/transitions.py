@@ -369,8 +369,18 @@ class Transition:
             "execution_attempt": attempt,
             "execution_max_turns": max_turns,
             "execution_trace": trace_id,
+            "delegation_slot": None,
+            "delegation_rest": None,
         }
         return execution_id
+
+    def delegate(self, rest: str | None) -> int:
+        """The new step attempt's delegation, held by its run (`new_execution`): its number
+        (returned: its `agent_message` event's), and what it says after the opening its step
+        and plan hold (`db.delegations`)."""
+        slot = self.number()
+        self._new["execution"] |= {"delegation_slot": slot, "delegation_rest": rest}
+        return slot
 
     def result_stored(self, call_id: str, payload: dict[str, Any]) -> None:
         """The row this statement stores holds `payload`, the result of the write call

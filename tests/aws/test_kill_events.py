@@ -39,6 +39,7 @@ from realtime import AsyncRealtimeClient
 from local.deepseek import FakeModelServer
 from local.realtime import RealtimeServer
 from shared.db import Database
+from shared.db.delegations import DIALOGUE
 from shared.events.realtime import session_topic
 from tests.aws.test_kill_anywhere import (
     POINTS,
@@ -168,9 +169,9 @@ class Tables:
             session_topic(session_id),
             END,
         )
-        dialogue = await rows(
+        dialogue = await rows(  # the rows, and the delegations the runs hold
             db,
-            "SELECT id::text, seq, message_type FROM agent_chat_messages WHERE session_id = %s",
+            f"SELECT id::text, seq, message_type FROM {DIALOGUE} d WHERE session_id = %s",
             session_id,
         )
         messages = await rows(

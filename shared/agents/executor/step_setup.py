@@ -25,11 +25,11 @@ from uuid import UUID
 
 from shared.agents import prompts
 from shared.agents.budget import clip
-from shared.agents.event_data import add_dialogue, session_outbox, step_started_data
+from shared.agents.event_data import dialogue_data, session_outbox, step_started_data
 from shared.agents.lease_holder import Lease, give_back, new_owner
 from shared.db import plans
 from shared.db.database import Connection
-from shared.db.delegations import stored_tail
+from shared.db.delegations import stored_rest
 from shared.db.records import (
     Agent,
     AgentMessage,
@@ -40,7 +40,7 @@ from shared.db.records import (
     PlanStep,
 )
 from shared.db.step_claims import ClaimedStep, claim_step
-from shared.db.transitions import Control, Transition
+from shared.db.transitions import Control, Transition, Written
 from shared.events import Event
 from shared.kernel.errors import InvalidInput, NotFound
 from shared.observability import tracing
@@ -174,19 +174,11 @@ async def _open(
     transition.event("step_started", started, agent_id=agent_id)
     content, opening = _delegation(services, claimed, budget=budget)
     delegation = DialogueEntry("delegation", content, plan.planner_agent_id, agent_id)
-    add_dialogue(
-        transition,
-        delegation,
-        thread_id=thread_id,
-        step_id=step.id,
-        event_agent_id=plan.planner_agent_id,
-        stored_content=stored_tail(content, opening),  # the step's rows hold the opening
-    )
+    slot = transition.delegate(stored_rest(content, opening))  # held by the run
+    data = dialogue_data(execution_id, delegation, thread_id=thread_id, step_id=step.id)
+    transition.event("agent_message", data, agent_id=plan.planner_agent_id, row=slot)
     written = await transition.run(conn)
-    said = [
-        m._replace(content=content) if m.message_type == "delegation" else m
-        for m in written.dialogue
-    ]
+    said = [_delegation_row(written, delegation, thread_id)]
     agent = written.agent or claimed.planner
     assert written.thread is not None and written.execution is not None and written.step
     execution = written.execution
@@ -201,6 +193,36 @@ async def _open(
         execution.started_at or execution.created_at,
         written.control,
         written.events,
+    )
+
+
+def _delegation_row(written: Written, said: DialogueEntry, thread_id: UUID) -> AgentMessage:
+    """The delegation the opening statement stored (held by the run: `db.delegations`), as a
+    row of its thread — numbered as its event."""
+    execution = written.execution
+    assert execution is not None
+    (event,) = [
+        e
+        for e in written.events
+        if e.type == "agent_message" and e.data.get("message_id") == str(execution.id)
+    ]
+    return AgentMessage(
+        id=execution.id,
+        agent_session_id=thread_id,
+        plan_id=execution.plan_id,
+        session_id=written.plan.session_id,
+        user_id=execution.user_id,
+        seq=event.seq,
+        sender_agent_id=said.sender_agent_id,
+        receiver_agent_id=said.receiver_agent_id,
+        message_type="delegation",
+        content=said.content,
+        tool_name=None,
+        tool_call_id=None,
+        tool_args=None,
+        model=None,
+        reasoning_content=None,
+        created_at=execution.created_at,
     )
 
 

@@ -1,4 +1,5 @@
-"""A delegation is stored without its opening (`shared.db.delegations`), read back whole.
+"""A delegation is held by its run without its opening (`shared.db.delegations`), read back
+whole.
 
 The opening (goal, step, tools) is put back in SQL from the step and plan rows; it must be
 exactly the text `prompts.delegation` wrote and the step's agent was sent, tricky text
@@ -69,7 +70,7 @@ async def readers(db: Database, thread_id: UUID, step_id: UUID) -> list[str]:
 
 
 @pytest.mark.parametrize("case", PLANS)
-async def test_a_delegation_is_stored_without_its_opening_and_read_back_as_sent(
+async def test_a_delegation_is_held_by_its_run_without_its_opening_and_read_back_as_sent(
     db: Database, services: Services, script: Script, fake: FakeModelServer, case: str
 ) -> None:
     message, plan = PLANS[case]
@@ -85,13 +86,16 @@ async def test_a_delegation_is_stored_without_its_opening_and_read_back_as_sent(
     assert turn.plan.status == "completed" and script.unscripted == []
     rows = await stored(db, turn.started.plan_id)
     thread = rows.thread_of(1)
-    raw = await scalar(
+    rows_stored = await scalar(
+        db, "SELECT count(*) FROM agent_chat_messages WHERE agent_session_id = %s", thread.id
+    )
+    held = await scalar(
         db,
-        "SELECT content FROM agent_chat_messages WHERE agent_session_id = %s "
-        "AND message_type = 'delegation'",
+        "SELECT delegation_rest FROM agent_executions WHERE id = %s AND delegation_seq > 0",
         thread.id,
     )
-    assert raw == ""  # the step and plan rows hold all of it
+    assert rows_stored == 1  # the completion: the run holds the delegation,
+    assert held is None  # and the step and plan rows all it says
     sent = requests_of(fake, kind, "line two")[0].messages[1]["content"]
     assert sent.startswith("Goal of the plan: ") and TRICKY in sent
     assert await readers(db, thread.id, rows.steps[0].id) == [sent, sent, sent]
@@ -112,12 +116,7 @@ async def test_a_delegation_stores_the_results_it_was_given_and_reads_back_as_se
     rows = await stored(db, turn.started.plan_id)
     thread = rows.thread_of(3)
     raw = str(
-        await scalar(
-            db,
-            "SELECT content FROM agent_chat_messages WHERE agent_session_id = %s "
-            "AND message_type = 'delegation'",
-            thread.id,
-        )
+        await scalar(db, "SELECT delegation_rest FROM agent_executions WHERE id = %s", thread.id)
     )
     assert raw.startswith("\n\nResult of step 1 (") and "Result of step 2 (" in raw
     sent = requests_of(fake, "planner_step")[0].messages[1]["content"]

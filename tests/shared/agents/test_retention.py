@@ -24,6 +24,7 @@ from local.deepseek import FakeModelServer
 from shared.agents import prompts
 from shared.auth.access_tokens import User
 from shared.db import Database
+from shared.db.delegations import DIALOGUE
 from shared.dispatch.in_process import run_turn
 from shared.llm.tokens import DeepSeekTokenizer
 from shared.usecases import chat_sessions, plan_views, transcripts
@@ -49,6 +50,8 @@ TABLES = (
     "tasks",
 )
 KEYS = {"parley_private.tool_call_receipts": "tool_call_id"}
+SOURCES = {"agent_chat_messages": f"{DIALOGUE} d"}
+"""The dialogue as its readers get it: its rows and the delegations the runs hold."""
 Rows = dict[str, set[Any]]
 
 
@@ -69,7 +72,12 @@ def _rows(url: str) -> Rows:
     """The id (or key) of every row of every table, per table."""
     with psycopg.connect(url) as conn:
         return {
-            table: {row[0] for row in conn.execute(f"SELECT {KEYS.get(table, 'id')} FROM {table}")}
+            table: {
+                row[0]
+                for row in conn.execute(
+                    f"SELECT {KEYS.get(table, 'id')} FROM {SOURCES.get(table, table)}"
+                )
+            }
             for table in TABLES
         }
 
@@ -93,7 +101,7 @@ def _detail(url: str, plans: list[UUID]) -> Rows:
     """The rows of `plans` that the dialogue, tool rounds and receipts settings cover."""
     return {
         "agent_chat_messages": _ids(
-            url, "SELECT id FROM agent_chat_messages WHERE plan_id = ANY(%s)", (plans,)
+            url, f"SELECT id FROM {DIALOGUE} d WHERE plan_id = ANY(%s)", (plans,)
         ),
         "agents": _ids(
             url,

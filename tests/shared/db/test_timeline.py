@@ -16,7 +16,8 @@ from tests.support.factories import make_user
 
 NOW = datetime.now(UTC)
 DAY, HOUR = timedelta(days=1), timedelta(hours=1)
-# (seq, what, turn, when): "user" opens a turn, "said" is a dialogue row, "answer" a chat row.
+# (seq, what, turn, when): "user" opens a turn, "said" is a dialogue row, "task" a step's
+# delegation held by its run, "answer" a chat row.
 STORY: list[tuple[int, str, int, timedelta]] = [
     (1, "user", 1, 3 * DAY),
     (2, "said", 1, 3 * DAY),
@@ -25,7 +26,7 @@ STORY: list[tuple[int, str, int, timedelta]] = [
     (5, "user", 2, 2 * DAY),  # turn 2 waits for the user's approval…
     (6, "said", 2, 2 * DAY),
     (7, "user", 3, HOUR),
-    (8, "said", 3, HOUR),
+    (8, "task", 3, HOUR),  # a step's delegation, held by its run
     (9, "said", 3, HOUR),
     (10, "answer", 3, HOUR),
     (11, "said", 2, HOUR / 2),  # …and goes on after turn 3
@@ -58,6 +59,28 @@ async def tell(db: Database, user: UUID) -> UUID:
         plans: dict[int, UUID] = {}
         for seq, what, turn, ago in STORY:
             at, plan = NOW - ago, plans.get(turn)
+            if what == "task":
+                cur = await conn.execute(
+                    """INSERT INTO agent_plan_steps (plan_id, user_id, step_number, description,
+                           executor_required)
+                       VALUES (%s, %s, 1, 'look', false) RETURNING id""",
+                    (plan, user),
+                )
+                step = await cur.fetchone()
+                assert step is not None
+                await conn.execute(
+                    """INSERT INTO agent_executions (id, user_id, plan_id, step_id, agent_id,
+                           agent_session_id, agent_role, model, attempt, status, turn_count,
+                           max_turns, thread_status, delegation_seq, created_at)
+                       SELECT id, %s, %s, %s, %s, id, 'planner', 'm', 1, 'completed', 0, 1,
+                              'completed', %s, %s
+                         FROM (SELECT parley_private.new_id() AS id) new""",
+                    (user, plan, step["id"], planner.id, seq, at),
+                )
+                await conn.execute(  # the number was taken from the session's counter
+                    "UPDATE chat_sessions SET last_seq = %s WHERE id = %s", (seq, session.id)
+                )
+                continue
             if what == "said":
                 await conn.execute(
                     """INSERT INTO agent_chat_messages (plan_id, session_id, user_id, seq,
