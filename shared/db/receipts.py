@@ -37,11 +37,12 @@ class CallKey:
 
     plan_id: UUID
     call_id: str
-    call_hash: str
+    call_hash: bytes
+    """SHA-256 of the tool's name and the canonical arguments (stored as its 32 bytes)."""
 
     @classmethod
     def of(cls, plan_id: UUID, call_id: str, tool_name: str, canonical: str) -> CallKey:
-        digest = hashlib.sha256(f"{tool_name}\n{canonical}".encode()).hexdigest()
+        digest = hashlib.sha256(f"{tool_name}\n{canonical}".encode()).digest()
         return cls(plan_id, call_id, digest)
 
     def params(self) -> dict[str, Any]:

@@ -153,7 +153,7 @@ def test_a_downgrade_writes_back_the_copies_the_rows_no_longer_hold(empty_databa
     upgrade(url)
     with psycopg.connect(url) as conn:
         ids = _turn(conn)
-        calls_of: dict[str, Any] = {"kept": "call_kept", "gone": "call_gone", "hash": "0" * 64}
+        calls_of: dict[str, Any] = {"kept": "call_kept", "gone": "call_gone", "hash": bytes(32)}
         function = {"name": "create_plan", "arguments": json.dumps({"goal": "look around"})}
         calls = Jsonb([{"id": "call_plan", "type": "function", "function": function}])
         planned = Jsonb({"kind": "tool_round", "plan_steps": "call_plan"})
