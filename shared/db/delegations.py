@@ -8,12 +8,12 @@ the step attempt (`agent_executions`, whose id is the thread's) holds the delega
 read `DIALOGUE`, where each such run is the thread's first row again — a `delegation` from the
 plan's planner to the run's agent, whose id is the run's — with the opening put back
 (`opening`: the same text `prompts.delegation` writes; `tests/shared/agents/test_delegations.py`
-holds them together). Delegations stored before as rows of `agent_chat_messages` are read as
-they are: whole (revision 5a0c1e2b0705 and before), or without their opening (5a0c1e2b0706).
+holds them together). Delegations stored before revision 5a0c1e2b0706 are rows of
+`agent_chat_messages`, whole, and are read as they are. Retention of the dialogue clears the
+runs' delegations with the rows (`retention_batches`).
 
-So a step's task is kept as long as its run (`RETENTION_EXECUTIONS_DAYS`). A
-`postgres_changes` subscriber of `agent_chat_messages` sees no delegation; the `agent_message`
-event, the API and `session_timeline` carry each whole.
+A `postgres_changes` subscriber of `agent_chat_messages` sees no delegation; the
+`agent_message` event, the API and `session_timeline` carry each whole.
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from __future__ import annotations
 from shared.db.records import AgentMessage
 
 OPENING = "Goal of the plan: "
-"""How every delegation starts (`prompts.delegation`): a row that starts so holds it whole."""
-GONE = "(The task of this step is no longer stored: retention deleted the run it was given to.)"
-"""The opening of a stored delegation row whose run was deleted before its dialogue."""
+"""How every delegation starts (`prompts.delegation`)."""
 
 
 def opening(step: str, plan: str, request: str) -> str:
@@ -36,24 +34,9 @@ def opening(step: str, plan: str, request: str) -> str:
              THEN E'\\nTools for this step: ' || array_to_string({step}.tools, ', ') END)"""
 
 
-def delegation(row: str) -> str:
-    """SQL: the content of the `agent_chat_messages` row `row` as readers get it: a delegation
-    stored without its opening (revision 5a0c1e2b0706) with it put back."""
-    return f"""CASE WHEN {row}.message_type = 'delegation'
-            AND left({row}.content, {len(OPENING)}) <> '{OPENING}'
-        THEN coalesce((
-            SELECT {opening("s", "p", "u")}
-            FROM public.agent_executions e
-            JOIN public.agent_plan_steps s ON s.id = e.step_id
-            JOIN public.agent_plans p ON p.id = s.plan_id
-            LEFT JOIN public.chat_messages u ON u.id = p.user_message_id
-            WHERE e.id = {row}.agent_session_id), '{GONE}') || {row}.content
-        ELSE {row}.content END"""
-
-
 DIALOGUE = f"""(
     SELECT d.id, d.agent_session_id, d.plan_id, d.session_id, d.user_id, d.seq,
-           d.sender_agent_id, d.receiver_agent_id, d.message_type, {delegation("d")} AS content,
+           d.sender_agent_id, d.receiver_agent_id, d.message_type, d.content,
            d.tool_name, d.tool_call_id, d.tool_args, d.model, d.created_at, d.reasoning_content
       FROM public.agent_chat_messages d
     UNION ALL

@@ -9,9 +9,11 @@ from shared.agents.history import plan_results
 from shared.agents.prompts import PLAN_RESULTS
 from shared.db import Database, chats, plans
 from shared.dispatch.in_process import run_turn
+from shared.usecases import chat_sessions
 from tests.shared.agents.test_limits import LOOKUP, ONE_STEP
 from tests.support.agent_services import MakeServices
 from tests.support.factories import make_user
+from tests.support.holds import as_user
 from tests.support.in_memory_publisher import InMemoryPublisher
 from tests.support.scripting import Script, requests_of
 from tests.support.stored_rows import stored
@@ -172,3 +174,36 @@ async def test_a_turn_of_two_calls_reads_back_as_one_assistant_message_with_both
     assert [m["role"] for m in second[3:]] == ["tool", "tool"]
     assert [m["tool_call_id"] for m in second[3:]] == [c["id"] for c in calls]
     assert json.loads(calls[1]["function"]["arguments"]) == {"status": ["done"]}
+
+
+async def test_a_forked_session_sees_the_answers_it_was_forked_with(
+    db: Database, make_services: MakeServices, script: Script, fake: FakeModelServer
+) -> None:
+    """A fork copies the user's messages and the answers (without their metadata's `kind`,
+    which an answer is stored without anyway): the fork's next turn is given both."""
+    services = make_services()
+    script.planner(reply("Two tasks."))
+    user = await make_user(db)
+    first = await run_turn(
+        services, user_id=user, session_id=None, message="tasks?", publisher=InMemoryPublisher()
+    )
+    assert first.plan.message_id is not None
+    fork = await chat_sessions.fork_session(
+        db, as_user(user), first.started.session_id, at_message_id=first.plan.message_id
+    )
+    Script(fake).planner(reply("Still two."))
+
+    await run_turn(
+        services,
+        user_id=user,
+        session_id=fork.id,
+        message="and now?",
+        publisher=InMemoryPublisher(),
+    )
+
+    later = fake.requests[-1].messages
+    assert [(m["role"], m["content"]) for m in later[1:]] == [
+        ("user", "tasks?"),
+        ("assistant", "Two tasks."),
+        ("user", "and now?"),
+    ]
