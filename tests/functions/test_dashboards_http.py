@@ -11,12 +11,12 @@ import pytest
 
 from functions.chat.app import create_app
 from local.auth.keys import mint_token
-from shared.db import Database, agents, chats, executions, plans
+from shared.db import Database, chats, executions, plans
 from shared.kernel.usage import Usage
 from shared.services import Services
 from tests.functions.conftest import SECRET, serve
 from tests.functions.test_chat_sessions import problem
-from tests.support.factories import make_session, make_user
+from tests.support.factories import add_planner, make_session, make_user
 
 OPERATOR: dict[str, object] = {"app_metadata": {"parley_role": "operator"}}
 
@@ -35,16 +35,7 @@ async def one_execution_today(db: Database, cost: str) -> None:
     user = await make_user(db)
     session = await make_session(db, user)
     async with db.service() as conn:
-        planner = await agents.create_agent(
-            conn,
-            user_id=user,
-            chat_session_id=session.id,
-            role="planner",
-            name="p",
-            model="deepseek-v4-pro",
-            permissions="read_write",
-            token_budget=8000,
-        )
+        planner = await add_planner(conn, user, session.id, model="deepseek-v4-pro", name="p")
         message = await chats.add_message(
             conn, session_id=session.id, user_id=user, role="user", content="hi"
         )

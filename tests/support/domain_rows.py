@@ -13,7 +13,7 @@ from psycopg import sql
 from shared.db import Database, agents, chats, dialogue, executions, plans
 from shared.db.records import Agent, AgentThread, Execution
 from shared.tools import CallContext, ToolCall, ToolExecutor, ToolResult, TurnCache
-from tests.support.factories import make_session, make_user
+from tests.support.factories import add_planner, make_session, make_user
 
 DOMAIN_TABLES = ("projects", "tasks", "notes", "brain_dumps", "calendar_events")
 
@@ -112,15 +112,8 @@ async def make_crew(
         message = await chats.add_message(
             conn, session_id=session.id, user_id=user, role="user", content="plan my week"
         )
-        planner = await agents.create_agent(
-            conn,
-            user_id=user,
-            chat_session_id=session.id,
-            role="planner",
-            name="planner",
-            model="planner-model",
-            permissions="read_write",
-            token_budget=10_000,
+        planner = await add_planner(
+            conn, user, session.id, model="planner-model", token_budget=10_000
         )
         plan, _ = await plans.create_plan(
             conn,

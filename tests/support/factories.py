@@ -6,7 +6,30 @@ from collections.abc import Sequence
 from uuid import UUID, uuid4
 
 from shared.db import Database, agents, chats, dialogue, plans, users
-from shared.db.records import AgentThread, ChatSession, DialogueEntry
+from shared.db.database import Connection
+from shared.db.records import Agent, AgentThread, ChatSession, DialogueEntry
+
+
+async def add_planner(
+    conn: Connection,
+    user_id: UUID,
+    session_id: UUID,
+    *,
+    model: str = "deepseek-chat",
+    token_budget: int = 8000,
+    name: str = "planner",
+) -> Agent:
+    """The session's planner row (`read_write`)."""
+    return await agents.create_agent(
+        conn,
+        user_id=user_id,
+        chat_session_id=session_id,
+        role="planner",
+        name=name,
+        model=model,
+        permissions="read_write",
+        token_budget=token_budget,
+    )
 
 
 async def make_user(db: Database, *, email: str | None = None) -> UUID:
@@ -44,7 +67,7 @@ async def add_exchanges(
 
 async def make_world(db: Database, user_id: UUID) -> dict[str, UUID]:
     """One row in every user-owned table for `user_id`; returns table → row id."""
-    from shared.db import agents, approvals, dialogue, executions, plans
+    from shared.db import approvals, dialogue, executions, plans
 
     ids: dict[str, UUID] = {}
     async with db.service() as conn:
@@ -52,16 +75,7 @@ async def make_world(db: Database, user_id: UUID) -> dict[str, UUID]:
         message = await chats.add_message(
             conn, session_id=session.id, user_id=user_id, role="user", content="hi"
         )
-        planner = await agents.create_agent(
-            conn,
-            user_id=user_id,
-            chat_session_id=session.id,
-            role="planner",
-            name="planner",
-            model="deepseek-chat",
-            permissions="read_write",
-            token_budget=8000,
-        )
+        planner = await add_planner(conn, user_id, session.id)
         plan, _ = await plans.create_plan(
             conn,
             session_id=session.id,

@@ -12,7 +12,7 @@ from shared.db import Database, agents, chats, dialogue, executions, plans
 from shared.db.records import AgentRole, DialogueEntry, ExecutionStatus, PlanStrategy
 from shared.kernel.usage import Usage
 from tests.support import ROOT
-from tests.support.factories import make_session, make_user
+from tests.support.factories import add_planner, make_session, make_user
 
 DAY = "2026-03-14"
 # (model, role, status, duration ms, prompt, completion, cache hit, cost, tools, denials)
@@ -29,16 +29,7 @@ async def _fixture(db: Database) -> UUID:
     user = await make_user(db)
     session = await make_session(db, user)
     async with db.service() as conn:
-        planner = await agents.create_agent(
-            conn,
-            user_id=user,
-            chat_session_id=session.id,
-            role="planner",
-            name="p",
-            model="deepseek-reasoner",
-            permissions="read_write",
-            token_budget=8000,
-        )
+        planner = await add_planner(conn, user, session.id, model="deepseek-reasoner", name="p")
         outcomes = [
             (0, "complex", "completed"),
             (1, "complex", "failed"),

@@ -10,9 +10,9 @@ from uuid import UUID
 
 import pytest
 
-from shared.db import Database, agents, chats
+from shared.db import Database, chats
 from shared.db.timeline import TIMELINE_PAGE
-from tests.support.factories import make_user
+from tests.support.factories import add_planner, make_user
 
 NOW = datetime.now(UTC)
 DAY, HOUR = timedelta(days=1), timedelta(hours=1)
@@ -46,16 +46,7 @@ async def tell(db: Database, user: UUID) -> UUID:
     """The story's rows, with their numbers and times; the session's id."""
     async with db.service() as conn:
         session = await chats.create_session(conn, user_id=user)
-        planner = await agents.create_agent(
-            conn,
-            user_id=user,
-            chat_session_id=session.id,
-            role="planner",
-            name="planner",
-            model="m",
-            permissions="read_write",
-            token_budget=9,
-        )
+        planner = await add_planner(conn, user, session.id)
         plans: dict[int, UUID] = {}
         for seq, what, turn, ago in STORY:
             at, plan = NOW - ago, plans.get(turn)
