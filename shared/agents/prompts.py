@@ -62,6 +62,12 @@ def with_date(prompt: str, now: datetime | None = None) -> str:
 
 def delegation(plan: Plan, step: PlanStep, dependencies: Sequence[tuple[PlanStep, str]]) -> str:
     """The task handed to a step's agent: the goal, the step, and what it depends on."""
+    return delegation_opening(plan, step) + delegation_rest(dependencies)
+
+
+def delegation_opening(plan: Plan, step: PlanStep) -> str:
+    """A delegation's opening: the goal, the step and its tools — what the plan and step rows
+    say (`shared.db.delegations.opening` writes the same text in SQL)."""
     lines = [
         f"Goal of the plan: {plan.goal or 'see the step'}",
         "",
@@ -69,10 +75,12 @@ def delegation(plan: Plan, step: PlanStep, dependencies: Sequence[tuple[PlanStep
     ]
     if step.tools:
         lines.append(f"Tools for this step: {', '.join(step.tools)}")
-    for dependency, result in dependencies:
-        lines += [
-            "",
-            f"Result of step {dependency.step_number} ({dependency.description}):",
-            result,
-        ]
     return "\n".join(lines)
+
+
+def delegation_rest(dependencies: Sequence[tuple[PlanStep, str]]) -> str:
+    """What a delegation says after its opening: the results of the steps it depends on."""
+    return "".join(
+        f"\n\nResult of step {dependency.step_number} ({dependency.description}):\n{result}"
+        for dependency, result in dependencies
+    )

@@ -80,6 +80,11 @@ def kind(row: str) -> str:
     return f"coalesce({row}.metadata->>'kind', {default_kind(row)})"
 
 
+def as_json(row: str) -> str:
+    """SQL: the chat row `row` as JSON, as readers see it (its metadata's defaults back)."""
+    return f"to_jsonb({row}) || jsonb_build_object('metadata', {metadata(row)})"
+
+
 def stored_metadata(
     role: str, tool_calls: list[dict[str, Any]] | None, given: dict[str, Any] | None
 ) -> dict[str, Any]:
@@ -98,18 +103,17 @@ def stored_metadata(
     }
 
 
-_READ = {
-    "content": f"{CONTENT} AS content",
-    "tool_calls": f"{TOOL_CALLS} AS tool_calls",
-    "metadata": f"{metadata('m')} AS metadata",
-}
-READ_MESSAGE = ", ".join(_READ.get(name, f"m.{name}") for name in ChatMessage._fields)
-"""`MESSAGE` of the rows `m` as readers see them: what the plan holds put back."""
-RETURNED = ", ".join(
-    f"{metadata('m')} AS metadata" if name == "metadata" else f"m.{name}"
-    for name in ChatMessage._fields
-)
+def _columns(read: dict[str, str]) -> str:
+    """`MESSAGE` of the rows `m`, the columns `read` names read as it says."""
+    return ", ".join(
+        f"{read[name]} AS {name}" if name in read else f"m.{name}" for name in ChatMessage._fields
+    )
+
+
+RETURNED = _columns({"metadata": metadata("m")})
 """`MESSAGE` of a row `m` just written, as readers see it (its metadata's defaults back)."""
+READ_MESSAGE = _columns({"content": CONTENT, "tool_calls": TOOL_CALLS, "metadata": metadata("m")})
+"""`MESSAGE` of the rows `m` as readers see them: what the plan holds put back."""
 OWNER_KEY = "chat_sessions_user_id_fkey"
 """A session's owner is a row of `auth.users`."""
 

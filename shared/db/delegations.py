@@ -7,10 +7,10 @@ the step attempt (`agent_executions`, whose id is the thread's) holds the delega
 (`delegation_seq`) and that rest (`delegation_rest`, usually none); readers of the dialogue
 read `DIALOGUE`, where each such run is the thread's first row again — a `delegation` from the
 plan's planner to the run's agent, whose id is the run's — with the opening put back
-(`opening`: the same text `prompts.delegation` writes; `tests/shared/agents/test_delegations.py`
-holds them together). Delegations stored before revision 5a0c1e2b0706 are rows of
-`agent_chat_messages`, whole, and are read as they are. Retention of the dialogue clears the
-runs' delegations with the rows (`retention_batches`).
+(`opening`: the same text `prompts.delegation_opening` writes;
+`tests/shared/agents/test_delegations.py` holds them together). Delegations stored before
+revision 5a0c1e2b0706 are rows of `agent_chat_messages`, whole, and are read as they are.
+Retention of the dialogue clears the runs' delegations with the rows (`retention_batches`).
 
 A `postgres_changes` subscriber of `agent_chat_messages` sees no delegation; the
 `agent_message` event, the API and `session_timeline` carry each whole.
@@ -57,11 +57,3 @@ step attempt's delegation, held by its run — in `AgentMessage`'s columns. Filt
 def message_columns(row: str) -> str:
     """`AgentMessage`'s columns of a `DIALOGUE` row `row`."""
     return ", ".join(f"{row}.{name}" for name in AgentMessage._fields)
-
-
-def stored_rest(text: str, start: str) -> str | None:
-    """What a run stores of its delegation `text`, whose opening (`prompts.delegation` of the
-    step without its dependencies' results) is `start`: the rest (None when there is none), or
-    all of it when it does not open so."""
-    rest = text[len(start) :] if text.startswith(start) else text
-    return rest or None

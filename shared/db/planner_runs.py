@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 from shared.db._rows import record_from_json, records_from_json
-from shared.db.chats import kind, metadata
+from shared.db.chats import as_json, kind
 from shared.db.database import Connection
 from shared.db.leases import FREE, PARKED
 from shared.db.plans import TERMINAL_PLAN
@@ -48,11 +48,6 @@ class OpenedPlan:
     """The project's Realtime load, read as the first call's stream was registered."""
 
 
-def _read(row: str) -> str:
-    """A chat row `row` as JSON, as readers see it (its metadata's defaults back)."""
-    return f"to_jsonb({row}) || jsonb_build_object('metadata', {metadata(row)})"
-
-
 OPEN_PLAN = f"""
 WITH session_lock AS (  -- the session's row first, as every statement that writes both does
     SELECT s.id FROM chat_sessions s JOIN agent_plans p ON p.session_id = s.id
@@ -88,9 +83,9 @@ SELECT to_jsonb(l) AS plan, l.was_parked, (SELECT base FROM sess) AS base,
     (SELECT to_jsonb(a) FROM agents a WHERE a.id = l.planner_agent_id) AS planner,
     (SELECT to_jsonb(e) FROM execution e LIMIT 1) AS execution,
     (SELECT to_jsonb(r) FROM chat_messages r WHERE r.id = l.user_message_id) AS request,
-    (SELECT jsonb_agg({_read("m")} ORDER BY m.seq) FROM chat_messages m
+    (SELECT jsonb_agg({as_json("m")} ORDER BY m.seq) FROM chat_messages m
      WHERE m.plan_id = l.id) AS turn,
-    (SELECT jsonb_agg({_read("h")} ORDER BY h.seq) FROM (
+    (SELECT jsonb_agg({as_json("h")} ORDER BY h.seq) FROM (
         SELECT * FROM chat_messages h
         WHERE h.session_id = l.session_id
           AND h.seq < (SELECT seq FROM chat_messages WHERE id = l.user_message_id)

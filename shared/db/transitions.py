@@ -35,8 +35,7 @@ from psycopg.types.json import Jsonb
 from pydantic import JsonValue
 
 from shared.db._rows import record_from_json, records_from_json
-from shared.db.chats import metadata as read_metadata
-from shared.db.chats import stored_metadata
+from shared.db.chats import as_json, stored_metadata
 from shared.db.database import Connection
 from shared.db.plans import NewStep
 from shared.db.prompt_store import STORE_PROMPT, prompt_params
@@ -511,8 +510,7 @@ class Transition:
         if self._load is not None:
             ctes.append(STREAM_LOAD)
         ctes.append(SENT if self.outbox else "sent AS (SELECT NULL::bigint[] AS seqs)")
-        chat_row = f"to_jsonb(m) || jsonb_build_object('metadata', {read_metadata('m')})"
-        chat = f"(SELECT jsonb_agg({chat_row} ORDER BY m.seq) FROM chat_rows m)"
+        chat = f"(SELECT jsonb_agg({as_json('m')} ORDER BY m.seq) FROM chat_rows m)"
         stored = " UNION ALL ".join(
             f"SELECT * FROM {cte}"
             for cte, used in (("dialogue_rows", self._dialogue), ("answered_rows", self._answers))

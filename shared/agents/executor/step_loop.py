@@ -407,16 +407,7 @@ class StepWorker:
         must stay after its turn's first row — else as a row of its own (an earlier call of a
         turn of several, a control call misused)."""
         agent_id = self.run.agent.id
-        own = [r for r in self.rows if r.sender_agent_id == agent_id]
-        last = own[-1] if own else None
-        plain = (
-            last is not None
-            and last.tool_call_id == call.id
-            and last.message_type == "tool_call"
-            and not last.content  # a control call's row holds its text
-            and last.tool_args is not None
-        )
-        call_row = last.id if plain and last is not None else None
+        call_row = _answerable_row(self.rows, agent_id, call)
         if call_row is None:
             self._agent_row(
                 transition,
@@ -467,6 +458,23 @@ def _final(call: ToolCall) -> Ending | None:
     if isinstance(parsed, str):
         return None  # answered with its problem on the next round
     return Ending("complete" if call.name == control.COMPLETE else "fail", parsed.text)
+
+
+def _answerable_row(rows: list[AgentMessage], agent_id: UUID, call: ToolCall) -> UUID | None:
+    """The row of `call` when its result can be stored in it: a plain `tool_call` row (no
+    text of its own: a control call's row holds its text) that is the agent's last row."""
+    last: AgentMessage | None = next(
+        (r for r in reversed(rows) if r.sender_agent_id == agent_id), None
+    )
+    if (
+        last is None
+        or last.tool_call_id != call.id
+        or last.message_type != "tool_call"
+        or last.content
+        or last.tool_args is None
+    ):
+        return None
+    return last.id
 
 
 def stored_rows(rows: list[AgentMessage], written: list[AgentMessage]) -> list[AgentMessage]:

@@ -29,7 +29,6 @@ from shared.agents.event_data import dialogue_data, session_outbox, step_started
 from shared.agents.lease_holder import Lease, give_back, new_owner
 from shared.db import plans
 from shared.db.database import Connection
-from shared.db.delegations import stored_rest
 from shared.db.records import (
     Agent,
     AgentMessage,
@@ -172,9 +171,9 @@ async def _open(
         step, thread_id=thread_id, execution_id=execution_id, attempt=attempt, model=model
     )
     transition.event("step_started", started, agent_id=agent_id)
-    content, opening = _delegation(services, claimed, budget=budget)
-    delegation = DialogueEntry("delegation", content, plan.planner_agent_id, agent_id)
-    slot = transition.delegate(stored_rest(content, opening))  # held by the run
+    opening, rest = _delegation(services, claimed, budget=budget)
+    delegation = DialogueEntry("delegation", opening + rest, plan.planner_agent_id, agent_id)
+    slot = transition.delegate(rest or None)  # held by the run; the rows hold the opening
     data = dialogue_data(execution_id, delegation, thread_id=thread_id, step_id=step.id)
     transition.event("agent_message", data, agent_id=plan.planner_agent_id, row=slot)
     written = await transition.run(conn)
@@ -254,7 +253,8 @@ def _is_read(services: AgentServices, name: str) -> bool:
 
 
 def _delegation(services: AgentServices, claimed: ClaimedStep, *, budget: int) -> tuple[str, str]:
-    """The step's task, and its opening: the part its step and plan rows hold."""
+    """The step's task in two parts: its opening (what its step and plan rows say) and the
+    rest (its dependencies' results, cut to the agent's budget)."""
     plan, step = claimed.plan, claimed.step
     done = sorted(claimed.dependencies, key=lambda d: step.depends_on.index(d.step_number))
     share = max(budget // DELEGATION_SHARE // max(len(done), 1), 40)
@@ -266,4 +266,4 @@ def _delegation(services: AgentServices, claimed: ClaimedStep, *, budget: int) -
     ]
     if not plan.goal and claimed.request is not None:
         plan = plan._replace(goal=claimed.request)
-    return prompts.delegation(plan, step, results), prompts.delegation(plan, step, [])
+    return prompts.delegation_opening(plan, step), prompts.delegation_rest(results)
